@@ -1,0 +1,26 @@
+// FileStore: a Store in a directory on a shared filesystem (NFS, a volume every pod mounts).
+// Writes are atomic (write to a temp name, then rename); waits poll with backoff.
+#pragma once
+
+#include <string>
+
+#include "bootstrap/store.hpp"
+
+namespace tutti::bootstrap {
+
+class FileStore : public Store {
+ public:
+  explicit FileStore(std::string directory);  // creates the directory if needed
+  void set(const std::string& key, const std::string& value) override;
+  std::string get(const std::string& key, Deadline deadline) override;
+  int64_t add(const std::string& key, int64_t delta) override;  // flock-protected
+  std::vector<std::string> missing(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, Deadline deadline) override;
+  std::string describe() const override;
+
+ private:
+  std::string path_for(const std::string& key) const;  // keys are escaped into safe file names
+  std::string directory_;
+};
+
+}  // namespace tutti::bootstrap

@@ -1,0 +1,71 @@
+// Small RAII socket layer shared by the store and the TCP transport. All blocking calls take a
+// Deadline and use non-blocking sockets + poll underneath, so nothing can hang forever.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/deadline.hpp"
+
+namespace tutti::bootstrap {
+
+// Owns a file descriptor; closes it on destruction. Movable, not copyable.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+struct Endpoint {
+  std::string host;  // numeric address or name
+  uint16_t port = 0;
+  std::string to_string() const;  // "host:port" ([v6]:port for IPv6)
+};
+
+// Parses "host:port" or "[v6addr]:port". Throws Error(kConfig) naming `what` on bad input.
+Endpoint parse_endpoint(const std::string& text, const std::string& what);
+
+// Listening TCP socket (non-blocking, SO_REUSEADDR), bound to host ("" or "0.0.0.0" = any) and port
+// (0 = kernel picks). Returns the fd; bound_port tells the chosen port.
+Fd listen_tcp(const std::string& host, uint16_t port, uint16_t* bound_port);
+
+// Accepts one connection, waiting until deadline. Returns an invalid Fd on timeout.
+// The accepted socket is non-blocking with TCP_NODELAY set.
+Fd accept_tcp(int listen_fd, Deadline deadline, std::string* peer_address = nullptr);
+
+// Connects to endpoint, retrying refused/unreachable connections with backoff until deadline
+// (the peer may not be listening yet). Resolves names. Throws Error(kTimeout) naming the endpoint
+// and the last error. The socket is non-blocking with TCP_NODELAY set.
+Fd connect_tcp(const Endpoint& endpoint, Deadline deadline);
+
+// Writes/reads exactly the buffer, polling until done. Throws Error(kPeerFailure) when the peer
+// closed the connection (message includes `peer`), Error(kTimeout) at the deadline.
+void write_all(int fd, std::span<const std::byte> data, Deadline deadline, const std::string& peer);
+void read_exact(int fd, std::span<std::byte> data, Deadline deadline, const std::string& peer);
+
+// The local address of a connected socket (used to advertise "the address that reaches the store").
+std::string local_address(int fd);
+
+// Sets large send/receive buffers (best effort) for bulk data sockets.
+void set_bulk_buffers(int fd, int bytes);
+
+}  // namespace tutti::bootstrap

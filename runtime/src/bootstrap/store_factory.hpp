@@ -1,0 +1,21 @@
+// Opens the Store a WorldInfo points at: TcpStore for host:port (starting the server first when this
+// rank must host it), FileStore for file:/dir, MemoryStore for a world of one without any address.
+#pragma once
+
+#include <memory>
+
+#include "bootstrap/store.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "bootstrap/world_info.hpp"
+
+namespace tutti::bootstrap {
+
+struct StoreConnection {
+  std::unique_ptr<TcpStoreServer> server;  // set when this rank hosts the store
+  std::unique_ptr<Store> store;
+  std::string local_address;  // the address of ours that reaches the store ("" if not TCP)
+};
+
+StoreConnection open_store(const WorldInfo& info, Deadline deadline);
+
+}  // namespace tutti::bootstrap

@@ -1,0 +1,24 @@
+// What every collective algorithm gets: the transport, who we are, a fresh sequence number for
+// tags, the deadline, the pipeline segment size and reusable scratch memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "collectives/scratch.hpp"
+#include "core/deadline.hpp"
+#include "transport/transport.hpp"
+
+namespace tutti::collectives {
+
+struct Context {
+  transport::Transport& transport;
+  int rank;
+  int size;
+  uint64_t sequence;  // unique per collective call; use transport::make_tag(sequence, step)
+  Deadline deadline;
+  size_t segment_bytes;
+  Scratch& scratch;
+};
+
+}  // namespace tutti::collectives

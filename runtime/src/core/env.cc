@@ -1,0 +1,180 @@
+#include "core/env.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+
+#include "core/error.hpp"
+
+namespace tutti::env {
+namespace {
+
+constexpr std::array kVariables = {
+    Variable{"TUTTI_RANK", Kind::kInt, "", "", "This process's rank in the world (set by tuttirun)."},
+    Variable{"TUTTI_SIZE", Kind::kInt, "", "", "Number of ranks in the world (set by tuttirun)."},
+    Variable{"TUTTI_LOCAL_RANK", Kind::kInt, "", "", "Rank among the ranks on this host (set by tuttirun)."},
+    Variable{"TUTTI_LOCAL_SIZE", Kind::kInt, "", "", "Number of ranks on this host (set by tuttirun)."},
+    Variable{"TUTTI_CROSS_RANK", Kind::kInt, "", "", "Index of this host among the job's hosts (set by tuttirun)."},
+    Variable{"TUTTI_CROSS_SIZE", Kind::kInt, "", "", "Number of hosts in the job (set by tuttirun)."},
+    Variable{"TUTTI_HOST", Kind::kString, "", "",
+             "Host identity; ranks with equal values share memory. Default: the machine's hostname and boot id."},
+    Variable{"TUTTI_STORE", Kind::kString, "", "",
+             "Rendezvous store: `host:port` (TcpStore) or `file:/shared/dir` (FileStore)."},
+    Variable{"TUTTI_JOB_TOKEN", Kind::kString, "", "",
+             "Secret every connection must present (store and data ports); a stranger is refused."},
+    Variable{"TUTTI_JOB_ID", Kind::kString, "", "",
+             "Job name; prefixes store keys and shared-memory segment names. Default: derived from the store."},
+    Variable{"TUTTI_TIMEOUT", Kind::kSeconds, "60", "",
+             "Deadline for init: store rendezvous and connecting to peers."},
+    Variable{"TUTTI_COLLECTIVE_TIMEOUT", Kind::kSeconds, "600", "",
+             "Deadline for one collective call; a stalled peer is reported after it."},
+    Variable{"TUTTI_LOG_LEVEL", Kind::kChoice, "warn", "error|warn|info|debug|trace", "Logging threshold (stderr)."},
+    Variable{"TUTTI_TRANSPORT", Kind::kChoice, "auto", "auto|tcp|shm",
+             "Per-peer transport: auto = shm for peers on this host, tcp otherwise."},
+    Variable{"TUTTI_ALGO", Kind::kChoice, "auto", "auto|ring|tree|hd",
+             "Allreduce algorithm: ring, double binary tree, recursive halving-doubling, or chosen by size."},
+    Variable{"TUTTI_SEGMENT_BYTES", Kind::kBytes, "256K", "",
+             "Pipeline segment size of ring and tree collectives."},
+    Variable{"TUTTI_SHM_RING_BYTES", Kind::kBytes, "1M", "",
+             "Size of each shared-memory ring buffer between two local ranks (one per direction)."},
+    Variable{"TUTTI_ADDR", Kind::kString, "", "",
+             "Address this rank listens on for peers. Default: the local address that reaches the store."},
+    Variable{"TUTTI_LAUNCHER", Kind::kString, "", "",
+             "Set by tuttirun; ranks then exit by themselves when the launcher's store connection drops."},
+    Variable{"TUTTI_RESTART_COUNT", Kind::kInt, "0", "", "Which attempt of the job this is (set by tuttirun)."},
+};
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::string value_or_default(std::string_view name) {
+  const Variable& v = find(name);
+  if (auto r = raw(name)) return *r;
+  return std::string(v.default_value);
+}
+
+}  // namespace
+
+std::span<const Variable> all() { return kVariables; }
+
+const Variable& find(std::string_view name) {
+  for (const auto& v : kVariables)
+    if (v.name == name) return v;
+  throw make_error(ErrorCode::kInternal, "environment variable {} is not in tutti's registry", name);
+}
+
+std::optional<std::string> raw(std::string_view name) {
+  find(name);
+  const char* v = std::getenv(std::string(name).c_str());
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+bool is_set(std::string_view name) { return raw(name).has_value(); }
+
+std::string get_string(std::string_view name) { return value_or_default(name); }
+
+int64_t get_int(std::string_view name) {
+  std::string text = value_or_default(name);
+  if (text.empty()) throw make_error(ErrorCode::kConfig, "{} is not set", name);
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw make_error(ErrorCode::kConfig, "{}='{}' is not an integer", name, text);
+  return value;
+}
+
+double parse_seconds(std::string_view text, std::string_view what) {
+  std::string t(text);
+  double scale = 1.0;
+  if (t.size() > 2 && t.ends_with("ms")) {
+    scale = 1e-3;
+    t.resize(t.size() - 2);
+  } else if (t.size() > 1 && t.back() == 's') {
+    t.pop_back();
+  } else if (t.size() > 1 && t.back() == 'm') {
+    scale = 60.0;
+    t.pop_back();
+  }
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !(v >= 0))
+    throw make_error(ErrorCode::kConfig, "{}='{}' is not a duration (examples: 30, 2.5s, 500ms, 5m)", what,
+                     text);
+  return v * scale;
+}
+
+double get_seconds(std::string_view name) { return parse_seconds(value_or_default(name), name); }
+
+uint64_t parse_bytes(std::string_view text, std::string_view what) {
+  std::string t = lowercase(text);
+  if (!t.empty() && t.back() == 'b') t.pop_back();
+  if (!t.empty() && t.back() == 'i') t.pop_back();
+  uint64_t scale = 1;
+  if (!t.empty()) {
+    switch (t.back()) {
+      case 'k': scale = 1ull << 10; break;
+      case 'm': scale = 1ull << 20; break;
+      case 'g': scale = 1ull << 30; break;
+      default: break;
+    }
+    if (scale != 1) t.pop_back();
+  }
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size())
+    throw make_error(ErrorCode::kConfig, "{}='{}' is not a byte size (examples: 4096, 64K, 1M, 2G)", what, text);
+  return value * scale;
+}
+
+uint64_t get_bytes(std::string_view name) { return parse_bytes(value_or_default(name), name); }
+
+bool get_bool(std::string_view name) {
+  std::string t = lowercase(value_or_default(name));
+  if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
+  if (t == "0" || t == "false" || t == "no" || t == "off" || t.empty()) return false;
+  throw make_error(ErrorCode::kConfig, "{}='{}' is not a boolean (1/0, true/false, yes/no, on/off)", name, t);
+}
+
+std::string get_choice(std::string_view name) {
+  const Variable& v = find(name);
+  std::string t = lowercase(value_or_default(name));
+  std::string_view choices = v.choices;
+  size_t start = 0;
+  while (start <= choices.size()) {
+    size_t bar = choices.find('|', start);
+    if (bar == std::string_view::npos) bar = choices.size();
+    if (choices.substr(start, bar - start) == t) return t;
+    start = bar + 1;
+  }
+  throw make_error(ErrorCode::kConfig, "{}='{}' is not one of {}", name, t, choices);
+}
+
+std::string markdown_table() {
+  std::string out = "| Variable | Type | Default | Meaning |\n|---|---|---|---|\n";
+  for (const auto& v : kVariables) {
+    std::string_view type;
+    switch (v.kind) {
+      case Kind::kString: type = "string"; break;
+      case Kind::kInt: type = "integer"; break;
+      case Kind::kSeconds: type = "seconds"; break;
+      case Kind::kBytes: type = "bytes"; break;
+      case Kind::kChoice: type = v.choices; break;
+      case Kind::kBool: type = "bool"; break;
+    }
+    std::string type_text(type);
+    std::replace(type_text.begin(), type_text.end(), '|', '/');
+    out += fmt::format("| `{}` | {} | {} | {} |\n", v.name, type_text,
+                       v.default_value.empty() ? "-" : fmt::format("`{}`", v.default_value), v.description);
+  }
+  return out;
+}
+
+}  // namespace tutti::env

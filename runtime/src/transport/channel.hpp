@@ -1,0 +1,81 @@
+// Channel: an ordered, tagged, asynchronous byte pipe to one peer rank. Collectives are written
+// against this interface only; they never know whether bytes go over TCP or shared memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace tutti::transport {
+
+using Tag = uint64_t;
+
+// Tags from kControlTagBase up belong to the transport itself (abort notices); collectives use
+// make_tag() which stays far below.
+inline constexpr Tag kControlTagBase = ~Tag{0} - 255;
+
+// A collective call's sequence number and a step within it make a tag, so two calls in flight
+// never match each other's messages.
+constexpr Tag make_tag(uint64_t sequence, uint32_t step) { return (sequence << 24) | (step & 0xffffff); }
+
+// One posted send or receive. The Channel fills it in; the caller only looks at `complete`.
+struct Operation {
+  std::byte* data = nullptr;  // for sends this points at const data; the channel never writes it
+  size_t size = 0;
+  size_t done = 0;
+  Tag tag = 0;
+  bool is_send = false;
+  bool complete = false;
+};
+
+// A handle on a posted Operation. Cheap to move; an empty Request counts as complete.
+class Request {
+ public:
+  Request() = default;
+  explicit Request(std::shared_ptr<Operation> op) : op_(std::move(op)) {}
+  bool complete() const { return !op_ || op_->complete; }
+  const Operation* operation() const { return op_.get(); }
+
+ private:
+  std::shared_ptr<Operation> op_;
+};
+
+class Channel {
+ public:
+  virtual ~Channel() = default;
+
+  virtual int peer() const = 0;
+  // For error messages: "rank 3 on host worker-1 (tcp 198.18.0.3:41000)".
+  virtual std::string describe() const = 0;
+  // "tcp" or "shm".
+  virtual std::string_view kind() const = 0;
+
+  // Queues a send. `data` must stay valid and unchanged until the request completes. Sends on one
+  // channel are delivered in order.
+  virtual Request isend(Tag tag, std::span<const std::byte> data) = 0;
+
+  // Posts a receive of exactly data.size() bytes with `tag`. Receives with the same tag match that
+  // tag's messages in order; a message of another size fails with Error(kMismatch) naming both sizes.
+  virtual Request irecv(Tag tag, std::span<std::byte> data) = 0;
+
+  // Moves whatever bytes can move without blocking; returns true if anything moved. Throws
+  // Error(kPeerFailure) naming the peer when it closed, died or sent an abort notice.
+  virtual bool progress() = 0;
+
+  // Tells the peer this rank is failing, with the reason (best effort; never blocks for long).
+  virtual void send_abort(const std::string& reason) noexcept = 0;
+
+  // A pollable fd that turns readable when bytes may have arrived (TCP socket), or -1 when the
+  // channel must be polled by calling progress() (shared memory).
+  virtual int wait_fd() const = 0;
+
+  // A pollable fd that turns readable when the peer process dies (pidfd for local peers), or -1.
+  virtual int liveness_fd() const { return -1; }
+
+  // True while sends or receives are posted and not complete.
+  virtual bool busy() const = 0;
+};
+
+}  // namespace tutti::transport
