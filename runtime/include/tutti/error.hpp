@@ -20,7 +20,8 @@ enum class ErrorCode : int {
   kInternal = 9,         // a bug in tutti
 };
 
-class Error : public std::runtime_error {
+// Default visibility so that catch (tutti::Error&) works across the libtutti.so boundary.
+class __attribute__((visibility("default"))) Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
   ErrorCode code() const noexcept { return code_; }
