@@ -1,0 +1,132 @@
+// The C API: every entry point catches everything, stores the message for tutti_last_error() and
+// returns a negative code, so no C++ exception ever crosses into C.
+#include "tutti/tutti.h"
+
+#include <exception>
+#include <string>
+
+#include "tutti/tutti.hpp"
+
+namespace {
+
+thread_local std::string t_last_error;
+
+int fail(tutti::ErrorCode code, const char* message) {
+  t_last_error = message;
+  return -static_cast<int>(code);
+}
+
+template <typename Body>
+int guarded(Body&& body) {
+  try {
+    t_last_error.clear();
+    return body();
+  } catch (const tutti::Error& e) {
+    return fail(e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(tutti::ErrorCode::kSystem, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(tutti::ErrorCode::kInternal, e.what());
+  } catch (...) {
+    return fail(tutti::ErrorCode::kInternal, "unknown exception");
+  }
+}
+
+tutti::DataType to_type(tutti_dtype_t t) { return static_cast<tutti::DataType>(t); }
+tutti::ReduceOp to_op(tutti_op_t op) { return static_cast<tutti::ReduceOp>(op); }
+
+}  // namespace
+
+extern "C" {
+
+int tutti_init(void) {
+  return guarded([] {
+    tutti::init();
+    return 0;
+  });
+}
+
+int tutti_finalize(void) {
+  return guarded([] {
+    tutti::finalize();
+    return 0;
+  });
+}
+
+int tutti_initialized(void) { return tutti::initialized() ? 1 : 0; }
+
+int tutti_rank(void) {
+  return guarded([] { return tutti::world().rank(); });
+}
+int tutti_size(void) {
+  return guarded([] { return tutti::world().size(); });
+}
+int tutti_local_rank(void) {
+  return guarded([] { return tutti::world().local_rank(); });
+}
+int tutti_local_size(void) {
+  return guarded([] { return tutti::world().local_size(); });
+}
+
+int tutti_allreduce(const void* send, void* recv, size_t count, tutti_dtype_t dtype, tutti_op_t op) {
+  return guarded([&] {
+    tutti::world().allreduce(send, recv, count, to_type(dtype), to_op(op));
+    return 0;
+  });
+}
+
+int tutti_broadcast(void* buf, size_t count, tutti_dtype_t dtype, int root) {
+  return guarded([&] {
+    tutti::world().broadcast(buf, count, to_type(dtype), root);
+    return 0;
+  });
+}
+
+int tutti_allgather(const void* send, void* recv, size_t count, tutti_dtype_t dtype) {
+  return guarded([&] {
+    tutti::world().allgather(send, recv, count, to_type(dtype));
+    return 0;
+  });
+}
+
+int tutti_reduce_scatter(const void* send, void* recv, size_t recv_count, tutti_dtype_t dtype, tutti_op_t op) {
+  return guarded([&] {
+    tutti::world().reduce_scatter(send, recv, recv_count, to_type(dtype), to_op(op));
+    return 0;
+  });
+}
+
+int tutti_barrier(void) {
+  return guarded([] {
+    tutti::world().barrier();
+    return 0;
+  });
+}
+
+const char* tutti_last_error(void) { return t_last_error.c_str(); }
+
+const char* tutti_error_name(int code) {
+  switch (code) {
+    case TUTTI_OK: return "TUTTI_OK";
+    case TUTTI_ERR_INVALID_ARGUMENT: return "TUTTI_ERR_INVALID_ARGUMENT";
+    case TUTTI_ERR_NOT_INITIALIZED: return "TUTTI_ERR_NOT_INITIALIZED";
+    case TUTTI_ERR_TIMEOUT: return "TUTTI_ERR_TIMEOUT";
+    case TUTTI_ERR_PEER_FAILURE: return "TUTTI_ERR_PEER_FAILURE";
+    case TUTTI_ERR_MISMATCH: return "TUTTI_ERR_MISMATCH";
+    case TUTTI_ERR_AUTH: return "TUTTI_ERR_AUTH";
+    case TUTTI_ERR_SYSTEM: return "TUTTI_ERR_SYSTEM";
+    case TUTTI_ERR_CONFIG: return "TUTTI_ERR_CONFIG";
+    case TUTTI_ERR_INTERNAL: return "TUTTI_ERR_INTERNAL";
+    default: return "TUTTI_ERR_UNKNOWN";
+  }
+}
+
+}  // extern "C"
+
+// The C enums are cast straight to the C++ ones; keep their values in step.
+static_assert(TUTTI_FLOAT32 == static_cast<int>(tutti::DataType::kFloat32));
+static_assert(TUTTI_BFLOAT16 == static_cast<int>(tutti::DataType::kBFloat16));
+static_assert(TUTTI_UINT8 == static_cast<int>(tutti::DataType::kUInt8));
+static_assert(TUTTI_AVG == static_cast<int>(tutti::ReduceOp::kAvg));
+static_assert(TUTTI_ERR_INTERNAL == -static_cast<int>(tutti::ErrorCode::kInternal));
+static_assert(TUTTI_ERR_TIMEOUT == -static_cast<int>(tutti::ErrorCode::kTimeout));

@@ -1,0 +1,24 @@
+#include "comm/topology.hpp"
+
+#include <map>
+
+namespace tutti::comm {
+
+Topology topology_from_hosts(const std::vector<std::string>& host_ids, int rank) {
+  Topology t;
+  std::map<std::string, int> host_index;  // host id -> order of first appearance
+  for (const auto& id : host_ids) host_index.try_emplace(id, static_cast<int>(host_index.size()));
+  const std::string& mine = host_ids.at(rank);
+  t.cross_size = static_cast<int>(host_index.size());
+  t.cross_rank = host_index.at(mine);
+  t.local_size = 0;
+  t.local_rank = 0;
+  for (int r = 0; r < static_cast<int>(host_ids.size()); ++r) {
+    if (host_ids[r] != mine) continue;
+    if (r < rank) ++t.local_rank;
+    ++t.local_size;
+  }
+  return t;
+}
+
+}  // namespace tutti::comm

@@ -1,0 +1,19 @@
+// Where each rank lives: derived from every rank's host id, so local/cross ranks are right even
+// when the launcher did not say (torchrun without LOCAL_RANK, a hand-written env).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tutti::comm {
+
+struct Topology {
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;  // index of this rank's host, hosts ordered by their lowest rank
+  int cross_size = 1;
+};
+
+Topology topology_from_hosts(const std::vector<std::string>& host_ids, int rank);
+
+}  // namespace tutti::comm
