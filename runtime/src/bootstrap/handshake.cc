@@ -1,0 +1,132 @@
+#include "bootstrap/handshake.hpp"
+
+#include <array>
+#include <cstddef>
+
+#include "bootstrap/socket.hpp"
+#include "bootstrap/wire.hpp"
+#include "core/error.hpp"
+
+namespace tutti::bootstrap {
+namespace {
+
+// magic u32, version u16, kind u16, rank i32, token_len u32.
+constexpr size_t kHeaderBytes = 16;
+// Tokens are short secrets; the cap keeps a stranger's garbage from making us allocate much.
+constexpr uint32_t kMaxTokenBytes = 4096;
+constexpr std::byte kAccepted{1};
+constexpr std::byte kRefused{0};
+
+// Compares without an early exit, so the time taken says nothing about where the tokens differ
+// (only their lengths, which are not secret).
+bool tokens_equal(const std::string& expected, const std::string& received) {
+  unsigned diff = expected.size() == received.size() ? 0u : 1u;
+  for (size_t i = 0; i < received.size(); ++i) {
+    unsigned char e =
+        expected.empty() ? 0 : static_cast<unsigned char>(expected[i % expected.size()]);
+    diff |= e ^ static_cast<unsigned char>(received[i]);
+  }
+  return diff == 0;
+}
+
+bool known_kind(uint16_t kind) {
+  return kind == static_cast<uint16_t>(ConnectionKind::kStore) ||
+         kind == static_cast<uint16_t>(ConnectionKind::kStoreLifeline) ||
+         kind == static_cast<uint16_t>(ConnectionKind::kData);
+}
+
+// Tells the client it was refused. Best effort: it may already be gone, and the refusal is
+// reported to our caller either way.
+void send_refusal(int fd, Deadline deadline, const std::string& peer) noexcept {
+  try {
+    std::array<std::byte, 1> verdict{kRefused};
+    write_all(fd, verdict, deadline, peer);
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace
+
+void client_handshake(int fd, const Hello& hello, Deadline deadline, const std::string& peer) {
+  if (hello.token.size() > kMaxTokenBytes)
+    throw make_error(ErrorCode::kConfig,
+                     "the job token is {} bytes long; tutti accepts at most {} (TUTTI_JOB_TOKEN)",
+                     hello.token.size(), kMaxTokenBytes);
+  wire::Writer w;
+  w.u32(kMagic);
+  w.u16(kProtocolVersion);
+  w.u16(static_cast<uint16_t>(hello.kind));
+  w.i32(hello.rank);
+  w.str(hello.token);
+  write_all(fd, w.view(), deadline, peer);
+
+  std::array<std::byte, 1> verdict{};
+  try {
+    read_exact(fd, verdict, deadline, peer);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kPeerFailure) throw;
+    throw make_error(ErrorCode::kPeerFailure,
+                     "{} closed the connection during the handshake without a verdict; is it a "
+                     "tutti endpoint of this job? ({})",
+                     peer, e.what());
+  }
+  if (verdict[0] != kAccepted)
+    throw make_error(ErrorCode::kAuth,
+                     "{} refused our handshake (rank {}): the job token, protocol version (ours is "
+                     "{}) or connection kind did not match; check that TUTTI_JOB_TOKEN is the same "
+                     "for every rank and that all hosts run the same tutti build",
+                     peer, hello.rank, kProtocolVersion);
+}
+
+Hello server_handshake(int fd, const std::string& expected_token, Deadline deadline,
+                       const std::string& peer) {
+  std::array<std::byte, kHeaderBytes> header{};
+  read_exact(fd, header, deadline, peer);
+  wire::Reader r(header, "handshake");
+  uint32_t magic = r.u32();
+  uint16_t version = r.u16();
+  uint16_t kind = r.u16();
+  int32_t rank = r.i32();
+  uint32_t token_len = r.u32();
+
+  auto refuse = [&](std::string message) -> Error {
+    send_refusal(fd, deadline, peer);
+    return Error(ErrorCode::kAuth, message);
+  };
+  if (magic != kMagic)
+    throw refuse(fmt::format(
+        "refused connection from {}: it is not a tutti client (magic 0x{:08x}, expected "
+        "0x{:08x}); something else is talking to this port",
+        peer, magic, kMagic));
+  if (version != kProtocolVersion)
+    throw refuse(fmt::format(
+        "refused connection from {} (rank {}): it speaks tutti protocol version {}, this "
+        "side speaks version {}; run the same tutti build on every host",
+        peer, rank, version, kProtocolVersion));
+  if (!known_kind(kind))
+    throw refuse(fmt::format("refused connection from {} (rank {}): unknown connection kind {}",
+                             peer, rank, kind));
+  if (token_len > kMaxTokenBytes)
+    throw refuse(fmt::format(
+        "refused connection from {} (rank {}): its job token claims {} bytes, more than "
+        "the {} allowed",
+        peer, rank, token_len, kMaxTokenBytes));
+
+  Hello hello;
+  hello.kind = static_cast<ConnectionKind>(kind);
+  hello.rank = rank;
+  hello.token.resize(token_len);
+  read_exact(fd, std::as_writable_bytes(std::span(hello.token.data(), hello.token.size())),
+             deadline, peer);
+  if (!tokens_equal(expected_token, hello.token))
+    throw refuse(
+        fmt::format("refused connection from {} (rank {}): wrong job token ({} bytes, expected {} "
+                    "bytes); every rank must get the same TUTTI_JOB_TOKEN",
+                    peer, rank, hello.token.size(), expected_token.size()));
+
+  std::array<std::byte, 1> verdict{kAccepted};
+  write_all(fd, verdict, deadline, peer);
+  return hello;
+}
+
+}  // namespace tutti::bootstrap
