@@ -31,6 +31,7 @@ void halving_doubling_allreduce(Context& ctx, const void* send, void* recv, size
 void allgather(Context& ctx, const void* send, void* recv, size_t count, DataType type);
 
 // send holds size * recv_count elements; rank r receives the reduction of block r. kAvg divides.
+// recv may equal send + rank * recv_count (in place, as in NCCL).
 void reduce_scatter(Context& ctx, const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op);
 
 // Every rank's buf becomes root's buf.

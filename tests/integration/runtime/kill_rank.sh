@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# kill -9 one rank in the middle of a long allreduce loop. Expect: tuttirun exits non-zero within
+# 30 s naming the killed rank, every surviving rank fails with an error naming it, no process of the
+# job remains and no shared-memory segment of the job remains.
+set -uo pipefail
+tuttirun=$1 check=$2 transport=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+job="killtest-$transport-$$"
+victim=2
+
+TUTTI_TRANSPORT=$transport "$tuttirun" -np 4 --job-id "$job" --grace 20 -- \
+  "$check" --loop-seconds 120 --pid-dir "$work" >"$work/out" 2>&1 &
+launcher=$!
+
+for _ in $(seq 1 300); do
+  [ "$(ls "$work"/*.pid 2>/dev/null | wc -l)" -eq 4 ] && break
+  sleep 0.1
+done
+[ "$(ls "$work"/*.pid 2>/dev/null | wc -l)" -eq 4 ] || { echo "ranks did not start"; cat "$work/out"; exit 1; }
+sleep 1
+kill -9 "$(cat "$work/$victim.pid")"
+start=$(date +%s)
+
+status=0
+for _ in $(seq 1 300); do
+  kill -0 "$launcher" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$launcher" 2>/dev/null; then
+  echo "FAIL: tuttirun still running 30 s after the kill"; kill -9 "$launcher"; cat "$work/out"; exit 1
+fi
+wait "$launcher"; status=$?
+elapsed=$(( $(date +%s) - start ))
+cat "$work/out"
+echo "--- tuttirun exited with $status after ${elapsed}s"
+
+fail=0
+[ "$status" -ne 0 ] || { echo "FAIL: tuttirun exited 0"; fail=1; }
+grep -q "rank $victim .*signal 9" "$work/out" || { echo "FAIL: tuttirun did not name rank $victim and SIGKILL"; fail=1; }
+for r in 0 1 3; do
+  grep -E "^\[$r\].*rank $victim" "$work/out" >/dev/null ||
+    { echo "FAIL: rank $r's error does not name rank $victim"; fail=1; }
+done
+for f in "$work"/*.pid; do
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then echo "FAIL: process $pid ($(basename "$f")) still alive"; fail=1; kill -9 "$pid"; fi
+done
+if ls /dev/shm/tutti-"$job"-* >/dev/null 2>&1; then echo "FAIL: shared-memory segments left:"; ls /dev/shm/tutti-"$job"-*; fail=1; fi
+exit $fail

@@ -1,0 +1,55 @@
+// token_intruder: knocks on the job's store port and on rank 0's data port with a wrong job token
+// and reports whether each refused it. Started from inside a job (it reads TUTTI_STORE, TUTTI_JOB_ID
+// and uses the real token only to look up rank 0's data address, as any client of the store could).
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "bootstrap/handshake.hpp"
+#include "bootstrap/socket.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "core/error.hpp"
+
+using namespace tutti;
+
+namespace {
+
+std::string required_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') {
+    fmt::print(stderr, "token_intruder: {} is not set; run me inside a tuttirun job\n", name);
+    std::exit(2);
+  }
+  return v;
+}
+
+}  // namespace
+
+int main() {
+  const std::string wrong_token = "not-the-job-token";
+  bootstrap::Endpoint store_endpoint = bootstrap::parse_endpoint(required_env("TUTTI_STORE"), "TUTTI_STORE");
+  std::string job = required_env("TUTTI_JOB_ID");
+  bool store_refused = false, data_refused = false;
+
+  try {
+    bootstrap::TcpStore stranger(store_endpoint, wrong_token, -1, Deadline::after_seconds(10));
+    stranger.set("intruder", "was here");
+  } catch (const Error& e) {
+    store_refused = e.code() == ErrorCode::kAuth;
+    fmt::print("token_intruder: {} by the store: {}\n", store_refused ? "refused" : "failed", e.what());
+  }
+
+  try {
+    bootstrap::TcpStore store(store_endpoint, required_env("TUTTI_JOB_TOKEN"), -1, Deadline::after_seconds(10));
+    std::string address = store.get(fmt::format("{}/tcp/0", job), Deadline::after_seconds(30));
+    auto endpoint = bootstrap::parse_endpoint(address, "rank 0's data address");
+    bootstrap::Fd fd = bootstrap::connect_tcp(endpoint, Deadline::after_seconds(10));
+    bootstrap::Hello hello{bootstrap::ConnectionKind::kData, 2, wrong_token};
+    bootstrap::client_handshake(fd.get(), hello, Deadline::after_seconds(10), "rank 0");
+  } catch (const Error& e) {
+    data_refused = e.code() == ErrorCode::kAuth;
+    fmt::print("token_intruder: {} by rank 0's data port: {}\n", data_refused ? "refused" : "failed", e.what());
+  }
+  return store_refused && data_refused ? 0 : 1;
+}
