@@ -15,6 +15,7 @@
 #include "collectives/collectives.hpp"
 #include "comm/topology.hpp"
 #include "transport/transport.hpp"
+#include "tutti/error.hpp"
 #include "tutti/types.hpp"
 
 namespace tutti::comm {
