@@ -3,25 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "bootstrap/cv_wait.hpp"
 #include "bootstrap/store_errors.hpp"
 
 namespace tutti::bootstrap {
-namespace {
-
-// Waits on cv until pred() or the deadline. Waits in slices because Deadline::never() is
-// time_point::max(), which condition variables do not handle well.
-template <typename Pred>
-bool wait_until(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, Deadline deadline,
-                Pred pred) {
-  while (!pred()) {
-    if (deadline.expired()) return false;
-    auto slice = std::min<std::chrono::nanoseconds>(deadline.remaining(), std::chrono::seconds(1));
-    cv.wait_for(lock, slice);
-  }
-  return true;
-}
-
-}  // namespace
 
 void MemoryStore::set(const std::string& key, const std::string& value) {
   {

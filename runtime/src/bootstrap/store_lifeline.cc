@@ -1,0 +1,92 @@
+// StoreLifeline: the server never writes on this connection, so the only thing that can make it
+// readable is the server side closing (the launcher died or stopped the store). The watcher thread
+// sleeps in poll() on it plus a wake-up pipe that the destructor uses.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/handshake.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace tutti::bootstrap {
+namespace {
+
+// Shared with the watcher thread so that an on_lost which ends up destroying the lifeline (e.g.
+// via a chain of owners) does not pull the state out from under the running thread.
+struct Watch {
+  Fd connection;
+  Fd wake_read, wake_write;
+  std::function<void()> on_lost;
+  std::string peer;
+
+  // Returns true when the server side is gone, false when woken up to stop.
+  bool wait_for_loss() {
+    std::array<pollfd, 2> fds{pollfd{connection.get(), POLLIN, 0},
+                              pollfd{wake_read.get(), POLLIN, 0}};
+    std::array<std::byte, 64> sink{};
+    for (;;) {
+      int n = ::poll(fds.data(), fds.size(), -1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        log::error("lifeline to {}: poll() failed: {}; no longer watching the launcher", peer,
+                   std::strerror(errno));
+        return false;
+      }
+      if (fds[1].revents != 0) return false;
+      if (fds[0].revents == 0) continue;
+      ssize_t got = ::recv(connection.get(), sink.data(), sink.size(), MSG_DONTWAIT);
+      if (got > 0) continue;  // the protocol says nothing comes; ignore rather than misjudge
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      return true;
+    }
+  }
+};
+
+}  // namespace
+
+struct StoreLifeline::State {
+  std::shared_ptr<Watch> watch;
+  std::thread thread;
+};
+
+StoreLifeline::StoreLifeline(const Endpoint& server, const std::string& job_token, int rank,
+                             Deadline connect_deadline, std::function<void()> on_lost)
+    : state_(std::make_unique<State>()) {
+  auto watch = std::make_shared<Watch>();
+  watch->peer = "store at " + server.to_string();
+  watch->on_lost = std::move(on_lost);
+  watch->connection = connect_tcp(server, connect_deadline);
+  client_handshake(watch->connection.get(), Hello{ConnectionKind::kStoreLifeline, rank, job_token},
+                   connect_deadline, watch->peer);
+  std::array<int, 2> pipe_fds{};
+  if (::pipe2(pipe_fds.data(), O_CLOEXEC | O_NONBLOCK) != 0)
+    throw_system_error("pipe2() for the store lifeline's wake-up pipe", errno);
+  watch->wake_read.reset(pipe_fds[0]);
+  watch->wake_write.reset(pipe_fds[1]);
+  state_->watch = watch;
+  state_->thread = std::thread([watch] {
+    if (!watch->wait_for_loss()) return;
+    log::debug("lifeline to {} closed", watch->peer);
+    if (watch->on_lost) watch->on_lost();
+  });
+}
+
+StoreLifeline::~StoreLifeline() {
+  char byte = 1;
+  (void)!::write(state_->watch->wake_write.get(), &byte, 1);
+  if (state_->thread.get_id() == std::this_thread::get_id()) {
+    // Destroyed from inside on_lost: the thread owns a reference to the Watch and ends by itself.
+    state_->thread.detach();
+  } else {
+    state_->thread.join();
+  }
+}
+
+}  // namespace tutti::bootstrap

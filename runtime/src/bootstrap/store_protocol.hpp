@@ -1,0 +1,44 @@
+// The TcpStore wire protocol, shared by TcpStoreServer and TcpStore (and so by tuttirun and the
+// ranks). After the handshake each request and each response is one frame: u32 length + payload.
+//
+// Request payload: u8 Op, then
+//   kSet      str key, str value
+//   kGet      str key, i64 timeout_ms (-1 = no limit)  -- the server waits for the key
+//   kAdd      str key, i64 delta
+//   kMissing  u32 n, n x str key
+//   kWait     i64 timeout_ms, u32 n, n x str key
+// Response payload: u8 Status, then
+//   kOk:       kGet: str value; kAdd: i64 new value; kMissing: u32 n, n x str; others: nothing
+//   kTimeout:  kGet: nothing; kWait: u32 n, n x str (the keys still missing)
+//   kFailed:   u8 ErrorCode, str message (rethrown on the client as that Error)
+// Strings are u32 length + bytes; integers little-endian.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bootstrap/wire.hpp"
+#include "core/deadline.hpp"
+
+namespace tutti::bootstrap::store_protocol {
+
+enum class Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kMissing = 4, kWait = 5 };
+enum class Status : uint8_t { kOk = 0, kTimeout = 1, kFailed = 2 };
+
+// Large enough for any rendezvous value, small enough that a corrupt length cannot exhaust memory.
+inline constexpr uint32_t kMaxFrameBytes = 256u << 20;
+
+// A Writer whose first 4 bytes are reserved for the frame length (filled in by send_frame).
+wire::Writer begin_frame();
+void send_frame(int fd, wire::Writer& frame, Deadline deadline, const std::string& peer);
+std::vector<std::byte> receive_frame(int fd, Deadline deadline, const std::string& peer);
+
+void put_keys(wire::Writer& w, const std::vector<std::string>& keys);
+std::vector<std::string> get_keys(wire::Reader& r);
+
+// Milliseconds left until deadline for the server side, -1 for "no limit".
+int64_t timeout_ms(Deadline deadline);
+Deadline deadline_from_ms(int64_t ms);
+
+}  // namespace tutti::bootstrap::store_protocol

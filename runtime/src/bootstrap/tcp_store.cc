@@ -1,0 +1,174 @@
+// TcpStore client. Calls are thread-safe: each call borrows an idle authenticated connection (or
+// opens one), so a get() blocked waiting for a key never holds up another thread's set().
+#include "bootstrap/tcp_store.hpp"
+
+#include <mutex>
+#include <vector>
+
+#include "bootstrap/handshake.hpp"
+#include "bootstrap/store_errors.hpp"
+#include "bootstrap/store_protocol.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+
+namespace tutti::bootstrap {
+namespace {
+
+namespace sp = store_protocol;
+
+// The server answers a waiting GET at the deadline it was given; this much extra time covers the
+// round trip before the client gives up on the socket itself.
+constexpr auto kReplyGrace = std::chrono::seconds(5);
+
+Deadline with_grace(Deadline deadline) {
+  if (deadline.at() == Deadline::Clock::time_point::max()) return deadline;
+  return Deadline::after(deadline.remaining() + kReplyGrace);
+}
+
+// Calls that do not take a deadline (set, add, missing) get the init timeout.
+Deadline default_deadline() {
+  return Deadline::after_seconds(env::get_seconds("TUTTI_TIMEOUT"));
+}
+
+}  // namespace
+
+struct TcpStore::State {
+  Endpoint server;
+  std::string token;
+  int rank = -1;
+  std::string peer;  // "store at host:port", for messages
+  std::string local_address;
+  std::mutex mutex;
+  std::vector<Fd> idle;
+
+  Fd open_connection(Deadline deadline) {
+    Fd fd = connect_tcp(server, deadline);
+    client_handshake(fd.get(), Hello{ConnectionKind::kStore, rank, token}, deadline, peer);
+    return fd;
+  }
+
+  // Sends one request and returns the response payload. A connection that failed mid-call is
+  // dropped (its stream position is unknown); the next call opens a fresh one.
+  std::vector<std::byte> call(wire::Writer& request, Deadline send_deadline,
+                              Deadline reply_deadline) {
+    Fd fd;
+    {
+      std::lock_guard lock(mutex);
+      if (!idle.empty()) {
+        fd = std::move(idle.back());
+        idle.pop_back();
+      }
+    }
+    if (!fd.valid()) fd = open_connection(send_deadline);
+    sp::send_frame(fd.get(), request, send_deadline, peer);
+    std::vector<std::byte> reply = sp::receive_frame(fd.get(), reply_deadline, peer);
+    std::lock_guard lock(mutex);
+    idle.push_back(std::move(fd));
+    return reply;
+  }
+};
+
+namespace {
+
+// Reads the status byte; rethrows a server-side failure as the Error it was.
+sp::Status read_status(wire::Reader& r) {
+  auto status = static_cast<sp::Status>(r.u8());
+  if (status == sp::Status::kFailed) {
+    auto code = static_cast<ErrorCode>(r.u8());
+    throw Error(code, r.str());
+  }
+  return status;
+}
+
+}  // namespace
+
+TcpStore::TcpStore(const Endpoint& server, std::string job_token, int rank,
+                   Deadline connect_deadline)
+    : state_(std::make_unique<State>()) {
+  state_->server = server;
+  state_->token = std::move(job_token);
+  state_->rank = rank;
+  state_->peer = "store at " + server.to_string();
+  Fd fd = state_->open_connection(connect_deadline);
+  state_->local_address = bootstrap::local_address(fd.get());
+  state_->idle.push_back(std::move(fd));
+}
+
+TcpStore::~TcpStore() = default;
+
+void TcpStore::set(const std::string& key, const std::string& value) {
+  wire::Writer w = sp::begin_frame();
+  w.u8(static_cast<uint8_t>(sp::Op::kSet));
+  w.str(key);
+  w.str(value);
+  Deadline deadline = default_deadline();
+  auto reply = state_->call(w, deadline, deadline);
+  wire::Reader r(reply, "store reply");
+  read_status(r);
+}
+
+std::string TcpStore::get(const std::string& key, Deadline deadline) {
+  wire::Writer w = sp::begin_frame();
+  w.u8(static_cast<uint8_t>(sp::Op::kGet));
+  w.str(key);
+  w.i64(sp::timeout_ms(deadline));
+  std::vector<std::byte> reply;
+  try {
+    reply = state_->call(w, deadline, with_grace(deadline));
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kTimeout) throw get_timeout_error(describe(), key);
+    throw;
+  }
+  wire::Reader r(reply, "store reply");
+  if (read_status(r) == sp::Status::kTimeout) throw get_timeout_error(describe(), key);
+  return r.str();
+}
+
+int64_t TcpStore::add(const std::string& key, int64_t delta) {
+  wire::Writer w = sp::begin_frame();
+  w.u8(static_cast<uint8_t>(sp::Op::kAdd));
+  w.str(key);
+  w.i64(delta);
+  Deadline deadline = default_deadline();
+  auto reply = state_->call(w, deadline, deadline);
+  wire::Reader r(reply, "store reply");
+  read_status(r);
+  return r.i64();
+}
+
+std::vector<std::string> TcpStore::missing(const std::vector<std::string>& keys) {
+  wire::Writer w = sp::begin_frame();
+  w.u8(static_cast<uint8_t>(sp::Op::kMissing));
+  sp::put_keys(w, keys);
+  Deadline deadline = default_deadline();
+  auto reply = state_->call(w, deadline, deadline);
+  wire::Reader r(reply, "store reply");
+  read_status(r);
+  return sp::get_keys(r);
+}
+
+void TcpStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
+  wire::Writer w = sp::begin_frame();
+  w.u8(static_cast<uint8_t>(sp::Op::kWait));
+  w.i64(sp::timeout_ms(deadline));
+  sp::put_keys(w, keys);
+  std::vector<std::byte> reply;
+  try {
+    reply = state_->call(w, deadline, with_grace(deadline));
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kTimeout) throw wait_timeout_error(describe(), keys);
+    throw;
+  }
+  wire::Reader r(reply, "store reply");
+  if (read_status(r) == sp::Status::kTimeout) throw wait_timeout_error(describe(), sp::get_keys(r));
+}
+
+std::string TcpStore::describe() const {
+  return "tcp " + state_->server.to_string();
+}
+
+std::string TcpStore::local_address() const {
+  return state_->local_address;
+}
+
+}  // namespace tutti::bootstrap

@@ -1,0 +1,299 @@
+// TcpStoreServer: one thread accepts; each client gets its own thread, so a GET that waits for a
+// key blocks only its own client (on a condition variable, not on the network). Stopping wakes the
+// acceptor through a pipe and every client thread by shutting its socket down.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <condition_variable>
+#include <list>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "bootstrap/cv_wait.hpp"
+#include "bootstrap/handshake.hpp"
+#include "bootstrap/store_errors.hpp"
+#include "bootstrap/store_protocol.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace tutti::bootstrap {
+namespace {
+
+namespace sp = store_protocol;
+
+// A stranger that connects and says nothing must not hold a thread for long.
+constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
+// A client that stops reading its responses is dropped after this long.
+constexpr auto kResponseTimeout = std::chrono::seconds(60);
+
+struct Client {
+  Fd fd;
+  std::string peer;
+  std::thread thread;
+  std::atomic<bool> done{false};
+};
+
+}  // namespace
+
+struct TcpStoreServer::State {
+  std::string token;
+  Fd listener;
+  uint16_t port = 0;
+  Fd wake_read, wake_write;
+  std::atomic<bool> stopping{false};
+  std::atomic<size_t> refused{0};
+
+  std::mutex data_mutex;
+  std::condition_variable changed;
+  std::map<std::string, std::string> values;
+
+  std::mutex clients_mutex;
+  std::list<Client> clients;
+  std::thread acceptor;
+
+  std::string name() const { return fmt::format("tcp server :{}", port); }
+  void accept_loop();
+  void reap_finished_clients();
+  void serve(Client& client);
+  void serve_requests(Client& client);
+  void hold_lifeline(Client& client);
+  void handle(Client& client, std::span<const std::byte> request, wire::Writer& response);
+};
+
+void TcpStoreServer::State::accept_loop() {
+  std::array<pollfd, 2> fds{pollfd{listener.get(), POLLIN, 0}, pollfd{wake_read.get(), POLLIN, 0}};
+  while (!stopping.load()) {
+    int n = ::poll(fds.data(), fds.size(), -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      log::error("store server on port {}: poll() failed: {}; no longer accepting", port,
+                 std::strerror(errno));
+      return;
+    }
+    if (fds[1].revents != 0 || stopping.load()) return;
+    if (fds[0].revents == 0) continue;
+    std::string peer;
+    Fd fd;
+    try {
+      fd = accept_tcp(listener.get(), Deadline::after(std::chrono::seconds(0)), &peer);
+    } catch (const Error& e) {
+      // Typically EMFILE: keep serving the clients we have; a short pause avoids a hot loop.
+      log::warn("store server on port {}: {}", port, e.what());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    if (!fd.valid()) continue;
+    reap_finished_clients();
+    std::lock_guard lock(clients_mutex);
+    Client& client = clients.emplace_back();
+    client.fd = std::move(fd);
+    client.peer = peer;
+    client.thread = std::thread([this, &client] { serve(client); });
+  }
+}
+
+void TcpStoreServer::State::reap_finished_clients() {
+  std::list<Client> finished;
+  {
+    std::lock_guard lock(clients_mutex);
+    for (auto it = clients.begin(); it != clients.end();) {
+      auto next = std::next(it);
+      if (it->done.load()) finished.splice(finished.end(), clients, it);
+      it = next;
+    }
+  }
+  for (auto& c : finished) c.thread.join();
+}
+
+void TcpStoreServer::State::serve(Client& client) {
+  try {
+    Hello hello = server_handshake(client.fd.get(), token, Deadline::after(kHandshakeTimeout),
+                                   "store client " + client.peer);
+    if (hello.kind == ConnectionKind::kStoreLifeline) {
+      hold_lifeline(client);
+    } else if (hello.kind == ConnectionKind::kStore) {
+      serve_requests(client);
+    } else {
+      ++refused;
+      log::warn(
+          "store server on port {}: refused {} (rank {}): it opened a data connection on the "
+          "store port; check the peer's address table",
+          port, client.peer, hello.rank);
+    }
+  } catch (const Error& e) {
+    if (stopping.load()) {
+      // Our own shutdown broke the connection; nothing to report.
+    } else if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kTimeout ||
+               e.code() == ErrorCode::kMismatch) {
+      ++refused;
+      log::warn("store server on port {}: {}", port, e.what());
+    } else {
+      // Clients that simply go away (finished ranks, TCP health probes) end up here.
+      log::debug("store server on port {}: {}", port, e.what());
+    }
+  }
+  ::shutdown(client.fd.get(), SHUT_RDWR);
+  client.done.store(true);
+}
+
+void TcpStoreServer::State::hold_lifeline(Client& client) {
+  // Never written to: the client only waits for this socket to close. We wait for the client to
+  // close its end (the rank is gone) or for our own shutdown.
+  std::array<std::byte, 256> sink{};
+  while (!stopping.load()) {
+    pollfd p{client.fd.get(), POLLIN, 0};
+    int n = ::poll(&p, 1, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return;
+    ssize_t got = ::recv(client.fd.get(), sink.data(), sink.size(), MSG_DONTWAIT);
+    if (got == 0) return;
+    if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return;
+  }
+}
+
+void TcpStoreServer::State::serve_requests(Client& client) {
+  const std::string peer = "store client " + client.peer;
+  while (!stopping.load()) {
+    std::vector<std::byte> request = sp::receive_frame(client.fd.get(), Deadline::never(), peer);
+    wire::Writer response = sp::begin_frame();
+    try {
+      handle(client, request, response);
+    } catch (const Error& e) {
+      response = sp::begin_frame();
+      response.u8(static_cast<uint8_t>(sp::Status::kFailed));
+      response.u8(static_cast<uint8_t>(e.code()));
+      response.str(e.what());
+    }
+    if (stopping.load()) return;
+    sp::send_frame(client.fd.get(), response, Deadline::after(kResponseTimeout), peer);
+  }
+}
+
+void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> request,
+                                   wire::Writer& response) {
+  wire::Reader r(request, "store request from " + client.peer);
+  auto op = static_cast<sp::Op>(r.u8());
+  auto present = [this](const std::string& k) { return values.count(k) > 0; };
+  switch (op) {
+    case sp::Op::kSet: {
+      std::string key = r.str();
+      std::string value = r.str();
+      {
+        std::lock_guard lock(data_mutex);
+        values[key] = std::move(value);
+      }
+      changed.notify_all();
+      response.u8(static_cast<uint8_t>(sp::Status::kOk));
+      return;
+    }
+    case sp::Op::kGet: {
+      std::string key = r.str();
+      Deadline deadline = sp::deadline_from_ms(r.i64());
+      std::unique_lock lock(data_mutex);
+      bool found =
+          wait_until(changed, lock, deadline, [&] { return stopping.load() || present(key); });
+      if (found && present(key)) {
+        response.u8(static_cast<uint8_t>(sp::Status::kOk));
+        response.str(values.at(key));
+      } else {
+        response.u8(static_cast<uint8_t>(sp::Status::kTimeout));
+      }
+      return;
+    }
+    case sp::Op::kAdd: {
+      std::string key = r.str();
+      int64_t delta = r.i64();
+      int64_t result = 0;
+      {
+        std::lock_guard lock(data_mutex);
+        auto it = values.find(key);
+        result = parse_counter(name(), key, it == values.end() ? nullptr : &it->second) + delta;
+        values[key] = std::to_string(result);
+      }
+      changed.notify_all();
+      response.u8(static_cast<uint8_t>(sp::Status::kOk));
+      response.i64(result);
+      return;
+    }
+    case sp::Op::kMissing: {
+      std::vector<std::string> keys = sp::get_keys(r);
+      std::vector<std::string> absent;
+      {
+        std::lock_guard lock(data_mutex);
+        for (auto& k : keys)
+          if (!present(k)) absent.push_back(std::move(k));
+      }
+      response.u8(static_cast<uint8_t>(sp::Status::kOk));
+      sp::put_keys(response, absent);
+      return;
+    }
+    case sp::Op::kWait: {
+      Deadline deadline = sp::deadline_from_ms(r.i64());
+      std::vector<std::string> keys = sp::get_keys(r);
+      std::unique_lock lock(data_mutex);
+      auto all_present = [&] { return std::all_of(keys.begin(), keys.end(), present); };
+      if (wait_until(changed, lock, deadline, [&] { return stopping.load() || all_present(); }) &&
+          all_present()) {
+        response.u8(static_cast<uint8_t>(sp::Status::kOk));
+        return;
+      }
+      std::vector<std::string> absent;
+      for (auto& k : keys)
+        if (!present(k)) absent.push_back(k);
+      response.u8(static_cast<uint8_t>(sp::Status::kTimeout));
+      sp::put_keys(response, absent);
+      return;
+    }
+  }
+  throw make_error(ErrorCode::kMismatch,
+                   "store request from {} has unknown operation {}; are both sides running the "
+                   "same tutti version?",
+                   client.peer, static_cast<int>(op));
+}
+
+TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string job_token)
+    : state_(std::make_unique<State>()) {
+  state_->token = std::move(job_token);
+  state_->listener = listen_tcp(host, port, &state_->port);
+  std::array<int, 2> pipe_fds{};
+  if (::pipe2(pipe_fds.data(), O_CLOEXEC | O_NONBLOCK) != 0)
+    throw_system_error("pipe2() for the store server's wake-up pipe", errno);
+  state_->wake_read.reset(pipe_fds[0]);
+  state_->wake_write.reset(pipe_fds[1]);
+  state_->acceptor = std::thread([s = state_.get()] { s->accept_loop(); });
+  log::debug("store server listening on port {}", state_->port);
+}
+
+TcpStoreServer::~TcpStoreServer() {
+  State& s = *state_;
+  {
+    // Taking the data mutex orders the flag with waiters' predicate checks: none can miss it.
+    std::lock_guard lock(s.data_mutex);
+    s.stopping.store(true);
+  }
+  s.changed.notify_all();
+  char byte = 1;
+  (void)!::write(s.wake_write.get(), &byte, 1);
+  s.acceptor.join();
+  std::lock_guard lock(s.clients_mutex);
+  for (auto& c : s.clients) ::shutdown(c.fd.get(), SHUT_RDWR);
+  for (auto& c : s.clients) c.thread.join();
+}
+
+uint16_t TcpStoreServer::port() const {
+  return state_->port;
+}
+
+size_t TcpStoreServer::refused_connections() const {
+  return state_->refused.load();
+}
+
+}  // namespace tutti::bootstrap
