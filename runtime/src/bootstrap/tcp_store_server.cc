@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <list>
 #include <map>
 #include <mutex>

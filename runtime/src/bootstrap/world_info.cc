@@ -1,0 +1,339 @@
+// Each launcher announces rank and size in its own variables. We try them in a fixed order
+// (tuttirun first: it is the most specific) and validate whatever we found in one place.
+// Foreign variables (OMPI_*, PMI_*, RANK, SLURM_*, ...) are not ours to register, so they are read
+// with getenv directly; TUTTI_* ones go through the env registry.
+#include "bootstrap/world_info.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/env.hpp"
+#include "core/error.hpp"
+
+namespace tutti::bootstrap {
+namespace {
+
+constexpr int kUnknown = -1;
+
+// What one launcher's variables said, plus the "NAME=value" pairs for error messages.
+struct Reading {
+  std::string source;
+  int rank = 0;
+  int size = 1;
+  int local_rank = kUnknown;
+  int local_size = kUnknown;
+  int cross_rank = kUnknown;
+  int cross_size = kUnknown;
+  std::vector<std::string> seen{};
+
+  std::string variables() const {
+    std::string out;
+    for (const auto& s : seen) out += (out.empty() ? "" : ", ") + s;
+    return out;
+  }
+};
+
+std::optional<std::string> foreign(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<int> parse_int(std::string_view text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// Reads an integer variable of another launcher; records it for messages.
+std::optional<int> foreign_int(const char* name, Reading& reading) {
+  auto text = foreign(name);
+  if (!text) return std::nullopt;
+  reading.seen.push_back(fmt::format("{}={}", name, *text));
+  auto value = parse_int(*text);
+  if (!value)
+    throw make_error(ErrorCode::kConfig, "{}='{}' is not an integer (read as the {} world layout)",
+                     name, *text, reading.source);
+  return value;
+}
+
+std::optional<int> tutti_int(std::string_view name, Reading& reading) {
+  if (!env::is_set(name)) return std::nullopt;
+  reading.seen.push_back(fmt::format("{}={}", name, *env::raw(name)));
+  return static_cast<int>(env::get_int(name));
+}
+
+void set_if(int& field, std::optional<int> value) {
+  if (value) field = *value;
+}
+
+std::optional<Reading> from_tuttirun() {
+  Reading r{.source = "tuttirun"};
+  auto rank = tutti_int("TUTTI_RANK", r);
+  auto size = tutti_int("TUTTI_SIZE", r);
+  if (!rank && !size) return std::nullopt;
+  if (!rank || !size)
+    throw make_error(ErrorCode::kConfig,
+                     "{} is set but {} is not; set both (tuttirun does) or neither",
+                     rank ? "TUTTI_RANK" : "TUTTI_SIZE", rank ? "TUTTI_SIZE" : "TUTTI_RANK");
+  r.rank = *rank;
+  r.size = *size;
+  set_if(r.local_rank, tutti_int("TUTTI_LOCAL_RANK", r));
+  set_if(r.local_size, tutti_int("TUTTI_LOCAL_SIZE", r));
+  set_if(r.cross_rank, tutti_int("TUTTI_CROSS_RANK", r));
+  set_if(r.cross_size, tutti_int("TUTTI_CROSS_SIZE", r));
+  return r;
+}
+
+std::optional<Reading> from_openmpi() {
+  Reading r{.source = "openmpi"};
+  auto rank = foreign_int("OMPI_COMM_WORLD_RANK", r);
+  auto size = foreign_int("OMPI_COMM_WORLD_SIZE", r);
+  if (!rank || !size) return std::nullopt;
+  r.rank = *rank;
+  r.size = *size;
+  set_if(r.local_rank, foreign_int("OMPI_COMM_WORLD_LOCAL_RANK", r));
+  set_if(r.local_size, foreign_int("OMPI_COMM_WORLD_LOCAL_SIZE", r));
+  // NODE_RANK is the rank among all of this node's processes (across jobs), not the node's index;
+  // it only stands in for the local rank when Open MPI did not give one.
+  if (r.local_rank == kUnknown) set_if(r.local_rank, foreign_int("OMPI_COMM_WORLD_NODE_RANK", r));
+  return r;
+}
+
+std::optional<Reading> from_pmi() {
+  Reading r{.source = "pmi"};
+  auto rank = foreign_int("PMI_RANK", r);
+  auto size = foreign_int("PMI_SIZE", r);
+  if (!rank || !size) return std::nullopt;
+  r.rank = *rank;
+  r.size = *size;
+  set_if(r.local_rank, foreign_int("MPI_LOCALRANKID", r));
+  set_if(r.local_size, foreign_int("MPI_LOCALNRANKS", r));
+  return r;
+}
+
+std::optional<Reading> from_torchrun() {
+  Reading r{.source = "torchrun"};
+  auto rank = foreign_int("RANK", r);
+  auto size = foreign_int("WORLD_SIZE", r);
+  auto local_rank = foreign_int("LOCAL_RANK", r);
+  if (rank && size) {
+    r.rank = *rank;
+    r.size = *size;
+    set_if(r.local_rank, local_rank);
+    set_if(r.local_size, foreign_int("LOCAL_WORLD_SIZE", r));
+    set_if(r.cross_rank, foreign_int("GROUP_RANK", r));
+    set_if(r.cross_size, foreign_int("GROUP_WORLD_SIZE", r));
+    if (r.cross_size == kUnknown) set_if(r.cross_size, foreign_int("PET_NNODES", r));
+    return r;
+  }
+  // Kubeflow's trainer may set only the PET_* variables meant for torchrun; when the program runs
+  // without torchrun, derive the layout from them.
+  auto nnodes = foreign_int("PET_NNODES", r);
+  auto node_rank = foreign_int("PET_NODE_RANK", r);
+  if (!nnodes || !node_rank) return std::nullopt;
+  int per_node = 1;
+  if (auto nproc = foreign("PET_NPROC_PER_NODE")) {
+    r.seen.push_back(fmt::format("PET_NPROC_PER_NODE={}", *nproc));
+    auto n = parse_int(*nproc);
+    if (!n)
+      throw make_error(ErrorCode::kConfig,
+                       "PET_NPROC_PER_NODE='{}' is not a number; without torchrun tutti cannot "
+                       "tell how many processes run per pod: start the program with torchrun or "
+                       "tuttirun, or set PET_NPROC_PER_NODE to a number",
+                       *nproc);
+    per_node = *n;
+  }
+  if (per_node > 1 && !local_rank)
+    throw make_error(ErrorCode::kConfig,
+                     "PET_NPROC_PER_NODE={} but LOCAL_RANK is not set, so this process cannot "
+                     "know its rank; start the program with torchrun or tuttirun",
+                     per_node);
+  r.cross_rank = *node_rank;
+  r.cross_size = *nnodes;
+  r.local_rank = per_node > 1 ? *local_rank : 0;
+  r.local_size = per_node;
+  r.rank = *node_rank * per_node + r.local_rank;
+  r.size = *nnodes * per_node;
+  return r;
+}
+
+// SLURM_TASKS_PER_NODE looks like "2(x3),1": node 0..2 run 2 tasks, node 3 runs 1.
+std::optional<int> slurm_tasks_on_node(const std::string& spec, int node) {
+  size_t pos = 0;
+  int first_node = 0;
+  while (pos < spec.size()) {
+    size_t comma = spec.find(',', pos);
+    if (comma == std::string::npos) comma = spec.size();
+    std::string_view item(spec.data() + pos, comma - pos);
+    int repeat = 1;
+    size_t paren = item.find("(x");
+    if (paren != std::string_view::npos && item.back() == ')') {
+      auto r = parse_int(item.substr(paren + 2, item.size() - paren - 3));
+      if (!r) return std::nullopt;
+      repeat = *r;
+      item = item.substr(0, paren);
+    }
+    auto tasks = parse_int(item);
+    if (!tasks) return std::nullopt;
+    if (node < first_node + repeat) return tasks;
+    first_node += repeat;
+    pos = comma + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<Reading> from_slurm() {
+  Reading r{.source = "slurm"};
+  auto rank = foreign_int("SLURM_PROCID", r);
+  auto size = foreign_int("SLURM_NTASKS", r);
+  if (!rank || !size) return std::nullopt;
+  r.rank = *rank;
+  r.size = *size;
+  set_if(r.local_rank, foreign_int("SLURM_LOCALID", r));
+  set_if(r.cross_rank, foreign_int("SLURM_NODEID", r));
+  set_if(r.cross_size, foreign_int("SLURM_NNODES", r));
+  if (auto spec = foreign("SLURM_TASKS_PER_NODE"); spec && r.cross_rank != kUnknown)
+    set_if(r.local_size, slurm_tasks_on_node(*spec, r.cross_rank));
+  return r;
+}
+
+void validate(const Reading& r) {
+  auto fail = [&](std::string_view problem) {
+    return make_error(ErrorCode::kConfig,
+                      "inconsistent {} world layout: {} ({}); check how the job was launched",
+                      r.source, problem, r.variables());
+  };
+  if (r.size < 1) throw fail(fmt::format("world size {} must be at least 1", r.size));
+  if (r.rank < 0 || r.rank >= r.size)
+    throw fail(fmt::format("rank {} must be in [0, {})", r.rank, r.size));
+  if (r.local_size != kUnknown && (r.local_size < 1 || r.local_size > r.size))
+    throw fail(fmt::format("local size {} must be in [1, {}]", r.local_size, r.size));
+  if (r.local_rank != kUnknown && r.local_rank < 0)
+    throw fail(fmt::format("local rank {} is negative", r.local_rank));
+  if (r.local_rank != kUnknown && r.local_size != kUnknown && r.local_rank >= r.local_size)
+    throw fail(
+        fmt::format("local rank {} must be below the local size {}", r.local_rank, r.local_size));
+  if (r.cross_size != kUnknown && (r.cross_size < 1 || r.cross_size > r.size))
+    throw fail(fmt::format("host count {} must be in [1, {}]", r.cross_size, r.size));
+  if (r.cross_rank != kUnknown && r.cross_size != kUnknown &&
+      (r.cross_rank < 0 || r.cross_rank >= r.cross_size))
+    throw fail(fmt::format("host index {} must be in [0, {})", r.cross_rank, r.cross_size));
+}
+
+// MASTER_ADDR/MASTER_PORT (or Kubeflow's PET_ spellings). Returns "" when not given.
+std::string master_address(const Reading& r) {
+  auto addr = foreign("MASTER_ADDR");
+  if (!addr) addr = foreign("PET_MASTER_ADDR");
+  auto port_text = foreign("MASTER_PORT");
+  const char* port_name = "MASTER_PORT";
+  if (!port_text) {
+    port_text = foreign("PET_MASTER_PORT");
+    port_name = "PET_MASTER_PORT";
+  }
+  if (!addr || !port_text) return "";
+  auto port = parse_int(*port_text);
+  if (!port || *port <= 0 || *port > 65535)
+    throw make_error(ErrorCode::kConfig, "{}='{}' is not a TCP port (1-65535) ({} layout)",
+                     port_name, *port_text, r.source);
+  // torchrun's agent serves its own c10d store on MASTER_PORT and tells its workers so with
+  // TORCHELASTIC_USE_AGENT_STORE=True. That port is taken, so tutti's store uses the next one.
+  if (auto agent = foreign("TORCHELASTIC_USE_AGENT_STORE");
+      agent && (*agent == "True" || *agent == "true" || *agent == "1")) {
+    if (*port == 65535)
+      throw make_error(ErrorCode::kConfig,
+                       "MASTER_PORT=65535 is used by torchrun's agent store and tutti needs the "
+                       "next port for its own store; pick a lower MASTER_PORT");
+    *port += 1;
+  }
+  bool v6 = addr->find(':') != std::string::npos && addr->front() != '[';
+  return v6 ? fmt::format("[{}]:{}", *addr, *port) : fmt::format("{}:{}", *addr, *port);
+}
+
+std::string sanitize_id(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_';
+    out += ok ? c : '_';
+  }
+  return out;
+}
+
+// Every rank of one job must derive the same id (it names shared-memory segments), and two jobs on
+// one host must not: prefer the launcher's job id, else the store address.
+std::string derive_job_id(const WorldInfo& info) {
+  if (auto id = foreign("SLURM_JOB_ID")) return sanitize_id("slurm-" + *id);
+  if (auto id = foreign("TORCHELASTIC_RUN_ID")) return sanitize_id("torchrun-" + *id);
+  if (auto id = foreign("OMPI_MCA_ess_base_jobid")) return sanitize_id("ompi-" + *id);
+  if (auto id = foreign("PMI_JOBID")) return sanitize_id("pmi-" + *id);
+  if (!info.store_address.empty()) return sanitize_id("store-" + info.store_address);
+  return fmt::format("local-{}", ::getpid());
+}
+
+}  // namespace
+
+std::string default_host_id() {
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  std::string id = host.data();
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  if (boot && std::getline(boot, boot_id) && !boot_id.empty()) id += ":" + boot_id.substr(0, 8);
+  return id;
+}
+
+WorldInfo world_info_from_env() {
+  std::optional<Reading> reading = from_tuttirun();
+  if (!reading) reading = from_openmpi();
+  if (!reading) reading = from_pmi();
+  if (!reading) reading = from_torchrun();
+  if (!reading) reading = from_slurm();
+  if (!reading) {
+    reading = Reading{.source = "default"};
+    reading->local_rank = 0;
+    reading->local_size = 1;
+    reading->cross_rank = 0;
+    reading->cross_size = 1;
+  }
+  validate(*reading);
+
+  WorldInfo info;
+  info.source = reading->source;
+  info.rank = reading->rank;
+  info.size = reading->size;
+  info.local_rank = reading->local_rank;
+  info.local_size = reading->local_size;
+  info.cross_rank = reading->cross_rank;
+  info.cross_size = reading->cross_size;
+  if (info.size == 1) {
+    // A world of one needs no discovery.
+    info.local_rank = info.cross_rank = 0;
+    info.local_size = info.cross_size = 1;
+  }
+
+  if (auto store = env::raw("TUTTI_STORE")) {
+    info.store_address = *store;
+  } else {
+    info.store_address = master_address(*reading);
+    info.host_store = !info.store_address.empty() && info.rank == 0;
+  }
+  info.host_id = env::raw("TUTTI_HOST").value_or(default_host_id());
+  info.job_token = env::get_string("TUTTI_JOB_TOKEN");
+  if (auto id = env::raw("TUTTI_JOB_ID")) {
+    info.job_id = *id;
+  } else {
+    info.job_id = derive_job_id(info);
+  }
+  return info;
+}
+
+}  // namespace tutti::bootstrap
