@@ -287,7 +287,10 @@ std::string default_host_id() {
   std::string id = host.data();
   std::ifstream boot("/proc/sys/kernel/random/boot_id");
   std::string boot_id;
-  if (boot && std::getline(boot, boot_id) && !boot_id.empty()) id += ":" + boot_id.substr(0, 8);
+  if (boot && std::getline(boot, boot_id) && !boot_id.empty()) {
+    id += ':';
+    id.append(boot_id, 0, 8);
+  }
   return id;
 }
 
