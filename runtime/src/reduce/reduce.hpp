@@ -1,6 +1,6 @@
 // Elementwise reduction kernels: every DataType x ReduceOp, vectorizable inner loops on the CPU.
-// float16/bfloat16 are widened to float in blocks, reduced, and narrowed with round-to-nearest-even.
-// kAvg reduces like kSum; the collective divides once at the end (divide()).
+// float16/bfloat16 are widened to float in blocks, reduced, and narrowed with
+// round-to-nearest-even. kAvg reduces like kSum; the collective divides once at the end (divide()).
 #pragma once
 
 #include <cstddef>

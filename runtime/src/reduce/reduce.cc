@@ -1,0 +1,145 @@
+#include "reduce/reduce.hpp"
+
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "core/error.hpp"
+#include "reduce/kernels.hpp"
+#include "reduce/ops.hpp"
+
+namespace tutti::reduce {
+namespace {
+
+template <DataType D>
+struct ElementsFor;
+template <>
+struct ElementsFor<DataType::kFloat32> {
+  using type = NativeElements<float>;
+};
+template <>
+struct ElementsFor<DataType::kFloat64> {
+  using type = NativeElements<double>;
+};
+template <>
+struct ElementsFor<DataType::kFloat16> {
+  using type = HalfElements<Float16Codec>;
+};
+template <>
+struct ElementsFor<DataType::kBFloat16> {
+  using type = HalfElements<BFloat16Codec>;
+};
+template <>
+struct ElementsFor<DataType::kInt32> {
+  using type = NativeElements<int32_t>;
+};
+template <>
+struct ElementsFor<DataType::kInt64> {
+  using type = NativeElements<int64_t>;
+};
+template <>
+struct ElementsFor<DataType::kUInt8> {
+  using type = NativeElements<uint8_t>;
+};
+
+template <DataType D, ReduceOp O>
+using KernelFor = Kernel<typename ElementsFor<D>::type, typename OpFor<O>::type>;
+
+using AccumulateFn = void (*)(void*, const void*, size_t);
+using CombineFn = void (*)(void*, const void*, const void*, size_t);
+using DivideFn = void (*)(void*, size_t, int);
+
+// Function tables indexed [type][op], built from the enums' values at compile time: the (type, op)
+// switch happens once per call, never per element.
+template <int D, int... O>
+constexpr std::array<AccumulateFn, kNumReduceOps> accumulate_row(std::integer_sequence<int, O...>) {
+  return {&KernelFor<static_cast<DataType>(D), static_cast<ReduceOp>(O)>::accumulate...};
+}
+template <int D, int... O>
+constexpr std::array<CombineFn, kNumReduceOps> combine_row(std::integer_sequence<int, O...>) {
+  return {&KernelFor<static_cast<DataType>(D), static_cast<ReduceOp>(O)>::combine...};
+}
+
+template <int... D>
+constexpr auto make_accumulate_table(std::integer_sequence<int, D...>) {
+  return std::array<std::array<AccumulateFn, kNumReduceOps>, kNumDataTypes>{
+      accumulate_row<D>(std::make_integer_sequence<int, kNumReduceOps>())...};
+}
+template <int... D>
+constexpr auto make_combine_table(std::integer_sequence<int, D...>) {
+  return std::array<std::array<CombineFn, kNumReduceOps>, kNumDataTypes>{
+      combine_row<D>(std::make_integer_sequence<int, kNumReduceOps>())...};
+}
+template <int... D>
+constexpr auto make_divide_table(std::integer_sequence<int, D...>) {
+  // The op does not matter for division; kSum picks the element policy's divide.
+  return std::array<DivideFn, kNumDataTypes>{
+      &KernelFor<static_cast<DataType>(D), ReduceOp::kSum>::divide...};
+}
+
+constexpr auto kAccumulate =
+    make_accumulate_table(std::make_integer_sequence<int, kNumDataTypes>());
+constexpr auto kCombine = make_combine_table(std::make_integer_sequence<int, kNumDataTypes>());
+constexpr auto kDivide = make_divide_table(std::make_integer_sequence<int, kNumDataTypes>());
+
+void check_type(std::string_view call, DataType type) {
+  if (!valid(type)) {
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "reduce::{}: unknown DataType value {}; pass one of tutti::DataType (0..{})",
+                     call, static_cast<int>(type), kNumDataTypes - 1);
+  }
+}
+
+void check_op(std::string_view call, ReduceOp op) {
+  if (!valid(op)) {
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "reduce::{}: unknown ReduceOp value {}; pass one of tutti::ReduceOp (0..{})",
+                     call, static_cast<int>(op), kNumReduceOps - 1);
+  }
+}
+
+void check_buffer(std::string_view call, std::string_view name, const void* p, DataType type,
+                  size_t count) {
+  if (p == nullptr) {
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "reduce::{}: buffer '{}' is null but count is {} {}; pass a buffer of at "
+                     "least {} bytes",
+                     call, name, count, to_string(type), count * element_size(type));
+  }
+}
+
+}  // namespace
+
+void accumulate(DataType type, ReduceOp op, void* dst, const void* src, size_t count) {
+  check_type("accumulate", type);
+  check_op("accumulate", op);
+  if (count == 0) return;
+  check_buffer("accumulate", "dst", dst, type, count);
+  check_buffer("accumulate", "src", src, type, count);
+  kAccumulate[static_cast<int>(type)][static_cast<int>(op)](dst, src, count);
+}
+
+void combine(DataType type, ReduceOp op, void* dst, const void* a, const void* b, size_t count) {
+  check_type("combine", type);
+  check_op("combine", op);
+  if (count == 0) return;
+  check_buffer("combine", "dst", dst, type, count);
+  check_buffer("combine", "a", a, type, count);
+  check_buffer("combine", "b", b, type, count);
+  kCombine[static_cast<int>(type)][static_cast<int>(op)](dst, a, b, count);
+}
+
+void divide(DataType type, void* buf, size_t count, int divisor) {
+  check_type("divide", type);
+  if (divisor <= 0) {
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "reduce::divide: divisor {} for {} elements of {} must be positive (it is the "
+                     "number of ranks averaged)",
+                     divisor, count, to_string(type));
+  }
+  if (count == 0) return;
+  check_buffer("divide", "buf", buf, type, count);
+  kDivide[static_cast<int>(type)](buf, count, divisor);
+}
+
+}  // namespace tutti::reduce
