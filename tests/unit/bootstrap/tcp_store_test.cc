@@ -1,0 +1,271 @@
+// TcpStore beyond the common Store behaviour: real processes, strangers, shutdown, lifelines.
+#include "bootstrap/tcp_store.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/handshake.hpp"
+#include "core/error.hpp"
+#include "unit/bootstrap/support/test_util.hpp"
+
+namespace tutti::bootstrap {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::eventually;
+
+const Endpoint kLocal{"127.0.0.1", 0};
+
+Endpoint at(uint16_t port) {
+  return Endpoint{"127.0.0.1", port};
+}
+
+// Waits for a child with a deadline (kills it when the deadline passes) and returns its exit code.
+int wait_child(pid_t pid, Deadline deadline) {
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (deadline.expired()) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A child rank: reads the store port from a pipe, then meets the others through the store.
+int child_rank(int rank, int size, int port_pipe) {
+  try {
+    uint16_t port = 0;
+    if (::read(port_pipe, &port, sizeof(port)) != sizeof(port)) return 10;
+    TcpStore store(at(port), "tok", rank, Deadline::after(20s));
+    store.set("rank/" + std::to_string(rank), "hello from " + std::to_string(rank));
+    store.add("arrived", 1);
+    for (int peer = 0; peer < size; ++peer) {
+      std::string v = store.get("rank/" + std::to_string(peer), Deadline::after(30s));
+      if (v != "hello from " + std::to_string(peer)) return 11;
+    }
+    std::vector<std::string> keys;
+    for (int peer = 0; peer < size; ++peer) keys.push_back("rank/" + std::to_string(peer));
+    store.wait(keys, Deadline::after(30s));
+    store.add("done", 1);
+    return 0;
+  } catch (const std::exception& e) {
+    fprintf(stderr, "child %d: %s\n", rank, e.what());
+    return 12;
+  }
+}
+
+class TcpStoreProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(TcpStoreProcesses, ChildProcessesRendezvous) {
+  const int size = GetParam();
+  std::vector<pid_t> children;
+  std::vector<int> pipes;
+  // Fork before the server starts any thread, so the children are plain single-threaded copies.
+  for (int rank = 0; rank < size; ++rank) {
+    std::array<int, 2> p{};
+    ASSERT_EQ(::pipe(p.data()), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(p[1]);
+      ::_exit(child_rank(rank, size, p[0]));
+    }
+    ::close(p[0]);
+    pipes.push_back(p[1]);
+    children.push_back(pid);
+  }
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  uint16_t port = server.port();
+  for (int fd : pipes) {
+    EXPECT_EQ(::write(fd, &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+    ::close(fd);
+  }
+  for (int rank = 0; rank < size; ++rank)
+    EXPECT_EQ(wait_child(children[rank], Deadline::after(60s)), 0) << "rank " << rank;
+  TcpStore observer(at(port), "tok", -1, Deadline::after(10s));
+  EXPECT_EQ(observer.get("arrived", Deadline::after(1s)), std::to_string(size));
+  EXPECT_EQ(observer.get("done", Deadline::after(1s)), std::to_string(size));
+  EXPECT_EQ(server.refused_connections(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, TcpStoreProcesses, ::testing::Values(1, 2, 3, 4, 7, 8));
+
+TEST(TcpStore, ClientStartedBeforeTheServerConnectsOnceItListens) {
+  uint16_t port = testing::free_port();
+  auto client = std::async(std::launch::async, [port] {
+    return std::make_unique<TcpStore>(at(port), "tok", 1, Deadline::after(20s));
+  });
+  std::this_thread::sleep_for(30ms);  // lets the client be refused first; holds either way
+  TcpStoreServer server("127.0.0.1", port, "tok");
+  auto store = client.get();
+  store->set("k", "v");
+  EXPECT_EQ(store->get("k", Deadline::after(5s)), "v");
+  EXPECT_EQ(store->local_address(), "127.0.0.1");
+  EXPECT_EQ(store->describe(), "tcp 127.0.0.1:" + std::to_string(port));
+}
+
+TEST(TcpStore, WrongTokenIsRefusedWhileTheRightClientKeepsWorking) {
+  TcpStoreServer server("127.0.0.1", 0, "right");
+  TcpStore good(at(server.port()), "right", 0, Deadline::after(10s));
+  good.set("before", "1");
+  try {
+    TcpStore bad(at(server.port()), "wrong", 1, Deadline::after(10s));
+    FAIL() << "a client with the wrong token was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAuth) << e.what();
+  }
+  EXPECT_TRUE(eventually([&] { return server.refused_connections() == 1; }));
+  good.set("after", "2");
+  EXPECT_EQ(good.get("before", Deadline::after(5s)), "1");
+  EXPECT_EQ(good.get("after", Deadline::after(5s)), "2");
+}
+
+TEST(TcpStore, StrangersSpeakingGarbageAreRefusedAndCounted) {
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  for (int i = 0; i < 3; ++i) {
+    Fd stranger = connect_tcp(at(server.port()), Deadline::after(10s));
+    std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    write_all(stranger.get(), std::as_bytes(std::span(junk.data(), junk.size())),
+              Deadline::after(5s), "store");
+  }
+  EXPECT_TRUE(eventually([&] { return server.refused_connections() == 3; }));
+  TcpStore good(at(server.port()), "tok", 0, Deadline::after(10s));
+  EXPECT_EQ(good.add("n", 5), 5);
+}
+
+TEST(TcpStore, DataConnectionsOnTheStorePortAreRefused) {
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  Fd fd = connect_tcp(at(server.port()), Deadline::after(10s));
+  client_handshake(fd.get(), Hello{ConnectionKind::kData, 3, "tok"}, Deadline::after(10s), "store");
+  EXPECT_TRUE(eventually([&] { return server.refused_connections() == 1; }));
+}
+
+TEST(TcpStore, DestroyingTheServerReleasesBlockedAndIdleClients) {
+  auto server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, "tok");
+  uint16_t port = server->port();
+  TcpStore idle(at(port), "tok", 0, Deadline::after(10s));
+  TcpStore waiter(at(port), "tok", 1, Deadline::after(10s));
+  Fd silent = connect_tcp(at(port), Deadline::after(10s));  // never says hello
+  idle.set("x", "1");
+  auto blocked = std::async(std::launch::async, [&] {
+    try {
+      waiter.get("never", Deadline::never());
+      return ErrorCode::kInternal;
+    } catch (const Error& e) {
+      return e.code();
+    }
+  });
+  auto blocked_wait = std::async(std::launch::async, [&] {
+    try {
+      TcpStore another(at(port), "tok", 2, Deadline::after(10s));
+      another.wait({"never"}, Deadline::never());
+      return ErrorCode::kInternal;
+    } catch (const Error& e) {
+      return e.code();
+    }
+  });
+  std::this_thread::sleep_for(50ms);  // lets the waiters reach the server; holds either way
+  server.reset();                     // must return promptly, not wait for the clients
+  EXPECT_EQ(blocked.get(), ErrorCode::kPeerFailure);
+  ErrorCode w = blocked_wait.get();
+  EXPECT_TRUE(w == ErrorCode::kPeerFailure || w == ErrorCode::kTimeout) << static_cast<int>(w);
+  try {
+    idle.set("y", "2");
+    FAIL() << "a set on a dead store succeeded";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.code() == ErrorCode::kPeerFailure || e.code() == ErrorCode::kTimeout);
+    EXPECT_NE(std::string(e.what()).find(std::to_string(port)), std::string::npos) << e.what();
+  }
+}
+
+TEST(TcpStore, ServesManyClientsConcurrently) {
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  constexpr int kClients = 16;
+  std::vector<std::future<void>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::async(std::launch::async, [&, i] {
+      TcpStore s(at(server.port()), "tok", i, Deadline::after(20s));
+      s.set("c/" + std::to_string(i), "x");
+      s.add("sum", i);
+      for (int j = 0; j < kClients; ++j) s.get("c/" + std::to_string(j), Deadline::after(30s));
+    }));
+  }
+  for (auto& c : clients) c.get();
+  TcpStore s(at(server.port()), "tok", -1, Deadline::after(10s));
+  EXPECT_EQ(s.add("sum", 0), kClients * (kClients - 1) / 2);
+}
+
+TEST(StoreLifeline, FiresOnceWhenTheServerIsDestroyed) {
+  auto server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, "tok");
+  std::atomic<int> calls{0};
+  std::promise<void> lost;
+  StoreLifeline lifeline(at(server->port()), "tok", 0, Deadline::after(10s), [&] {
+    if (calls.fetch_add(1) == 0) lost.set_value();
+  });
+  server.reset();
+  ASSERT_EQ(lost.get_future().wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(StoreLifeline, DoesNotFireWhenTheLifelineItselfIsDestroyed) {
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  std::atomic<int> calls{0};
+  {
+    StoreLifeline lifeline(at(server.port()), "tok", 0, Deadline::after(10s), [&] { ++calls; });
+  }
+  // The server keeps serving other clients after a lifeline leaves.
+  TcpStore store(at(server.port()), "tok", 0, Deadline::after(10s));
+  store.set("k", "v");
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST(StoreLifeline, FiresWhenTheServerProcessIsKilled) {
+  std::array<int, 2> p{};
+  ASSERT_EQ(::pipe(p.data()), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(p[0]);
+    TcpStoreServer server("127.0.0.1", 0, "tok");
+    uint16_t port = server.port();
+    if (::write(p[1], &port, sizeof(port)) != sizeof(port)) ::_exit(1);
+    ::pause();  // until killed, like a launcher that dies
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  uint16_t port = 0;
+  ASSERT_EQ(::read(p[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(p[0]);
+  std::promise<void> lost;
+  StoreLifeline lifeline(at(port), "tok", 3, Deadline::after(10s), [&] { lost.set_value(); });
+  ::kill(pid, SIGKILL);
+  EXPECT_EQ(wait_child(pid, Deadline::after(20s)), 128 + SIGKILL);
+  EXPECT_EQ(lost.get_future().wait_for(20s), std::future_status::ready);
+}
+
+TEST(StoreLifeline, WrongTokenIsRefused) {
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  try {
+    StoreLifeline lifeline(at(server.port()), "nope", 0, Deadline::after(10s), [] {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAuth);
+  }
+}
+
+}  // namespace
+}  // namespace tutti::bootstrap
