@@ -18,7 +18,9 @@ inline constexpr Tag kControlTagBase = ~Tag{0} - 255;
 
 // A collective call's sequence number and a step within it make a tag, so two calls in flight
 // never match each other's messages.
-constexpr Tag make_tag(uint64_t sequence, uint32_t step) { return (sequence << 24) | (step & 0xffffff); }
+constexpr Tag make_tag(uint64_t sequence, uint32_t step) {
+  return (sequence << 24) | (step & 0xffffff);
+}
 
 // One posted send or receive. The Channel fills it in; the caller only looks at `complete`.
 struct Operation {
@@ -57,7 +59,8 @@ class Channel {
   virtual Request isend(Tag tag, std::span<const std::byte> data) = 0;
 
   // Posts a receive of exactly data.size() bytes with `tag`. Receives with the same tag match that
-  // tag's messages in order; a message of another size fails with Error(kMismatch) naming both sizes.
+  // tag's messages in order; a message of another size fails with Error(kMismatch) naming both
+  // sizes.
   virtual Request irecv(Tag tag, std::span<std::byte> data) = 0;
 
   // Moves whatever bytes can move without blocking; returns true if anything moved. Throws
@@ -76,6 +79,10 @@ class Channel {
 
   // True while sends or receives are posted and not complete.
   virtual bool busy() const = 0;
+
+  // True while sends wait for room in the wait_fd()'s send buffer, so a waiter polls it for
+  // POLLOUT too (only then: a writable socket would otherwise wake the waiter forever).
+  virtual bool wants_writable() const { return false; }
 };
 
 }  // namespace tutti::transport

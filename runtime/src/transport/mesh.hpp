@@ -26,6 +26,7 @@ struct MeshConfig {
   size_t shm_ring_bytes = 1 << 20;
 };
 
-std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Store& store, Deadline deadline);
+std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Store& store,
+                                        Deadline deadline);
 
 }  // namespace tutti::transport

@@ -1,7 +1,9 @@
 // Transport: every Channel of one rank plus the loop that drives them while a caller waits.
-// Waiting progresses all channels (so an abort notice from any peer is seen promptly), spins briefly,
-// then yields or sleeps in poll() on the channels' fds, and always honours the deadline.
+// Waiting progresses all channels (so an abort notice from any peer is seen promptly), spins
+// briefly, then yields or sleeps in poll() on the channels' fds, and always honours the deadline.
 #pragma once
+
+#include <poll.h>
 
 #include <memory>
 #include <span>
@@ -31,8 +33,13 @@ class Transport {
   void abort_all(const std::string& reason) noexcept;
 
  private:
+  // Sleeps in poll() on the channels' fds for at most timeout_ns (the idle path of wait()).
+  void sleep_on_fds(long timeout_ns);
+  [[noreturn]] void throw_timeout(std::string_view what, double waited_seconds) const;
+
   int rank_;
   std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<pollfd> pollfds_;  // reused between waits
 };
 
 }  // namespace tutti::transport

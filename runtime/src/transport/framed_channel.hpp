@@ -1,0 +1,95 @@
+// FramedChannel: the Channel of every byte-stream backend. Each message travels as a frame
+// (tag u64, length u64, payload). Sends leave in FIFO order; a received payload goes straight into
+// the posted receive of its tag, or into an "unexpected" stash until that receive is posted.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/byte_stream.hpp"
+#include "transport/channel.hpp"
+#include "tutti/error.hpp"
+
+namespace tutti::transport {
+
+// Control tags (>= kControlTagBase) understood by every FramedChannel.
+inline constexpr Tag kAbortTag = kControlTagBase + 1;
+
+class FramedChannel final : public Channel {
+ public:
+  FramedChannel(int peer, std::unique_ptr<ByteStream> stream);
+  ~FramedChannel() override;
+
+  int peer() const override { return peer_; }
+  std::string describe() const override { return stream_->describe(); }
+  std::string_view kind() const override { return stream_->kind(); }
+
+  Request isend(Tag tag, std::span<const std::byte> data) override;
+  Request irecv(Tag tag, std::span<std::byte> data) override;
+  bool progress() override;
+  void send_abort(const std::string& reason) noexcept override;
+  int wait_fd() const override;
+  int liveness_fd() const override;
+  bool busy() const override { return !sends_.empty() || pending_receives_ > 0; }
+  bool wants_writable() const override { return !sends_.empty(); }
+
+ private:
+  static constexpr size_t kHeaderBytes = 16;
+  using Header = std::array<std::byte, kHeaderBytes>;
+
+  struct PendingSend {
+    std::shared_ptr<Operation> op;
+    Header header;
+    size_t header_done = 0;
+    std::vector<std::byte> owned;  // payload of control frames
+  };
+  // A message that arrived before its receive was posted.
+  struct Stash {
+    std::vector<std::byte> data;
+    bool complete = false;
+    std::shared_ptr<Operation> claimed;  // a receive posted while the payload was still arriving
+  };
+
+  void rethrow_if_failed() const;
+  [[noreturn]] void fail(const Error& error);
+  void on_stream_error(const Error& error);
+  Request enqueue_send(Tag tag, std::span<const std::byte> data, std::vector<std::byte> owned);
+  bool progress_sends();
+  bool progress_receives();
+  void on_header();
+  void on_payload_complete();
+  Error mismatch(Tag tag, size_t sent, size_t expected) const;
+
+  int peer_;
+  std::unique_ptr<ByteStream> stream_;
+
+  std::deque<PendingSend> sends_;
+  std::unordered_map<Tag, std::deque<std::shared_ptr<Operation>>> posted_;
+  std::unordered_map<Tag, std::deque<std::shared_ptr<Stash>>> unexpected_;
+  size_t pending_receives_ = 0;
+
+  // The frame being received: its header, then (in_payload_) its payload going to in_dest_.
+  Header header_{};
+  size_t header_done_ = 0;
+  bool in_payload_ = false;
+  Tag in_tag_ = 0;
+  size_t in_size_ = 0;
+  size_t in_done_ = 0;
+  std::byte* in_dest_ = nullptr;
+  std::shared_ptr<Operation> in_op_;
+  std::shared_ptr<Stash> in_stash_;
+  std::vector<std::byte> control_payload_;
+
+  std::optional<Error> failure_;  // every later call rethrows it
+  // The peer closed between frames while nothing was pending: maybe a clean shutdown, so this only
+  // fails a later operation that needs the peer.
+  std::optional<Error> closed_;
+};
+
+}  // namespace tutti::transport

@@ -1,0 +1,57 @@
+#include "transport/mesh_rendezvous.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace tutti::transport {
+
+bool uses_shm(const MeshConfig& config, int a, int b) {
+  switch (config.choice) {
+    case TransportChoice::kShm:
+      return true;
+    case TransportChoice::kTcp:
+      return false;
+    case TransportChoice::kAuto:
+      return config.host_ids[a] == config.host_ids[b];
+  }
+  return false;
+}
+
+std::string MeshContext::key(std::string_view kind, int rank) const {
+  return fmt::format("{}/{}/{}", config.job_id, kind, rank);
+}
+
+void MeshContext::throw_missing(const std::vector<int>& ranks, std::string_view action,
+                                std::string_view where) const {
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  throw make_error(
+      ErrorCode::kTimeout,
+      "rank {} timed out after {:.1f} s waiting for rank{} {} (of {}) to {}; are they "
+      "running and reachable at {}? (raise TUTTI_TIMEOUT if they are only slow to start)",
+      config.rank, waited, ranks.size() == 1 ? "" : "s", fmt::join(ranks, ", "), config.size,
+      action, where);
+}
+
+void MeshContext::wait_for(std::string_view kind, const std::vector<int>& ranks,
+                           std::string_view action, std::string_view where) const {
+  std::vector<std::string> keys;
+  for (int r : ranks) keys.push_back(key(kind, r));
+  try {
+    store.wait(keys, deadline);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kTimeout) throw;
+    std::vector<std::string> missing = store.missing(keys);
+    std::vector<int> missing_ranks;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (std::find(missing.begin(), missing.end(), keys[i]) != missing.end())
+        missing_ranks.push_back(ranks[i]);
+    if (missing_ranks.empty()) throw;
+    throw_missing(missing_ranks, action, where);
+  }
+}
+
+}  // namespace tutti::transport

@@ -1,0 +1,38 @@
+// What connect_mesh's TCP and shared-memory halves share: the store keys (namespaced by job id),
+// and waiting for a set of ranks with an error that names exactly the ranks that never came.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bootstrap/store.hpp"
+#include "core/deadline.hpp"
+#include "transport/mesh.hpp"
+
+namespace tutti::transport {
+
+// Whether ranks a and b talk through shared memory (the same answer on both sides).
+bool uses_shm(const MeshConfig& config, int a, int b);
+
+struct MeshContext {
+  const MeshConfig& config;
+  bootstrap::Store& store;
+  Deadline deadline;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  std::string key(std::string_view kind, int rank) const;  // "<job>/<kind>/<rank>"
+  std::string host(int rank) const { return config.host_ids[rank]; }
+
+  // Error(kTimeout): "rank R timed out after N s waiting for ranks 3, 5 (of 8) to <action>; are
+  // they running and reachable at <where>?"
+  [[noreturn]] void throw_missing(const std::vector<int>& ranks, std::string_view action,
+                                  std::string_view where) const;
+
+  // Waits until key(kind, r) exists for every r in ranks; on timeout throws as throw_missing.
+  void wait_for(std::string_view kind, const std::vector<int>& ranks, std::string_view action,
+                std::string_view where) const;
+};
+
+}  // namespace tutti::transport

@@ -1,0 +1,48 @@
+// ShmRing: a single-producer/single-consumer byte ring inside a shared-memory segment. Head and
+// tail are free-running 64-bit counters on their own cache lines (acquire/release), the capacity is
+// a power of two, and each side caches the other's counter to touch the shared line less often.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "transport/byte_stream.hpp"
+
+namespace tutti::transport {
+
+// Counters of one ring, as laid out in shared memory. 128-byte separation also keeps the adjacent-
+// line prefetcher from pairing them.
+struct alignas(128) RingControl {
+  alignas(128) uint64_t head;  // bytes ever written; only the producer stores it
+  alignas(128) uint64_t tail;  // bytes ever read; only the consumer stores it
+};
+static_assert(sizeof(RingControl) == 256);
+
+// Bytes one ring occupies in a segment (control + data), page-aligned.
+size_t ring_footprint(size_t capacity);
+
+// One side's view of a ring; the producer uses write(), the consumer read().
+class ShmRing {
+ public:
+  ShmRing() = default;
+  ShmRing(std::byte* base, size_t capacity);  // base: the ring's RingControl, data follows
+
+  size_t write(ConstPieces pieces);
+  size_t read(Pieces pieces);
+  // True when bytes are waiting to be read (a fresh look at the producer's counter).
+  bool readable() const;
+  size_t capacity() const { return capacity_; }
+
+ private:
+  std::atomic_ref<uint64_t> head() const { return std::atomic_ref<uint64_t>(control_->head); }
+  std::atomic_ref<uint64_t> tail() const { return std::atomic_ref<uint64_t>(control_->tail); }
+
+  RingControl* control_ = nullptr;
+  std::byte* data_ = nullptr;
+  size_t capacity_ = 0;
+  uint64_t cached_head_ = 0;  // consumer: last producer counter seen
+  uint64_t cached_tail_ = 0;  // producer: last consumer counter seen
+};
+
+}  // namespace tutti::transport

@@ -1,0 +1,48 @@
+// ShmSegment: one rank's shared-memory segment in /dev/shm, holding one ring per local peer that
+// writes to this rank. The owner creates it (O_EXCL, mode 0600, pre-faulted) and unlinks its name
+// once every peer has mapped it, so no segment outlives the job even after kill -9.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace tutti::transport {
+
+class ShmSegment {
+ public:
+  // "/tutti-<job_id>-<rank>", with characters that may not appear in a name replaced.
+  static std::string name_for(const std::string& job_id, int rank);
+
+  // Creates the segment with `rings` rings of ring_capacity bytes each (rounded up to a power of
+  // two, at least 4 KiB). Throws Error(kSystem) naming the segment if it exists already.
+  static std::unique_ptr<ShmSegment> create(const std::string& name, size_t rings,
+                                            size_t ring_capacity);
+  // Maps a peer's segment; `owner` names the peer for error messages.
+  static std::unique_ptr<ShmSegment> open(const std::string& name, const std::string& owner);
+
+  struct Key {  // keeps construction to create()/open()
+    explicit Key() = default;
+  };
+  ShmSegment(Key, std::string name, std::byte* base, size_t bytes, bool owner);
+  ~ShmSegment();
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  // Removes the name (the mappings stay valid). Idempotent; the owner's destructor calls it too.
+  void unlink();
+
+  const std::string& name() const { return name_; }
+  size_t rings() const;
+  size_t ring_capacity() const;
+  // The ring at `index` (its RingControl, data after it).
+  std::byte* ring(size_t index) const;
+
+ private:
+  std::string name_;
+  std::byte* base_;
+  size_t bytes_;
+  bool linked_;  // only the owner unlinks
+};
+
+}  // namespace tutti::transport

@@ -1,0 +1,33 @@
+// The TCP half of connect_mesh: listen and publish "<job>/tcp/<rank>" = "addr:port"; then connect
+// to every lower TCP peer and accept every higher one, each connection opening with a Hello that
+// carries the job token. Strangers and wrong tokens are refused while accepting goes on.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "bootstrap/socket.hpp"
+#include "transport/channel.hpp"
+#include "transport/mesh_rendezvous.hpp"
+
+namespace tutti::transport {
+
+class TcpMesh {
+ public:
+  // Listens on config.listen_address (any port) and publishes the endpoint.
+  TcpMesh(const MeshContext& context, std::vector<int> peers);
+
+  // Call once every peer has published: fills channels[p] for every TCP peer p.
+  void connect(std::vector<std::unique_ptr<Channel>>& channels);
+
+ private:
+  void connect_to(int peer, std::vector<std::unique_ptr<Channel>>& channels);
+  void accept_from(const std::vector<int>& higher, std::vector<std::unique_ptr<Channel>>& channels);
+
+  const MeshContext& context_;
+  std::vector<int> peers_;
+  bootstrap::Fd listener_;
+  bootstrap::Endpoint endpoint_;
+};
+
+}  // namespace tutti::transport

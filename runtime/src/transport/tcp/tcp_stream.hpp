@@ -1,0 +1,31 @@
+// TcpStream: a ByteStream over one connected, non-blocking TCP socket to a peer rank.
+#pragma once
+
+#include <string>
+
+#include "bootstrap/socket.hpp"
+#include "transport/byte_stream.hpp"
+
+namespace tutti::transport {
+
+class TcpStream final : public ByteStream {
+ public:
+  // Takes a connected socket; makes it non-blocking with TCP_NODELAY and large buffers.
+  TcpStream(bootstrap::Fd socket, int peer, std::string peer_host, std::string peer_address);
+
+  size_t write_some(ConstPieces pieces) override;
+  size_t read_some(Pieces pieces) override;
+  int wait_fd() const override { return socket_.get(); }
+  std::string describe() const override;
+  std::string_view kind() const override { return "tcp"; }
+
+ private:
+  [[noreturn]] void throw_lost(int err) const;
+
+  bootstrap::Fd socket_;
+  int peer_;
+  std::string peer_host_;
+  std::string peer_address_;
+};
+
+}  // namespace tutti::transport

@@ -1,0 +1,141 @@
+#include "transport/transport.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace tutti::transport {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Busy shared-memory channels: spin this many rounds (a peer a few hundred ns away answers within
+// them), then yield; after kSpinPhase without progress, sleep in short polls so a stalled job
+// stops burning the CPU.
+constexpr int kSpinRounds = 50;
+constexpr auto kSpinPhase = std::chrono::seconds(1);
+constexpr long kMinSleepNs = 100'000;
+constexpr long kMaxSleepNs = 1'000'000;
+// TCP-only waits block in poll(); capped so the deadline is checked.
+constexpr long kMaxBlockNs = 100'000'000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+bool all_complete(std::span<const Request> requests) {
+  return std::all_of(requests.begin(), requests.end(),
+                     [](const Request& r) { return r.complete(); });
+}
+
+}  // namespace
+
+Transport::Transport(int rank, std::vector<std::unique_ptr<Channel>> channels)
+    : rank_(rank), channels_(std::move(channels)) {
+  if (rank_ < 0 || rank_ >= size())
+    throw make_error(ErrorCode::kInternal, "transport of rank {} built with {} channels", rank_,
+                     channels_.size());
+  for (int peer = 0; peer < size(); ++peer) {
+    if ((peer == rank_) != (channels_[peer] == nullptr))
+      throw make_error(ErrorCode::kInternal, "rank {}: channel to rank {} is {}", rank_, peer,
+                       peer == rank_ ? "set (no channel to self)" : "missing");
+  }
+}
+
+Transport::~Transport() = default;
+
+Channel& Transport::channel(int peer) {
+  if (peer < 0 || peer >= size() || peer == rank_)
+    throw make_error(ErrorCode::kInvalidArgument, "rank {} has no channel to rank {} (world of {})",
+                     rank_, peer, size());
+  return *channels_[peer];
+}
+
+void Transport::wait(std::span<const Request> requests, Deadline deadline, std::string_view what) {
+  if (all_complete(requests)) return;
+  const auto start = Clock::now();
+  auto last_progress = start;
+  int idle_rounds = 0;
+  long sleep_ns = kMinSleepNs;
+  for (;;) {
+    bool moved = false;
+    // Every channel, busy or not: an abort notice may come from any peer.
+    for (auto& c : channels_)
+      if (c) moved = c->progress() || moved;
+    if (all_complete(requests)) return;
+    if (moved) {
+      last_progress = Clock::now();
+      idle_rounds = 0;
+      sleep_ns = kMinSleepNs;
+      continue;
+    }
+    if (deadline.expired())
+      throw_timeout(what, std::chrono::duration<double>(Clock::now() - start).count());
+
+    bool must_poll = std::any_of(channels_.begin(), channels_.end(),
+                                 [](const auto& c) { return c && c->busy() && c->wait_fd() < 0; });
+    if (!must_poll) {
+      // Only socket channels are busy: the kernel wakes us when their bytes arrive.
+      long cap = std::min<long>(kMaxBlockNs, deadline.remaining().count());
+      sleep_on_fds(cap);
+      continue;
+    }
+    if (Clock::now() - last_progress < kSpinPhase) {
+      if (idle_rounds++ < kSpinRounds)
+        cpu_relax();
+      else
+        sched_yield();
+      continue;
+    }
+    sleep_on_fds(std::min<long>(sleep_ns, deadline.remaining().count()));
+    sleep_ns = std::min(sleep_ns * 2, kMaxSleepNs);
+  }
+}
+
+void Transport::sleep_on_fds(long timeout_ns) {
+  pollfds_.clear();
+  for (auto& c : channels_) {
+    if (!c) continue;
+    if (int fd = c->wait_fd(); fd >= 0)
+      pollfds_.push_back({fd, static_cast<short>(POLLIN | (c->wants_writable() ? POLLOUT : 0)), 0});
+    if (int fd = c->liveness_fd(); fd >= 0) pollfds_.push_back({fd, POLLIN, 0});
+  }
+  timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
+  if (ppoll(pollfds_.data(), pollfds_.size(), &ts, nullptr) < 0 && errno != EINTR)
+    throw_system_error(fmt::format("rank {}: ppoll on {} channel fds", rank_, pollfds_.size()),
+                       errno);
+  // Whatever woke us is read by the next progress() round.
+}
+
+void Transport::throw_timeout(std::string_view what, double waited_seconds) const {
+  std::string pending;
+  for (const auto& c : channels_) {
+    if (!c || !c->busy()) continue;
+    if (!pending.empty()) pending += "; ";
+    pending += c->describe();
+  }
+  if (pending.empty()) pending = "no peer (the requests belong to no channel of this transport)";
+  throw make_error(
+      ErrorCode::kTimeout,
+      "rank {} timed out after {:.1f} s waiting for {}; still pending with: {}. A peer "
+      "may be stalled, deadlocked, or calling a different collective; if the job is "
+      "only slow, raise TUTTI_COLLECTIVE_TIMEOUT",
+      rank_, waited_seconds, what, pending);
+}
+
+void Transport::abort_all(const std::string& reason) noexcept {
+  for (auto& c : channels_)
+    if (c) c->send_abort(reason);
+}
+
+}  // namespace tutti::transport
