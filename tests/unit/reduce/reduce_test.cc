@@ -290,7 +290,8 @@ TEST_P(AccumulateTest, MatchesScalarReference) {
   for (size_t i = 0; i < count; ++i) {
     ASSERT_TRUE(same_element(type, op, expected.data() + i * size, dst.data() + i * size, i));
   }
-  EXPECT_EQ(0, std::memcmp(src_before.data(), src.data(), src.bytes())) << "src was modified";
+  EXPECT_EQ(src_before, std::vector<std::byte>(src.data(), src.data() + src.bytes()))
+      << "src was modified";
   EXPECT_TRUE(dst.guards_intact());
   EXPECT_TRUE(src.guards_intact());
 }
