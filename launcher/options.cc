@@ -1,0 +1,146 @@
+#include "launcher/options.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "core/env.hpp"
+#include "tutti/error.hpp"
+
+namespace tutti::launcher {
+namespace {
+
+// Options that consume the next argument unless written as --opt=value. Needed to find where the
+// rank command starts without letting CLI11 swallow the command's own options.
+constexpr std::array<std::string_view, 8> kValueOptions = {
+    "-np", "-n", "--np", "--timeout", "--grace", "-x", "--job-id", "--store-port"};
+
+bool takes_value(std::string_view arg) {
+  return std::find(kValueOptions.begin(), kValueOptions.end(), arg) != kValueOptions.end();
+}
+
+ParseResult usage_error(std::string message) {
+  return ParseResult{std::nullopt, kExitUsage,
+                     fmt::format("tuttirun: {}\nRun 'tuttirun --help' for usage.\n", message)};
+}
+
+constexpr std::string_view kDescription =
+    "tuttirun: start N ranks of a tutti program on this host, serve their rendezvous store, tag\n"
+    "their output with [rank], and stop the whole job when one rank fails.\n\n"
+    "Usage: tuttirun -np N [options] [--] COMMAND [ARGS...]\n";
+
+}  // namespace
+
+std::string version_text() {
+  return fmt::format("tuttirun (tutti) {}\n", TUTTI_VERSION);
+}
+
+bool valid_job_id(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+size_t command_start(std::span<const std::string> args, bool* saw_double_dash) {
+  *saw_double_dash = false;
+  size_t i = 0;
+  while (i < args.size()) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      *saw_double_dash = true;
+      return i + 1;
+    }
+    if (a.empty() || a[0] != '-' || a == "-") return i;
+    i += takes_value(a) ? 2 : 1;
+  }
+  return std::min(i, args.size());
+}
+
+ParseResult parse_options(std::span<const std::string> args) {
+  bool double_dash = false;
+  size_t start = command_start(args, &double_dash);
+  size_t options_end = double_dash ? start - 1 : start;
+
+  // CLI11 wants its arguments in reverse order. mpirun's single-dash -np becomes --np.
+  std::vector<std::string> reversed;
+  for (size_t i = options_end; i-- > 0;) reversed.push_back(args[i] == "-np" ? "--np" : args[i]);
+
+  LaunchOptions opts;
+  std::string timeout_text;
+  std::string grace_text = "5";
+  int store_port = 0;
+  bool help = false;
+  bool version = false;
+
+  CLI::App app{std::string(kDescription), "tuttirun"};
+  app.set_help_flag();  // handled below so --help works even without -np
+  app.add_flag("-h,--help", help, "Print this help and exit");
+  app.add_flag("--version", version, "Print the version and exit");
+  app.add_option("-n,--np", opts.np, "Number of ranks to start (-np N also works; required)");
+  app.add_option("--timeout", timeout_text,
+                 "Init deadline for the ranks, passed on as TUTTI_TIMEOUT (e.g. 30, 2.5s, 5m)");
+  app.add_option(
+      "--grace", grace_text,
+      "After the first failure: seconds the other ranks get to exit by themselves before "
+      "SIGTERM, and again before SIGKILL (default 5)");
+  app.add_flag("--tag-output,!--no-tag-output", opts.tag_output,
+               "Prefix each output line with [rank] (default on)");
+  app.add_option("-x", opts.exports,
+                 "VAR or VAR=VALUE: pass VAR from this environment, or set it, for every rank "
+                 "(repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--job-id", opts.job_id, "Job name (default tuttirun-<random>)");
+  app.add_option("--store-port", store_port,
+                 "Port of the rendezvous store on 127.0.0.1 (default: any)");
+  app.add_flag("--verbose", opts.verbose, "Say what tuttirun does");
+
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+  if (help) return ParseResult{std::nullopt, 0, app.help()};
+  if (version) return ParseResult{std::nullopt, 0, version_text()};
+
+  if (app.count("--np") == 0)
+    return usage_error("-np N is required (the number of ranks to start)");
+  if (opts.np < 1)
+    return usage_error(fmt::format("-np {} is not a rank count; use 1 or more", opts.np));
+  if (app.count("--timeout") > 0) {
+    try {
+      env::parse_seconds(timeout_text, "--timeout");
+    } catch (const Error& e) {
+      return usage_error(e.what());
+    }
+    opts.timeout = timeout_text;
+  }
+  try {
+    opts.grace_seconds = env::parse_seconds(grace_text, "--grace");
+  } catch (const Error& e) {
+    return usage_error(e.what());
+  }
+  if (store_port < 0 || store_port > 65535)
+    return usage_error(fmt::format("--store-port {} is not a TCP port (0-65535)", store_port));
+  opts.store_port = static_cast<uint16_t>(store_port);
+  if (app.count("--job-id") > 0 && !valid_job_id(opts.job_id))
+    return usage_error(fmt::format(
+        "--job-id '{}' may only contain letters, digits, '.', '_' and '-' (at most 128)",
+        opts.job_id));
+  for (const std::string& x : opts.exports) {
+    std::string_view name = std::string_view(x).substr(0, x.find('='));
+    if (name.empty())
+      return usage_error(fmt::format("-x '{}' names no variable; write -x VAR or -x VAR=VALUE", x));
+  }
+
+  if (start >= args.size())
+    return usage_error("no command given; write tuttirun -np N COMMAND [ARGS...]");
+  opts.command.assign(args.begin() + static_cast<std::ptrdiff_t>(start), args.end());
+  return ParseResult{std::move(opts), 0, ""};
+}
+
+}  // namespace tutti::launcher

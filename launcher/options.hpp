@@ -1,0 +1,49 @@
+// tuttirun's command line: what the user asked for, before anything is planned or started.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tutti::launcher {
+
+// Exit codes that follow shell conventions so scripts can tell a usage error from a failed job.
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitCommandNotFound = 127;
+
+struct LaunchOptions {
+  int np = 0;
+  std::optional<std::string> timeout;  // passed on to ranks as TUTTI_TIMEOUT, already validated
+  double grace_seconds = 5.0;
+  bool tag_output = true;
+  std::vector<std::string> exports;  // -x VAR or -x VAR=VALUE, in command-line order
+  std::string job_id;                // empty: tuttirun makes one up
+  uint16_t store_port = 0;           // 0: any free port
+  bool verbose = false;
+  std::vector<std::string> command;  // the program and its arguments, never empty
+};
+
+// Either options to run with, or an immediate exit (help, version, usage error) with its text.
+struct ParseResult {
+  std::optional<LaunchOptions> options;
+  int exit_code = 0;
+  std::string message;  // for stdout when exit_code is 0, for stderr otherwise
+
+  bool should_run() const { return options.has_value(); }
+};
+
+// args excludes argv[0]. Never throws for bad user input: that becomes exit code kExitUsage.
+ParseResult parse_options(std::span<const std::string> args);
+
+// Where tuttirun's own options end and the rank command begins: the index of the first argument
+// that is neither an option nor an option's value (past a "--" when there is one).
+size_t command_start(std::span<const std::string> args, bool* saw_double_dash);
+
+// Job ids end up in store keys and /dev/shm names, so they are restricted to [A-Za-z0-9._-].
+bool valid_job_id(const std::string& id);
+
+std::string version_text();
+
+}  // namespace tutti::launcher

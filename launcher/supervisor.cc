@@ -1,0 +1,140 @@
+#include "launcher/supervisor.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <algorithm>
+
+#include "core/log.hpp"
+
+namespace tutti::launcher {
+namespace {
+
+// Reap at least this often even without SIGCHLD, in case a wake-up byte was lost on a full pipe.
+constexpr int kReapIntervalMs = 100;
+// After SIGKILL the kernel needs no cooperation; this only bounds a process stuck in the kernel.
+constexpr double kKillWaitSeconds = 10.0;
+// Output that grandchildren keep open after every rank is gone gets this long to arrive.
+constexpr double kDrainSeconds = 2.0;
+
+}  // namespace
+
+std::string failure_summary(const std::vector<RankOutcome>& failed, int world_size) {
+  if (failed.empty()) return "";
+  std::string out = fmt::format("tuttirun: {} of {} rank{} failed:", failed.size(), world_size,
+                                world_size == 1 ? "" : "s");
+  for (size_t i = 0; i < failed.size(); ++i) {
+    const RankOutcome& f = failed[i];
+    out += fmt::format("{} rank {} (pid {}) {}{}", i == 0 ? "" : ";", f.rank, f.pid,
+                       f.status.describe(), f.signaled_by_us ? " sent by tuttirun" : "");
+  }
+  return out;
+}
+
+Supervisor::Supervisor(std::vector<RankProcess>& ranks, ExecBackend& backend, OutputMux& mux,
+                       SignalWatcher& signals, SupervisorOptions options)
+    : ranks_(ranks), backend_(backend), mux_(mux), signals_(signals), options_(options) {}
+
+void Supervisor::say(const std::string& line) {
+  mux_.sink().write(Stream::kStderr, line + "\n");
+}
+
+std::string Supervisor::alive_ranks() const {
+  std::string out;
+  for (const RankProcess& r : ranks_)
+    if (!r.process.reaped()) out += fmt::format("{}{}", out.empty() ? "" : ", ", r.slot.rank);
+  return out;
+}
+
+void Supervisor::enter(Phase phase, double seconds) {
+  phase_ = phase;
+  phase_deadline_ = Deadline::after_seconds(seconds);
+}
+
+void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
+  if (options_.verbose)
+    log::info("tuttirun: rank {} (pid {}) {}", r.slot.rank, r.process.pid(), status.describe());
+  if (status.success()) return;
+  bool ours = sent_signal_.has_value() && status.kind == ExitStatus::Kind::kSignaled &&
+              (status.value == SIGTERM || status.value == SIGKILL);
+  failed_.push_back(RankOutcome{r.slot.rank, r.process.pid(), status, ours});
+  if (phase_ != Phase::kRunning) return;
+  mux_.flush_rank(r.slot.rank);
+  say(rank_failure_line(r.slot.rank, r.process.pid(), status));
+  exit_code_ = status.shell_code();
+  enter(Phase::kGrace, options_.grace_seconds);
+}
+
+void Supervisor::on_signal(int sig) {
+  if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) return;
+  if (!exit_code_) exit_code_ = 128 + sig;
+  if (phase_ == Phase::kRunning || phase_ == Phase::kGrace) {
+    say(fmt::format("tuttirun: received {}; sending SIGTERM to ranks {} (SIGKILL after {}s)",
+                    signal_name(sig), alive_ranks(), options_.grace_seconds));
+    sent_signal_ = SIGTERM;
+    backend_.signal_job(SIGTERM);
+    enter(Phase::kTerminating, options_.grace_seconds);
+  } else if (phase_ == Phase::kTerminating) {
+    // A second interrupt means "now".
+    say(fmt::format("tuttirun: received {} again; sending SIGKILL to ranks {}", signal_name(sig),
+                    alive_ranks()));
+    phase_deadline_ = Deadline::after_seconds(0);
+  }
+}
+
+void Supervisor::escalate() {
+  switch (phase_) {
+    case Phase::kRunning:
+      return;
+    case Phase::kGrace:
+      say(fmt::format("tuttirun: ranks {} still running {}s after the failure; sending SIGTERM",
+                      alive_ranks(), options_.grace_seconds));
+      sent_signal_ = SIGTERM;
+      backend_.signal_job(SIGTERM);
+      enter(Phase::kTerminating, options_.grace_seconds);
+      return;
+    case Phase::kTerminating:
+      say(fmt::format("tuttirun: ranks {} ignored SIGTERM for {}s; sending SIGKILL", alive_ranks(),
+                      options_.grace_seconds));
+      sent_signal_ = SIGKILL;
+      backend_.signal_job(SIGKILL);
+      // A rank that left the job's process group is still our child: kill it directly too.
+      for (RankProcess& r : ranks_) r.process.signal(SIGKILL);
+      enter(Phase::kKilling, kKillWaitSeconds);
+      return;
+    case Phase::kKilling:
+      say(fmt::format(
+          "tuttirun: ranks {} survive SIGKILL (stuck in the kernel?); still waiting for them",
+          alive_ranks()));
+      for (RankProcess& r : ranks_) r.process.signal(SIGKILL);
+      enter(Phase::kKilling, kKillWaitSeconds);
+      return;
+  }
+}
+
+int Supervisor::run() {
+  auto all_reaped = [&] {
+    return std::all_of(ranks_.begin(), ranks_.end(),
+                       [](const RankProcess& r) { return r.process.reaped(); });
+  };
+  while (!all_reaped()) {
+    mux_.poll_once(phase_deadline_.remaining_ms(kReapIntervalMs), signals_.fd());
+    for (int sig : signals_.take()) on_signal(sig);
+    for (RankProcess& r : ranks_) {
+      if (r.process.reaped()) continue;
+      if (auto status = r.process.try_reap()) on_exit(r, *status);
+    }
+    if (!all_reaped() && phase_deadline_.expired()) escalate();
+  }
+  // Whatever the ranks started themselves must not outlive the job.
+  backend_.signal_job(SIGKILL);
+  size_t cut = mux_.drain(Deadline::after_seconds(kDrainSeconds));
+  if (cut > 0)
+    log::warn("tuttirun: {} output stream(s) were still open after every rank exited; closed them",
+              cut);
+  std::string summary = failure_summary(failed_, static_cast<int>(ranks_.size()));
+  if (!summary.empty()) say(summary);
+  return exit_code_.value_or(0);
+}
+
+}  // namespace tutti::launcher

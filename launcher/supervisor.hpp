@@ -1,0 +1,73 @@
+// The supervisor watches the running job: it forwards output, reaps ranks, and on the first failure
+// (or SIGINT/SIGTERM to tuttirun) stops the rest in steps: a grace period to exit by themselves
+// (they notice the dead peer and say so), then SIGTERM, then SIGKILL. Its result is the exit code.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/child_process.hpp"
+#include "launcher/exec_backend.hpp"
+#include "launcher/output_mux.hpp"
+#include "launcher/plan.hpp"
+#include "launcher/signal_watcher.hpp"
+
+namespace tutti::launcher {
+
+struct RankProcess {
+  RankSlot slot;
+  ChildProcess process;
+};
+
+struct SupervisorOptions {
+  double grace_seconds = 5.0;
+  bool verbose = false;
+};
+
+// One rank's end, as the summary reports it.
+struct RankOutcome {
+  int rank = 0;
+  pid_t pid = 0;
+  ExitStatus status;
+  bool signaled_by_us = false;  // ended by a signal tuttirun itself sent while stopping the job
+};
+
+// "tuttirun: 2 of 4 ranks failed: rank 1 (pid 10) exited with status 3; rank 2 (pid 11) was killed
+// by signal 15 (SIGTERM) sent by tuttirun". Empty when nothing failed.
+std::string failure_summary(const std::vector<RankOutcome>& failed, int world_size);
+
+class Supervisor {
+ public:
+  Supervisor(std::vector<RankProcess>& ranks, ExecBackend& backend, OutputMux& mux,
+             SignalWatcher& signals, SupervisorOptions options);
+
+  // Runs until every rank has been reaped and its output drained. Returns tuttirun's exit code:
+  // 0, the first failure's status (128 + signal for a signal), or 128 + the signal that
+  // interrupted tuttirun.
+  int run();
+
+ private:
+  enum class Phase { kRunning, kGrace, kTerminating, kKilling };
+
+  void on_exit(RankProcess& r, const ExitStatus& status);
+  void on_signal(int sig);
+  void escalate();
+  void enter(Phase phase, double seconds);
+  void say(const std::string& line);
+  std::string alive_ranks() const;
+
+  std::vector<RankProcess>& ranks_;
+  ExecBackend& backend_;
+  OutputMux& mux_;
+  SignalWatcher& signals_;
+  SupervisorOptions options_;
+
+  Phase phase_ = Phase::kRunning;
+  Deadline phase_deadline_ = Deadline::never();
+  std::optional<int> exit_code_;  // fixed by the first failure or interrupt
+  std::optional<int> sent_signal_;
+  std::vector<RankOutcome> failed_;
+};
+
+}  // namespace tutti::launcher

@@ -1,0 +1,121 @@
+#include "launcher/options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tutti::launcher {
+namespace {
+
+ParseResult parse(std::vector<std::string> args) {
+  return parse_options(args);
+}
+
+TEST(Options, MinimalCommandLine) {
+  ParseResult r = parse({"-np", "4", "./prog"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  EXPECT_EQ(r.options->np, 4);
+  EXPECT_EQ(r.options->command, std::vector<std::string>{"./prog"});
+  EXPECT_TRUE(r.options->tag_output);
+  EXPECT_DOUBLE_EQ(r.options->grace_seconds, 5.0);
+  EXPECT_FALSE(r.options->timeout.has_value());
+  EXPECT_TRUE(r.options->job_id.empty());
+  EXPECT_EQ(r.options->store_port, 0);
+  EXPECT_FALSE(r.options->verbose);
+}
+
+TEST(Options, EveryOption) {
+  ParseResult r = parse({"-n", "3", "--timeout", "30s", "--grace", "500ms", "--no-tag-output", "-x",
+                         "FOO", "-x", "BAR=1=2", "--job-id", "my.job-1", "--store-port", "29500",
+                         "--verbose", "prog", "a"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  const LaunchOptions& o = *r.options;
+  EXPECT_EQ(o.np, 3);
+  EXPECT_EQ(o.timeout, "30s");
+  EXPECT_DOUBLE_EQ(o.grace_seconds, 0.5);
+  EXPECT_FALSE(o.tag_output);
+  EXPECT_EQ(o.exports, (std::vector<std::string>{"FOO", "BAR=1=2"}));
+  EXPECT_EQ(o.job_id, "my.job-1");
+  EXPECT_EQ(o.store_port, 29500);
+  EXPECT_TRUE(o.verbose);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"prog", "a"}));
+}
+
+TEST(Options, CommandKeepsItsOwnOptions) {
+  ParseResult r = parse({"-np", "2", "prog", "-np", "7", "--verbose", "-x", "--", "y"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  EXPECT_EQ(r.options->np, 2);
+  EXPECT_FALSE(r.options->verbose);
+  EXPECT_EQ(r.options->command,
+            (std::vector<std::string>{"prog", "-np", "7", "--verbose", "-x", "--", "y"}));
+}
+
+TEST(Options, DoubleDashStartsTheCommand) {
+  ParseResult r = parse({"--np=2", "--tag-output", "--", "-weird-name", "--help"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  EXPECT_EQ(r.options->np, 2);
+  EXPECT_EQ(r.options->command, (std::vector<std::string>{"-weird-name", "--help"}));
+}
+
+TEST(Options, HelpAndVersionExitZero) {
+  for (auto args : {std::vector<std::string>{"--help"}, {"-h"}, {"-np", "2", "--help", "prog"}}) {
+    ParseResult r = parse(args);
+    EXPECT_FALSE(r.should_run());
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_NE(r.message.find("-np"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("--grace"), std::string::npos) << r.message;
+  }
+  ParseResult v = parse({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.message.find("tuttirun"), std::string::npos);
+}
+
+struct BadCase {
+  std::vector<std::string> args;
+  std::string expected_in_message;
+};
+
+class BadOptions : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadOptions, ExitTwoWithAMessage) {
+  ParseResult r = parse(GetParam().args);
+  EXPECT_FALSE(r.should_run());
+  EXPECT_EQ(r.exit_code, kExitUsage);
+  EXPECT_NE(r.message.find(GetParam().expected_in_message), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("tuttirun --help"), std::string::npos) << r.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadOptions,
+    ::testing::Values(BadCase{{"prog"}, "-np N is required"}, BadCase{{}, "-np N is required"},
+                      BadCase{{"-np", "0", "prog"}, "-np 0"}, BadCase{{"-np", "-3", "prog"}, "-3"},
+                      BadCase{{"-np", "abc", "prog"}, "abc"}, BadCase{{"-np", "2"}, "no command"},
+                      BadCase{{"-np", "2", "--"}, "no command"}, BadCase{{"-np"}, "np"},
+                      BadCase{{"-np", "2", "--bogus", "prog"}, "--bogus"},
+                      BadCase{{"-np", "2", "--timeout", "soon", "prog"}, "--timeout"},
+                      BadCase{{"-np", "2", "--grace", "-1", "prog"}, "--grace"},
+                      BadCase{{"-np", "2", "--job-id", "a/b", "prog"}, "--job-id"},
+                      BadCase{{"-np", "2", "--store-port", "70000", "prog"}, "--store-port"},
+                      BadCase{{"-np", "2", "-x", "=v", "prog"}, "-x"}));
+
+TEST(Options, CommandStartSkipsOptionValues) {
+  bool dd = false;
+  std::vector<std::string> args{"-np", "2", "-x", "A", "--verbose", "prog", "-x"};
+  EXPECT_EQ(command_start(args, &dd), 5u);
+  EXPECT_FALSE(dd);
+  std::vector<std::string> with_dd{"--np=2", "--", "prog"};
+  EXPECT_EQ(command_start(with_dd, &dd), 2u);
+  EXPECT_TRUE(dd);
+}
+
+TEST(Options, JobIdCharacters) {
+  EXPECT_TRUE(valid_job_id("job_1.a-B"));
+  EXPECT_FALSE(valid_job_id(""));
+  EXPECT_FALSE(valid_job_id("a b"));
+  EXPECT_FALSE(valid_job_id("../x"));
+  EXPECT_FALSE(valid_job_id(std::string(129, 'a')));
+}
+
+}  // namespace
+}  // namespace tutti::launcher
