@@ -1,0 +1,28 @@
+// Argument checks and small buffer helpers shared by the collective entry points.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "collectives/context.hpp"
+#include "tutti/types.hpp"
+
+namespace tutti::collectives {
+
+// Throws Error(kInvalidArgument) naming the collective and the rank when the data type is unknown
+// or a buffer is null while count > 0.
+void check_buffers(const Context& ctx, std::string_view what, const void* send, const void* recv,
+                   size_t count, DataType type);
+void check_op(const Context& ctx, std::string_view what, ReduceOp op);
+
+// Copies count elements unless the buffers are the same (in place).
+void copy_unless_same(const void* from, void* to, size_t bytes);
+
+inline const std::byte* bytes_of(const void* p) {
+  return static_cast<const std::byte*>(p);
+}
+inline std::byte* bytes_of(void* p) {
+  return static_cast<std::byte*>(p);
+}
+
+}  // namespace tutti::collectives

@@ -1,0 +1,146 @@
+// Recursive halving reduce-scatter then recursive doubling allgather (Rabenseifner), for small and
+// medium messages: 2 log2(p) rounds instead of the ring's 2 (size-1).
+//
+// With size = p + extra (p the largest power of two <= size), the first 2*extra ranks fold in
+// pairs: each even one sends its data to the odd one above it, sits out, and receives the final
+// result at the end. The remaining p ranks take virtual ranks 0..p-1 and run the power-of-two
+// algorithm on p blocks; virtual rank v ends the halving owning block v.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <span>
+
+#include "collectives/checks.hpp"
+#include "collectives/chunking.hpp"
+#include "collectives/collectives.hpp"
+#include "collectives/scratch_slots.hpp"
+#include "reduce/reduce.hpp"
+
+namespace tutti::collectives {
+namespace {
+
+constexpr std::string_view kWhat = "halving-doubling allreduce";
+
+class HalvingDoubling {
+ public:
+  HalvingDoubling(Context& ctx, const void* send, void* recv, size_t count, DataType type,
+                  ReduceOp op)
+      : ctx_(ctx),
+        send_(bytes_of(send)),
+        recv_(bytes_of(recv)),
+        count_(count),
+        type_(type),
+        op_(op),
+        element_bytes_(element_size(type)),
+        pow2_(static_cast<int>(std::bit_floor(static_cast<unsigned>(ctx.size)))),
+        extra_(ctx.size - pow2_),
+        rounds_(std::countr_zero(static_cast<unsigned>(pow2_))),
+        blocks_(count, static_cast<size_t>(pow2_)) {
+    staging_ = ctx.scratch.get(kStagingSlot, count * element_bytes_).data();
+  }
+
+  void run() {
+    const int rank = ctx_.rank;
+    const std::byte* source = send_;  // where this rank's not yet reduced data lives
+    if (rank < 2 * extra_) {
+      if (rank % 2 == 0) {
+        sit_out();
+        return;
+      }
+      exchange(rank - 1, kFoldStep, {}, {staging_, bytes(count_)});
+      reduce::combine(type_, op_, recv_, send_, staging_, count_);
+      source = recv_;
+    }
+    const int virtual_rank = rank < 2 * extra_ ? rank / 2 : rank - extra_;
+    size_t lo = 0;
+    size_t hi = static_cast<size_t>(pow2_);
+    int step = kFoldStep + 1;
+    for (int mask = pow2_ / 2; mask >= 1; mask /= 2, ++step) {
+      const size_t mid = (lo + hi) / 2;
+      const bool upper = (virtual_rank & mask) != 0;
+      const size_t keep_lo = upper ? mid : lo;
+      const size_t keep_hi = upper ? hi : mid;
+      const size_t give_lo = upper ? lo : mid;
+      const size_t give_hi = upper ? mid : hi;
+      const size_t keep = elements(keep_lo, keep_hi);
+      exchange(real_rank(virtual_rank ^ mask), step,
+               {source + offset(give_lo), bytes(elements(give_lo, give_hi))},
+               {staging_, bytes(keep)});
+      reduce::combine(type_, op_, recv_ + offset(keep_lo), source + offset(keep_lo), staging_,
+                      keep);
+      // Only [keep_lo, keep_hi) is read from now on, and it is reduced in recv.
+      source = recv_;
+      lo = keep_lo;
+      hi = keep_hi;
+    }
+    for (int mask = 1; mask < pow2_; mask *= 2, ++step) {
+      const size_t width = hi - lo;
+      const bool upper = (virtual_rank & mask) != 0;
+      const size_t other_lo = upper ? lo - width : hi;
+      const size_t other_hi = upper ? lo : hi + width;
+      exchange(real_rank(virtual_rank ^ mask), step, {recv_ + offset(lo), bytes(elements(lo, hi))},
+               {recv_ + offset(other_lo), bytes(elements(other_lo, other_hi))});
+      lo = std::min(lo, other_lo);
+      hi = std::max(hi, other_hi);
+    }
+    if (rank < 2 * extra_) exchange(rank - 1, final_step(), {recv_, bytes(count_)}, {});
+  }
+
+ private:
+  static constexpr int kFoldStep = 0;
+  int final_step() const { return kFoldStep + 1 + 2 * rounds_; }
+
+  int real_rank(int virtual_rank) const {
+    return virtual_rank < extra_ ? 2 * virtual_rank + 1 : virtual_rank + extra_;
+  }
+  size_t elements(size_t block_lo, size_t block_hi) const {
+    return blocks_.begin(block_hi) - blocks_.begin(block_lo);
+  }
+  size_t offset(size_t block) const { return blocks_.begin(block) * element_bytes_; }
+  size_t bytes(size_t elements) const { return elements * element_bytes_; }
+
+  void sit_out() {
+    exchange(ctx_.rank + 1, kFoldStep, {send_, bytes(count_)}, {});
+    exchange(ctx_.rank + 1, final_step(), {}, {recv_, bytes(count_)});
+  }
+
+  // Sends `out` and receives `in` from `peer` at once; an empty side is skipped, as the peer
+  // computes the same empty size for it.
+  void exchange(int peer, int step, std::span<const std::byte> out, std::span<std::byte> in) {
+    auto& channel = ctx_.transport.channel(peer);
+    const auto tag = transport::make_tag(ctx_.sequence, static_cast<uint32_t>(step));
+    std::array<transport::Request, 2> requests;
+    if (!in.empty()) requests[0] = channel.irecv(tag, in);
+    if (!out.empty()) requests[1] = channel.isend(tag, out);
+    ctx_.transport.wait(requests, ctx_.deadline, kWhat);
+  }
+
+  Context& ctx_;
+  const std::byte* send_;
+  std::byte* recv_;
+  size_t count_;
+  DataType type_;
+  ReduceOp op_;
+  size_t element_bytes_;
+  int pow2_;
+  int extra_;
+  int rounds_;
+  Split blocks_;
+  std::byte* staging_ = nullptr;
+};
+
+}  // namespace
+
+void halving_doubling_allreduce(Context& ctx, const void* send, void* recv, size_t count,
+                                DataType type, ReduceOp op) {
+  check_buffers(ctx, kWhat, send, recv, count, type);
+  check_op(ctx, kWhat, op);
+  if (count == 0) return;
+  if (ctx.size == 1) {
+    copy_unless_same(send, recv, count * element_size(type));
+    return;
+  }
+  HalvingDoubling(ctx, send, recv, count, type, op).run();
+}
+
+}  // namespace tutti::collectives

@@ -1,0 +1,167 @@
+#include "collectives/ring_pipeline.hpp"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "collectives/scratch_slots.hpp"
+#include "reduce/reduce.hpp"
+#include "transport/transport.hpp"
+
+namespace tutti::collectives {
+namespace {
+
+// Receives posted ahead of the one being reduced. Two is the minimum for overlap; four hides the
+// jitter of a busy peer without holding much scratch.
+constexpr size_t kWindow = 4;
+// Completed send requests are dropped once this many pile up, so long pipelines stay small.
+constexpr size_t kPruneSends = 256;
+
+struct Item {
+  int step = 0;
+  size_t segment = 0;
+};
+
+class RingRun {
+ public:
+  RingRun(Context& ctx, const Split& chunks, const RingPlan& plan, const RingBuffers& buffers,
+          DataType type, ReduceOp op, std::string_view what)
+      : ctx_(ctx),
+        chunks_(chunks),
+        plan_(plan),
+        buffers_(buffers),
+        type_(type),
+        op_(op),
+        what_(what),
+        element_bytes_(element_size(type)),
+        per_segment_(segment_elements(ctx.segment_bytes, element_bytes_)),
+        steps_(plan.reduce_steps + plan.gather_steps),
+        next_(&ctx.transport.channel(wrap(ctx.rank + 1, ctx.size))),
+        prev_(&ctx.transport.channel(wrap(ctx.rank - 1, ctx.size))) {
+    if (plan_.reduce_steps > 0) {
+      staging_ = ctx.scratch.get(kStagingSlot, kWindow * per_segment_ * element_bytes_).data();
+    }
+  }
+
+  void run() {
+    send_first_chunk();
+    Item post = first_item({0, 0});
+    std::array<transport::Request, kWindow> pending;
+    std::array<Item, kWindow> pending_items;
+    size_t posted = 0;
+    size_t processed = 0;
+    auto post_more = [&] {
+      while (post.step < steps_ && posted - processed < kWindow) {
+        pending_items[posted % kWindow] = post;
+        pending[posted % kWindow] = post_receive(post, posted % kWindow);
+        ++posted;
+        post = first_item({post.step, post.segment + 1});
+      }
+    };
+    post_more();
+    while (processed < posted) {
+      const size_t slot = processed % kWindow;
+      ctx_.transport.wait(std::span(&pending[slot], 1), ctx_.deadline, what_);
+      const Item item = pending_items[slot];
+      // The receive of the following segments is already posted; reduce this one meanwhile.
+      finish(item, slot);
+      ++processed;
+      post_more();
+    }
+    ctx_.transport.wait(sends_, ctx_.deadline, what_);
+  }
+
+ private:
+  int send_chunk(int step) const { return wrap(plan_.first_chunk - step, ctx_.size); }
+  int recv_chunk(int step) const { return wrap(plan_.first_chunk - step - 1, ctx_.size); }
+  size_t chunk_segments(int chunk) const {
+    return segment_count(chunks_.size(chunk), per_segment_);
+  }
+  size_t segment_begin(size_t segment) const { return segment * per_segment_; }
+  size_t segment_size(int chunk, size_t segment) const {
+    return std::min(per_segment_, chunks_.size(chunk) - segment * per_segment_);
+  }
+  size_t chunk_offset_bytes(int chunk) const { return chunks_.begin(chunk) * element_bytes_; }
+
+  transport::Tag tag(int step) const {
+    return transport::make_tag(ctx_.sequence, static_cast<uint32_t>(step));
+  }
+
+  // The first item at or after `from`, skipping steps whose chunk is empty.
+  Item first_item(Item from) const {
+    while (from.step < steps_ && from.segment >= chunk_segments(recv_chunk(from.step))) {
+      from = {from.step + 1, 0};
+    }
+    return from;
+  }
+
+  bool is_reduce_step(int step) const { return step < plan_.reduce_steps; }
+
+  // Where the result of receiving `chunk` at `step` lives: reduce steps other than the last keep a
+  // partial sum, the last reduce step and every gather step hold final data.
+  std::byte* destination(int step, int chunk) const {
+    if (is_reduce_step(step) && step + 1 < plan_.reduce_steps) {
+      return buffers_.partial + chunk_offset_bytes(chunk);
+    }
+    return buffers_.output_is_one_chunk ? buffers_.output
+                                        : buffers_.output + chunk_offset_bytes(chunk);
+  }
+
+  void send_first_chunk() {
+    const int chunk = send_chunk(0);
+    for (size_t s = 0; s < chunk_segments(chunk); ++s) {
+      const std::byte* data = buffers_.first_send + segment_begin(s) * element_bytes_;
+      sends_.push_back(next_->isend(tag(0), {data, segment_size(chunk, s) * element_bytes_}));
+    }
+  }
+
+  transport::Request post_receive(const Item& item, size_t slot) {
+    const int chunk = recv_chunk(item.step);
+    const size_t bytes = segment_size(chunk, item.segment) * element_bytes_;
+    std::byte* into = is_reduce_step(item.step) ? staging_ + slot * per_segment_ * element_bytes_
+                                                : destination(item.step, chunk) +
+                                                      segment_begin(item.segment) * element_bytes_;
+    return prev_->irecv(tag(item.step), {into, bytes});
+  }
+
+  void finish(const Item& item, size_t slot) {
+    const int chunk = recv_chunk(item.step);
+    const size_t elements = segment_size(chunk, item.segment);
+    const size_t offset = segment_begin(item.segment) * element_bytes_;
+    std::byte* result = destination(item.step, chunk) + offset;
+    if (is_reduce_step(item.step)) {
+      const std::byte* own = buffers_.input + chunk_offset_bytes(chunk) + offset;
+      reduce::combine(type_, op_, result, own, staging_ + slot * per_segment_ * element_bytes_,
+                      elements);
+    }
+    if (item.step + 1 < steps_) {
+      if (sends_.size() >= kPruneSends) std::erase_if(sends_, [](auto& r) { return r.complete(); });
+      sends_.push_back(next_->isend(tag(item.step + 1), {result, elements * element_bytes_}));
+    }
+  }
+
+  Context& ctx_;
+  const Split& chunks_;
+  const RingPlan& plan_;
+  const RingBuffers& buffers_;
+  DataType type_;
+  ReduceOp op_;
+  std::string_view what_;
+  size_t element_bytes_;
+  size_t per_segment_;
+  int steps_;
+  transport::Channel* next_;
+  transport::Channel* prev_;
+  std::byte* staging_ = nullptr;
+  std::vector<transport::Request> sends_;
+};
+
+}  // namespace
+
+void run_ring(Context& ctx, const Split& chunks, const RingPlan& plan, const RingBuffers& buffers,
+              DataType type, ReduceOp op, std::string_view what) {
+  if (ctx.size <= 1 || plan.reduce_steps + plan.gather_steps == 0) return;
+  RingRun(ctx, chunks, plan, buffers, type, op, what).run();
+}
+
+}  // namespace tutti::collectives

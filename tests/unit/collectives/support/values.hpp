@@ -1,0 +1,52 @@
+// Typed element access for the tests, through double, with float16/bfloat16 encoded by hand so
+// the tests do not share code with the reduce kernels they check.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "tutti/types.hpp"
+
+namespace tutti::testing {
+
+double get_value(DataType type, const void* buf, size_t index);
+void set_value(DataType type, void* buf, size_t index, double value);
+
+// A buffer of count elements of type, filled with value_of(i).
+template <typename F>
+std::vector<std::byte> make_buffer(DataType type, size_t count, F value_of) {
+  std::vector<std::byte> buf(count * element_size(type));
+  for (size_t i = 0; i < count; ++i) set_value(type, buf.data(), i, value_of(i));
+  return buf;
+}
+
+// The contribution of `rank` at element i for op: small integers so that sums over 8 ranks stay
+// exact even in bfloat16 and uint8; for prod only 1s and a few 2s.
+double input_value(ReduceOp op, int rank, size_t index);
+
+// The exact reduction over `size` ranks of input_value (avg: the exact quotient; integer types
+// truncate).
+double expected_value(DataType type, ReduceOp op, int size, size_t index);
+
+// Empty when buf matches expected_of(i) for i < count (avg on floating types within the type's
+// precision); otherwise the first mismatch, described with `label`.
+template <typename F>
+std::string check_buffer(DataType type, ReduceOp op, const void* buf, size_t count, F expected_of,
+                         const std::string& label);
+
+bool close_enough(DataType type, ReduceOp op, double got, double expected);
+std::string mismatch(const std::string& label, size_t index, double got, double expected);
+
+template <typename F>
+std::string check_buffer(DataType type, ReduceOp op, const void* buf, size_t count, F expected_of,
+                         const std::string& label) {
+  for (size_t i = 0; i < count; ++i) {
+    const double got = get_value(type, buf, i);
+    const double want = expected_of(i);
+    if (!close_enough(type, op, got, want)) return mismatch(label, i, got, want);
+  }
+  return {};
+}
+
+}  // namespace tutti::testing
