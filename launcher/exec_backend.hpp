@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/deadline.hpp"
 #include "launcher/child_process.hpp"
 #include "launcher/job_env.hpp"
 #include "launcher/plan.hpp"
@@ -29,10 +30,15 @@ class ExecBackend {
 
   // Signals every process of the job, including the ranks' own children.
   virtual void signal_job(int sig) = 0;
+
+  // Called once every rank has been reaped: kills whatever the ranks left running (their children,
+  // daemons) and waits until it is gone. Returns false when something survived the deadline.
+  virtual bool finish_job(Deadline deadline) = 0;
 };
 
 // Ranks are forked on this host into one process group, which the destructor SIGKILLs as a last
-// safety net.
+// safety net. tuttirun becomes a child subreaper, so processes the ranks leave behind become its
+// children and finish_job can kill and reap them even when they left the process group.
 std::unique_ptr<ExecBackend> make_local_backend();
 
 }  // namespace tutti::launcher

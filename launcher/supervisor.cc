@@ -127,7 +127,9 @@ int Supervisor::run() {
     if (!all_reaped() && phase_deadline_.expired()) escalate();
   }
   // Whatever the ranks started themselves must not outlive the job.
-  backend_.signal_job(SIGKILL);
+  if (!backend_.finish_job(Deadline::after_seconds(kKillWaitSeconds)))
+    say("tuttirun: processes started by the ranks survived SIGKILL for 10s; check with ps for "
+        "leftovers");
   size_t cut = mux_.drain(Deadline::after_seconds(kDrainSeconds));
   if (cut > 0)
     log::warn("tuttirun: {} output stream(s) were still open after every rank exited; closed them",

@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# One tuttirun integration case: launcher_cases.sh TUTTIRUN PROBE CASE. Exits non-zero with a
+# message on the first failed check.
+set -u
+TUTTIRUN=$1
+PROBE=$2
+CASE=$3
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tuttirun-test.XXXXXX")
+MARK="tuttirun-mark-$$-$RANDOM"
+cleanup() {
+  # Only ever processes carrying this run's unique marker.
+  pkill -9 -f "$MARK" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL [$CASE]: $*" >&2
+  echo "--- stdout (first 40 lines)" >&2; head -n 40 "$WORK/out" >&2 2>/dev/null
+  echo "--- stderr (first 40 lines)" >&2; head -n 40 "$WORK/err" >&2 2>/dev/null
+  exit 1
+}
+
+# run ARGS...: runs tuttirun with stdout/stderr to files; RC holds its exit code.
+run() {
+  "$TUTTIRUN" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
+  RC=$?
+}
+expect_rc() { [ "$RC" -eq "$1" ] || fail "exit code $RC, expected $1"; }
+expect_out() { grep -qE -- "$1" "$WORK/out" || fail "stdout lacks /$1/"; }
+expect_err() { grep -qE -- "$1" "$WORK/err" || fail "stderr lacks /$1/"; }
+
+# No process carrying the marker may be left once tuttirun has returned. SIGKILLed processes leave
+# the process table asynchronously, so allow the kernel a moment (bounded) before failing.
+expect_no_leftovers() {
+  for _ in $(seq 1 100); do
+    pgrep -f "$MARK" >/dev/null || return 0
+    sleep 0.05
+  done
+  fail "processes of the job outlived tuttirun: $(pgrep -af "$MARK" | head -5)"
+}
+
+# wait_for_files PREFIX N: until PREFIX.0 .. PREFIX.N-1 exist (each rank touched its file).
+wait_for_files() {
+  for _ in $(seq 1 400); do
+    local n
+    n=$(ls "$1".* 2>/dev/null | wc -l)
+    [ "$n" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "ranks never started (only $(ls "$1".* 2>/dev/null | wc -l) of $2 ready files)"
+}
+
+# check_lines FILE NP N TAGGED: every rank's N lines, whole, in order, and nothing else.
+check_lines() {
+  local file=$1 np=$2 n=$3 tagged=$4
+  local total
+  total=$(wc -l <"$file")
+  [ "$total" -eq $((np * n)) ] || fail "$file has $total lines, expected $((np * n))"
+  awk -v np="$np" -v n="$n" -v tagged="$tagged" '
+    {
+      if (tagged) {
+        if (!match($0, /^\[[0-9]+\] line [0-9]+ of rank [0-9]+$/)) { print "bad line: " $0; bad = 1; exit 1 }
+        tag = substr($1, 2, length($1) - 2); i = $3; r = $6
+        if (tag != r) { print "tag " tag " on a line of rank " r; bad = 1; exit 1 }
+      } else {
+        if (!match($0, /^line [0-9]+ of rank [0-9]+$/)) { print "bad line: " $0; bad = 1; exit 1 }
+        i = $2; r = $5
+      }
+      if (i != next_i[r] + 0) { print "rank " r ": line " i " where " next_i[r] + 0 " was due"; bad = 1; exit 1 }
+      next_i[r] = i + 1
+    }
+    END {
+      if (bad) exit 1
+      for (r = 0; r < np; r++) if (next_i[r] + 0 != n) { print "rank " r " has " next_i[r] + 0 " lines"; exit 1 }
+    }' "$file" >"$WORK/awk" 2>&1 || fail "$(cat "$WORK/awk")"
+}
+
+case "$CASE" in
+  all_succeed_tagged)
+    run -np 4 -- "$PROBE" lines 10000 marker "$MARK"
+    expect_rc 0
+    check_lines "$WORK/out" 4 10000 1
+    [ -s "$WORK/err" ] && fail "unexpected stderr"
+    expect_no_leftovers
+    ;;
+  untagged_and_stderr)
+    run -np 3 --no-tag-output -- "$PROBE" errlines 5000 lines 3000 marker "$MARK"
+    expect_rc 0
+    check_lines "$WORK/out" 3 3000 0
+    cp "$WORK/err" "$WORK/err_lines"
+    check_lines "$WORK/err_lines" 3 5000 0
+    ;;
+  partial_lines)
+    run -np 2 -- "$PROBE" partial "no-newline-" on 1 partial "more" marker "$MARK"
+    expect_rc 0
+    expect_out '^\[0\] no-newline-$'
+    expect_out '^\[1\] no-newline-more$'
+    [ "$(wc -l <"$WORK/out")" -eq 2 ] || fail "expected exactly 2 lines"
+    ;;
+  rank_env)
+    unset TUTTI_JOB_TOKEN
+    export TUTTI_RANK=99 FORWARDED=fwd
+    run -np 3 --timeout 17 --job-id job-env-test -x FORWARDED -x SETHERE=v1 -- "$PROBE" env show FORWARDED show SETHERE
+    expect_rc 0
+    for r in 0 1 2; do
+      for kv in TUTTI_RANK=$r TUTTI_SIZE=3 TUTTI_LOCAL_RANK=$r TUTTI_LOCAL_SIZE=3 TUTTI_CROSS_RANK=0 \
+                TUTTI_CROSS_SIZE=1 TUTTI_JOB_ID=job-env-test TUTTI_LAUNCHER=tuttirun TUTTI_RESTART_COUNT=0 \
+                TUTTI_TIMEOUT=17 STDIN=eof FORWARDED=fwd SETHERE=v1; do
+        expect_out "^\[$r\] $kv\$"
+      done
+      expect_out "^\[$r\] TUTTI_STORE=127\.0\.0\.1:[0-9]+\$"
+      expect_out "^\[$r\] TUTTI_JOB_TOKEN=[0-9a-f]{32}\$"
+    done
+    [ "$(grep -oE 'TUTTI_JOB_TOKEN=.*' "$WORK/out" | sort -u | wc -l)" -eq 1 ] || fail "ranks got different tokens"
+    [ "$(grep -oE 'TUTTI_STORE=.*' "$WORK/out" | sort -u | wc -l)" -eq 1 ] || fail "ranks got different stores"
+    run -np 2 -- "$PROBE" env
+    t1=$(grep -oE 'TUTTI_JOB_ID=.*' "$WORK/out" | sort -u)
+    echo "$t1" | grep -qE '^TUTTI_JOB_ID=tuttirun-[0-9a-f]+$' || fail "default job id '$t1'"
+    ;;
+  inherited_token)
+    export TUTTI_JOB_TOKEN=0123456789abcdef0123456789abcdef
+    run -np 2 -- "$PROBE" env
+    expect_rc 0
+    [ "$(grep -c "TUTTI_JOB_TOKEN=$TUTTI_JOB_TOKEN\$" "$WORK/out")" -eq 2 ] || fail "inherited token not used"
+    ;;
+  exit_code)
+    run -np 4 --grace 1 -- "$PROBE" on 2 exit 3 sleep 60 marker "$MARK"
+    expect_rc 3
+    expect_err '^tuttirun: rank 2 \(pid [0-9]+\) exited with status 3$'
+    expect_err 'SIGTERM'
+    expect_err '^tuttirun: 4 of 4 ranks failed: rank 2 \(pid [0-9]+\) exited with status 3'
+    expect_no_leftovers
+    # A failure after others finished cleanly: only that rank is reported.
+    run -np 3 -- "$PROBE" on 1 sleep 0.3 on 1 exit 5 marker "$MARK"
+    expect_rc 5
+    expect_err '^tuttirun: 1 of 3 ranks failed: rank 1 \(pid [0-9]+\) exited with status 5$'
+    ;;
+  killed_by_signal)
+    run -np 3 --grace 1 -- "$PROBE" on 1 kill 9 sleep 60 marker "$MARK"
+    expect_rc 137
+    expect_err '^tuttirun: rank 1 \(pid [0-9]+\) was killed by signal 9 \(SIGKILL\)$'
+    expect_no_leftovers
+    run -np 2 --grace 1 -- "$PROBE" on 0 kill 11 sleep 60 marker "$MARK"
+    expect_rc 139
+    expect_err 'rank 0 \(pid [0-9]+\) was killed by signal 11 \(SIGSEGV\)'
+    expect_no_leftovers
+    ;;
+  ignores_sigterm)
+    start=$(date +%s)
+    run -np 3 --grace 1 -- "$PROBE" ignore-term on 0 exit 1 lines 2 sleep 60 marker "$MARK"
+    elapsed=$(( $(date +%s) - start ))
+    expect_rc 1
+    expect_err '^tuttirun: rank 0 \(pid [0-9]+\) exited with status 1$'
+    expect_err 'ignored SIGTERM .*sending SIGKILL'
+    expect_err 'was killed by signal 9 \(SIGKILL\) sent by tuttirun'
+    # Output written before the kill is not lost.
+    expect_out '^\[1\] line 1 of rank 1$'
+    expect_out '^\[2\] line 1 of rank 2$'
+    [ "$elapsed" -lt 30 ] || fail "took ${elapsed}s; SIGKILL should follow 2 grace periods"
+    expect_no_leftovers
+    ;;
+  grandchildren_killed)
+    run -np 2 -- "$PROBE" grandchild 60 lines 1 marker "$MARK"
+    expect_rc 0
+    expect_no_leftovers
+    ;;
+  sigint_to_tuttirun | sigterm_to_tuttirun)
+    sig=INT; code=130
+    [ "$CASE" = sigterm_to_tuttirun ] && { sig=TERM; code=143; }
+    "$TUTTIRUN" -np 3 --grace 1 -- "$PROBE" touch "$WORK/ready" lines 1 sleep 60 marker "$MARK" \
+      >"$WORK/out" 2>"$WORK/err" </dev/null &
+    pid=$!
+    wait_for_files "$WORK/ready" 3
+    kill -$sig $pid
+    wait $pid
+    RC=$?
+    expect_rc $code
+    expect_err "received SIG$sig"
+    expect_out '^\[2\] line 0 of rank 2$'
+    expect_no_leftovers
+    ;;
+  tuttirun_sigkilled)
+    "$TUTTIRUN" -np 3 -- "$PROBE" touch "$WORK/ready" sleep 60 marker "$MARK" \
+      >"$WORK/out" 2>"$WORK/err" </dev/null &
+    pid=$!
+    wait_for_files "$WORK/ready" 3
+    kill -9 $pid
+    wait $pid
+    # PR_SET_PDEATHSIG takes the ranks down with tuttirun.
+    expect_no_leftovers
+    ;;
+  shm_leftovers_removed)
+    job="shmtest-$$-$RANDOM"
+    run -np 2 --job-id "$job" -- "$PROBE" shm "tutti-$job-leak" shm "tutti-other$job-keep" marker "$MARK"
+    expect_rc 0
+    [ -e "/dev/shm/tutti-$job-leak" ] && fail "/dev/shm/tutti-$job-leak was not removed"
+    [ -e "/dev/shm/tutti-other$job-keep" ] || fail "removed a segment of another job"
+    rm -f "/dev/shm/tutti-other$job-keep"
+    ;;
+  bad_options)
+    for args in "-np 0 $PROBE" "-np -2 $PROBE" "-np x $PROBE" "$PROBE" "-np 2" "-np 2 --bogus $PROBE" \
+                "-np 2 --grace never $PROBE" "-np 2 --timeout x $PROBE" "-np 2 --job-id a/b $PROBE"; do
+      # shellcheck disable=SC2086
+      run $args
+      [ "$RC" -eq 2 ] || fail "'tuttirun $args' exited $RC, expected 2"
+      grep -q '^tuttirun: ' "$WORK/err" || fail "'tuttirun $args' printed no error"
+      grep -q 'tuttirun --help' "$WORK/err" || fail "'tuttirun $args' does not point to --help"
+    done
+    run --help
+    expect_rc 0
+    expect_out 'Usage: tuttirun -np N'
+    run --version
+    expect_rc 0
+    expect_out '^tuttirun \(tutti\) '
+    ;;
+  missing_program)
+    run -np 2 -- no-such-program-tutti-xyz
+    expect_rc 127
+    expect_err 'no-such-program-tutti-xyz: command not found'
+    run -np 2 -- "$WORK/absent"
+    expect_rc 127
+    expect_err "cannot run '$WORK/absent'"
+    printf '#!/bin/sh\n' >"$WORK/noexec"
+    chmod 644 "$WORK/noexec"
+    run -np 2 -- "$WORK/noexec"
+    expect_rc 127
+    expect_err 'not executable'
+    ;;
+  np_sizes)
+    for np in 1 2 3 7 8; do
+      run -np "$np" -- "$PROBE" lines 100 marker "$MARK"
+      expect_rc 0
+      check_lines "$WORK/out" "$np" 100 1
+    done
+    expect_no_leftovers
+    ;;
+  *)
+    echo "unknown case $CASE" >&2
+    exit 2
+    ;;
+esac
+echo "PASS [$CASE]"
