@@ -14,6 +14,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "bootstrap/cv_wait.hpp"
@@ -96,7 +97,13 @@ void TcpStoreServer::State::accept_loop() {
     Client& client = clients.emplace_back();
     client.fd = std::move(fd);
     client.peer = peer;
-    client.thread = std::thread([this, &client] { serve(client); });
+    try {
+      client.thread = std::thread([this, &client] { serve(client); });
+    } catch (const std::system_error& e) {
+      // Out of threads: drop this client (it sees a closed connection) and keep serving.
+      log::warn("store server on port {}: cannot serve {}: {}", port, peer, e.what());
+      clients.pop_back();
+    }
   }
 }
 
@@ -139,6 +146,8 @@ void TcpStoreServer::State::serve(Client& client) {
       // Clients that simply go away (finished ranks, TCP health probes) end up here.
       log::debug("store server on port {}: {}", port, e.what());
     }
+  } catch (const std::exception& e) {
+    log::warn("store server on port {}: dropped {}: {}", port, client.peer, e.what());
   }
   ::shutdown(client.fd.get(), SHUT_RDWR);
   client.done.store(true);
