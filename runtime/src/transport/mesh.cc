@@ -48,12 +48,11 @@ std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Sto
   std::optional<ShmMesh> shm;
   if (!tcp_peers.empty()) tcp.emplace(context, tcp_peers);
   if (!shm_peers.empty()) shm.emplace(context, shm_peers);
-  if (!tcp_peers.empty())
-    context.wait_for("tcp", tcp_peers, "publish their data endpoint",
-                     "the store " + store.describe());
-  if (!shm_peers.empty())
-    context.wait_for("shm", shm_peers, "publish their shared memory",
-                     "the store " + store.describe());
+  std::vector<std::string> endpoint_keys;
+  for (int peer : all_peers)
+    endpoint_keys.push_back(context.key(uses_shm(config, config.rank, peer) ? "shm" : "tcp", peer));
+  context.wait_for(all_peers, endpoint_keys, "publish their endpoints",
+                   "the store (" + store.describe() + ")");
 
   std::vector<std::unique_ptr<Channel>> channels(config.size);
   if (shm) shm->map_peers();

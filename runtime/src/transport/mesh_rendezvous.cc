@@ -40,6 +40,11 @@ void MeshContext::wait_for(std::string_view kind, const std::vector<int>& ranks,
                            std::string_view action, std::string_view where) const {
   std::vector<std::string> keys;
   for (int r : ranks) keys.push_back(key(kind, r));
+  wait_for(ranks, keys, action, where);
+}
+
+void MeshContext::wait_for(const std::vector<int>& ranks, const std::vector<std::string>& keys,
+                           std::string_view action, std::string_view where) const {
   try {
     store.wait(keys, deadline);
   } catch (const Error& e) {

@@ -30,7 +30,10 @@ struct MeshContext {
   [[noreturn]] void throw_missing(const std::vector<int>& ranks, std::string_view action,
                                   std::string_view where) const;
 
-  // Waits until key(kind, r) exists for every r in ranks; on timeout throws as throw_missing.
+  // Waits until keys[i] (the key of ranks[i]) all exist; on timeout throws as throw_missing.
+  void wait_for(const std::vector<int>& ranks, const std::vector<std::string>& keys,
+                std::string_view action, std::string_view where) const;
+  // The same for key(kind, r) of every r in ranks.
   void wait_for(std::string_view kind, const std::vector<int>& ranks, std::string_view action,
                 std::string_view where) const;
 };

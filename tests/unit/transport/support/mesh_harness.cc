@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -90,10 +92,13 @@ std::vector<std::string> leftover_segments(const std::string& job_id) {
 
 std::vector<std::byte> pattern(int from, int to, size_t size, int salt) {
   std::vector<std::byte> bytes(size);
-  uint32_t x = static_cast<uint32_t>(from * 7919 + to * 104729 + size * 31 + salt * 13 + 1);
-  for (size_t i = 0; i < size; ++i) {
-    x = x * 1664525u + 1013904223u;
-    bytes[i] = static_cast<std::byte>(x >> 24);
+  uint64_t x =
+      static_cast<uint64_t>(from * 7919 + to * 104729 + salt * 13 + 1) * 0x9e3779b97f4a7c15ull +
+      size;
+  for (size_t i = 0; i < size; i += 8) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t word = x ^ (x >> 29);
+    std::memcpy(bytes.data() + i, &word, std::min<size_t>(8, size - i));
   }
   return bytes;
 }
