@@ -1,0 +1,272 @@
+#include "bench_options.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+
+namespace tutti::bench {
+namespace {
+
+struct TypeName {
+  std::string_view name;
+  DataType type;
+};
+constexpr std::array kTypeNames = {
+    TypeName{"float", DataType::kFloat32},   TypeName{"float32", DataType::kFloat32},
+    TypeName{"f32", DataType::kFloat32},     TypeName{"double", DataType::kFloat64},
+    TypeName{"float64", DataType::kFloat64}, TypeName{"f64", DataType::kFloat64},
+    TypeName{"half", DataType::kFloat16},    TypeName{"float16", DataType::kFloat16},
+    TypeName{"f16", DataType::kFloat16},     TypeName{"bfloat16", DataType::kBFloat16},
+    TypeName{"bf16", DataType::kBFloat16},   TypeName{"int32", DataType::kInt32},
+    TypeName{"int", DataType::kInt32},       TypeName{"int64", DataType::kInt64},
+    TypeName{"uint8", DataType::kUInt8},
+};
+constexpr std::array kAllTypes = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
+                                  DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
+                                  DataType::kUInt8};
+constexpr std::array kAllOps = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin,
+                                ReduceOp::kAvg};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+BenchParse usage_error(const std::string& message) {
+  return BenchParse{std::nullopt, 2,
+                    fmt::format("tutti-bench: {}\nRun 'tutti-bench --help' for usage.\n", message)};
+}
+
+constexpr std::string_view kUsage =
+    "tutti-bench: nccl-tests-style bandwidth sweeps over tutti's collectives.\n\n"
+    "Usage: tuttirun -np N tutti-bench COLLECTIVE [flags]\n"
+    "  COLLECTIVE: allreduce | allgather | broadcast | reduce_scatter\n\n"
+    "Flags (as in nccl-tests; sizes take K/M/G suffixes):\n"
+    "  -b, --minbytes SIZE     smallest size (default 8)\n"
+    "  -e, --maxbytes SIZE     largest size (default 32M)\n"
+    "  -f, --stepfactor N      multiply the size by N each step (default 2)\n"
+    "  -i, --stepbytes SIZE    add SIZE each step; used when -f is not given (default 1M)\n"
+    "  -n, --iters N           timed iterations per size (default 20)\n"
+    "  -w, --warmup_iters N    untimed iterations first (default 5)\n"
+    "  -c, --check 0|1         verify results; #wrong counts mismatching elements (default 1)\n"
+    "  -d, --datatype TYPE     float|double|half|bfloat16|int32|int64|uint8 (aliases float32, "
+    "float64,\n"
+    "                          float16, bf16, int), a comma list, or all (default float)\n"
+    "  -o, --op OP             sum|prod|min|max|avg, a comma list, or all (default sum)\n"
+    "  -r, --root N            broadcast root (default 0)\n"
+    "      --json FILE         also write the results as JSON (rank 0)\n"
+    "  -h, --help              this help\n\n"
+    "Output columns follow nccl-tests: time is the average per iteration in microseconds, the\n"
+    "slowest rank's; algbw = size / time; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n "
+    "(allgather,\n"
+    "reduce_scatter), 1 (broadcast). Exits 1 if any value was wrong.\n";
+
+template <typename T>
+std::optional<std::vector<T>> parse_list(const std::string& text, std::span<const T> all,
+                                         std::optional<T> (*one)(const std::string&)) {
+  if (lower(text) == "all") return std::vector<T>(all.begin(), all.end());
+  std::vector<T> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    auto v = one(text.substr(start, comma - start));
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+  }
+  return "?";
+}
+
+bool is_reduction(Collective c) {
+  return c == Collective::kAllreduce || c == Collective::kReduceScatter;
+}
+
+std::optional<DataType> parse_type(const std::string& name) {
+  std::string n = lower(name);
+  for (const auto& t : kTypeNames)
+    if (t.name == n) return t.type;
+  return std::nullopt;
+}
+
+std::optional<ReduceOp> parse_op(const std::string& name) {
+  std::string n = lower(name);
+  for (ReduceOp op : kAllOps)
+    if (op_name(op) == n) return op;
+  return std::nullopt;
+}
+
+std::string_view type_name(DataType t) {
+  switch (t) {
+    case DataType::kFloat32:
+      return "float";
+    case DataType::kFloat64:
+      return "double";
+    case DataType::kFloat16:
+      return "half";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kUInt8:
+      return "uint8";
+  }
+  return "?";
+}
+
+std::string_view op_name(ReduceOp op) {
+  return to_string(op);
+}
+
+std::optional<uint64_t> parse_size(const std::string& text) {
+  std::string t = lower(text);
+  if (!t.empty() && t.back() == 'b') t.pop_back();
+  uint64_t scale = 1;
+  if (!t.empty()) {
+    switch (t.back()) {
+      case 'k':
+        scale = 1ull << 10;
+        break;
+      case 'm':
+        scale = 1ull << 20;
+        break;
+      case 'g':
+        scale = 1ull << 30;
+        break;
+      default:
+        break;
+    }
+    if (scale != 1) t.pop_back();
+  }
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+  if (value > (~0ull) / scale) return std::nullopt;
+  return value * scale;
+}
+
+std::vector<uint64_t> sweep_sizes(const BenchOptions& o) {
+  std::vector<uint64_t> sizes;
+  for (uint64_t size = o.min_bytes; size <= o.max_bytes;) {
+    sizes.push_back(size);
+    uint64_t next = o.step_factor > 1 ? size * o.step_factor : size + o.step_bytes;
+    if (next <= size) break;  // a zero minimum with a factor, or overflow
+    size = next;
+  }
+  return sizes;
+}
+
+BenchParse parse_bench_options(std::span<const std::string> args) {
+  if (args.empty())
+    return usage_error(
+        "no collective given; one of allreduce, allgather, broadcast, reduce_scatter");
+  if (args[0] == "-h" || args[0] == "--help")
+    return BenchParse{std::nullopt, 0, std::string(kUsage)};
+  if (args[0] == "--version")
+    return BenchParse{std::nullopt, 0, fmt::format("tutti-bench (tutti) {}\n", TUTTI_VERSION)};
+
+  BenchOptions o;
+  const std::string& name = args[0];
+  if (name == "allreduce")
+    o.collective = Collective::kAllreduce;
+  else if (name == "allgather")
+    o.collective = Collective::kAllgather;
+  else if (name == "broadcast")
+    o.collective = Collective::kBroadcast;
+  else if (name == "reduce_scatter" || name == "reducescatter")
+    o.collective = Collective::kReduceScatter;
+  else
+    return usage_error(fmt::format(
+        "unknown collective '{}'; use allreduce, allgather, broadcast or reduce_scatter", name));
+
+  std::string minb = "8", maxb = "32M", stepb = "1M", types = "float", ops = "sum";
+  uint64_t factor = 2;
+  int check = 1;
+  bool help = false;
+  CLI::App app{"tutti-bench", "tutti-bench"};
+  app.set_help_flag();
+  app.add_flag("-h,--help", help);
+  app.add_option("-b,--minbytes", minb);
+  app.add_option("-e,--maxbytes", maxb);
+  app.add_option("-f,--stepfactor", factor);
+  app.add_option("-i,--stepbytes", stepb);
+  app.add_option("-n,--iters", o.iters);
+  app.add_option("-w,--warmup_iters", o.warmup_iters);
+  app.add_option("-c,--check", check);
+  app.add_option("-d,--datatype", types);
+  app.add_option("-o,--op", ops);
+  app.add_option("-r,--root", o.root);
+  app.add_option("--json", o.json_path);
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+  if (help) return BenchParse{std::nullopt, 0, std::string(kUsage)};
+
+  auto min_bytes = parse_size(minb), max_bytes = parse_size(maxb), step_bytes = parse_size(stepb);
+  if (!min_bytes)
+    return usage_error(fmt::format("-b '{}' is not a size (examples: 8, 64K, 1M, 2G)", minb));
+  if (!max_bytes)
+    return usage_error(fmt::format("-e '{}' is not a size (examples: 8, 64K, 1M, 2G)", maxb));
+  if (!step_bytes)
+    return usage_error(fmt::format("-i '{}' is not a size (examples: 8, 64K, 1M, 2G)", stepb));
+  o.min_bytes = *min_bytes;
+  o.max_bytes = *max_bytes;
+  o.step_bytes = *step_bytes;
+  if (o.min_bytes > o.max_bytes)
+    return usage_error(fmt::format("-b {} is larger than -e {}", o.min_bytes, o.max_bytes));
+  // nccl-tests: a factor > 1 wins; -i alone (no -f) makes the sweep linear.
+  bool factor_given = app.count("--stepfactor") > 0;
+  o.step_factor = factor_given ? factor : (app.count("--stepbytes") > 0 ? 1 : 2);
+  if (o.step_factor < 1) return usage_error("-f must be 1 or more");
+  if (o.step_factor == 1 && o.step_bytes == 0)
+    return usage_error("-i 0 with -f 1 would never reach -e");
+  if (o.iters < 1)
+    return usage_error(fmt::format("-n {}: need at least 1 timed iteration", o.iters));
+  if (o.warmup_iters < 0)
+    return usage_error(fmt::format("-w {}: cannot be negative", o.warmup_iters));
+  if (check != 0 && check != 1) return usage_error(fmt::format("-c {}: use 0 or 1", check));
+  o.check = check == 1;
+  if (o.root < 0) return usage_error(fmt::format("-r {}: a root is a rank, 0 or more", o.root));
+
+  auto type_list = parse_list<DataType>(types, kAllTypes, &parse_type);
+  if (!type_list)
+    return usage_error(
+        fmt::format("-d '{}': use float, double, half, bfloat16, int32, int64, uint8 (or float32, "
+                    "float64, float16, bf16, int), a comma list, or all",
+                    types));
+  auto op_list = parse_list<ReduceOp>(ops, kAllOps, &parse_op);
+  if (!op_list)
+    return usage_error(
+        fmt::format("-o '{}': use sum, prod, min, max, avg, a comma list, or all", ops));
+  o.types = *type_list;
+  o.ops = is_reduction(o.collective) ? *op_list : std::vector<ReduceOp>{ReduceOp::kSum};
+  return BenchParse{std::move(o), 0, ""};
+}
+
+}  // namespace tutti::bench

@@ -1,0 +1,56 @@
+// tutti-bench's command line, in nccl-tests' spelling: tutti-bench COLLECTIVE -b 8 -e 32M -f 2 ...
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tutti/types.hpp"
+
+namespace tutti::bench {
+
+enum class Collective { kAllreduce, kAllgather, kBroadcast, kReduceScatter };
+
+struct BenchOptions {
+  Collective collective = Collective::kAllreduce;
+  uint64_t min_bytes = 8;
+  uint64_t max_bytes = 32ull << 20;
+  uint64_t step_factor = 2;          // > 1: geometric sweep
+  uint64_t step_bytes = 1ull << 20;  // used when step_factor is 1 (nccl-tests: -i without -f)
+  int iters = 20;
+  int warmup_iters = 5;
+  bool check = true;
+  std::vector<DataType> types{DataType::kFloat32};
+  std::vector<ReduceOp> ops{ReduceOp::kSum};
+  int root = 0;
+  std::string json_path;  // empty: no JSON
+};
+
+struct BenchParse {
+  std::optional<BenchOptions> options;
+  int exit_code = 0;
+  std::string message;  // stdout when exit_code is 0, stderr otherwise
+};
+
+BenchParse parse_bench_options(std::span<const std::string> args);  // args excludes argv[0]
+
+std::string_view collective_name(Collective c);
+bool is_reduction(Collective c);
+
+// nccl-tests' names: float, double, half, bfloat16, int32, int64, uint8; also accepted: float32,
+// float64, float16, bf16, int, uint8_t spellings listed in --help. Throws nothing; nullopt if
+// unknown.
+std::optional<DataType> parse_type(const std::string& name);
+std::optional<ReduceOp> parse_op(const std::string& name);
+std::string_view type_name(DataType t);  // as nccl-tests prints it
+std::string_view op_name(ReduceOp op);
+
+// 4096, 64K, 1M, 2G (powers of 1024); nullopt when malformed.
+std::optional<uint64_t> parse_size(const std::string& text);
+
+// The sweep: min, then *factor (or +step) while <= max.
+std::vector<uint64_t> sweep_sizes(const BenchOptions& o);
+
+}  // namespace tutti::bench

@@ -1,0 +1,144 @@
+#include "collective_runner.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "bench_data.hpp"
+
+namespace tutti::bench {
+
+Layout layout_for(Collective c, size_t count, int nranks) {
+  const auto n = static_cast<size_t>(nranks);
+  Layout l;
+  switch (c) {
+    case Collective::kAllreduce:
+    case Collective::kBroadcast:
+      l.send_count = l.recv_count = l.param_count = count;
+      break;
+    case Collective::kAllgather:
+      l.send_count = count / n;
+      l.recv_count = (count / n) * n;
+      l.param_count = count / n;
+      l.send_inplace_offset = count / n;
+      break;
+    case Collective::kReduceScatter:
+      l.send_count = (count / n) * n;
+      l.recv_count = count / n;
+      l.param_count = count / n;
+      l.recv_inplace_offset = count / n;
+      break;
+  }
+  return l;
+}
+
+Bandwidth bandwidth(Collective c, size_t param_count, DataType t, double seconds, int nranks) {
+  const double n = nranks;
+  double bytes = static_cast<double>(param_count * element_size(t));
+  double factor = 1;
+  switch (c) {
+    case Collective::kAllreduce:
+      factor = 2 * (n - 1) / n;
+      break;
+    case Collective::kAllgather:
+    case Collective::kReduceScatter:
+      bytes *= n;
+      factor = (n - 1) / n;
+      break;
+    case Collective::kBroadcast:
+      factor = 1;
+      break;
+  }
+  if (seconds <= 0) return {};
+  double alg = bytes / 1.0e9 / seconds;
+  return {alg, alg * factor};
+}
+
+std::byte* CollectiveRunner::send_ptr(const RunSpec& s) const {
+  const size_t es = element_size(s.type);
+  if (!s.in_place) return send_.data();
+  return recv_.data() + s.layout.send_inplace_offset * es * static_cast<size_t>(comm_.rank());
+}
+
+std::byte* CollectiveRunner::recv_ptr(const RunSpec& s) const {
+  const size_t es = element_size(s.type);
+  return recv_.data() +
+         (s.in_place ? s.layout.recv_inplace_offset * es * static_cast<size_t>(comm_.rank()) : 0);
+}
+
+void CollectiveRunner::fill(const RunSpec& s) {
+  const int rank = comm_.rank();
+  const int n = comm_.size();
+  const size_t es = element_size(s.type);
+  // Everything that is to be received starts as poison; inputs are written over it.
+  std::memset(recv_.data(), kPoisonByte, std::max(s.layout.recv_count, s.layout.send_count) * es);
+  std::byte* in = send_ptr(s);
+  switch (s.collective) {
+    case Collective::kAllreduce:
+    case Collective::kReduceScatter:
+      for (size_t i = 0; i < s.layout.send_count; ++i)
+        store(s.type, in, i, reduce_input(s.op, rank, n, i));
+      break;
+    case Collective::kAllgather:
+      for (size_t i = 0; i < s.layout.send_count; ++i) store(s.type, in, i, gather_input(rank, i));
+      break;
+    case Collective::kBroadcast:
+      // The API broadcasts in place: the root's buffer is the source.
+      if (rank == s.root)
+        for (size_t i = 0; i < s.layout.param_count; ++i)
+          store(s.type, recv_.data(), i, broadcast_input(s.root, i));
+      break;
+  }
+}
+
+void CollectiveRunner::run(const RunSpec& s) {
+  const size_t count = s.layout.param_count;
+  switch (s.collective) {
+    case Collective::kAllreduce:
+      comm_.allreduce(send_ptr(s), recv_ptr(s), count, s.type, s.op);
+      return;
+    case Collective::kAllgather:
+      comm_.allgather(send_ptr(s), recv_ptr(s), count, s.type);
+      return;
+    case Collective::kBroadcast:
+      comm_.broadcast(recv_.data(), count, s.type, s.root);
+      return;
+    case Collective::kReduceScatter:
+      comm_.reduce_scatter(send_ptr(s), recv_ptr(s), count, s.type, s.op);
+      return;
+  }
+}
+
+uint64_t CollectiveRunner::count_wrong(const RunSpec& s) const {
+  const int rank = comm_.rank();
+  const int n = comm_.size();
+  const std::byte* out = recv_ptr(s);
+  uint64_t wrong = 0;
+  auto expect = [&](size_t i, double want) {
+    double got = load(s.type, out, i);
+    // NaN never equals: poison that decodes to NaN is wrong, as it should be.
+    if (!(got == want)) ++wrong;
+  };
+  switch (s.collective) {
+    case Collective::kAllreduce:
+      for (size_t i = 0; i < s.layout.recv_count; ++i)
+        expect(i, reduce_expected(s.type, s.op, n, i));
+      break;
+    case Collective::kReduceScatter: {
+      const size_t base = static_cast<size_t>(rank) * s.layout.param_count;
+      for (size_t i = 0; i < s.layout.recv_count; ++i)
+        expect(i, reduce_expected(s.type, s.op, n, base + i));
+      break;
+    }
+    case Collective::kAllgather:
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < s.layout.param_count; ++i)
+          expect(static_cast<size_t>(r) * s.layout.param_count + i, gather_input(r, i));
+      break;
+    case Collective::kBroadcast:
+      for (size_t i = 0; i < s.layout.param_count; ++i) expect(i, broadcast_input(s.root, i));
+      break;
+  }
+  return wrong;
+}
+
+}  // namespace tutti::bench

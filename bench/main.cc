@@ -1,0 +1,184 @@
+// tutti-bench: nccl-tests-style sweeps of one collective over sizes, dtypes and ops, through the
+// public C++ API. Run it under tuttirun: tuttirun -np 4 tutti-bench allreduce -b 8 -e 64M -f 2
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench_options.hpp"
+#include "collective_runner.hpp"
+#include "report.hpp"
+#include "tutti/tutti.hpp"
+
+namespace tutti::bench {
+namespace {
+
+// Fixed-size record so one allgather tells rank 0 every rank's pid and host.
+struct RankRecord {
+  int64_t pid;
+  char host[56];
+};
+
+std::vector<RankInfo> gather_ranks(Communicator& comm) {
+  RankRecord mine{};
+  mine.pid = ::getpid();
+  ::gethostname(mine.host, sizeof mine.host - 1);
+  std::vector<RankRecord> all(static_cast<size_t>(comm.size()));
+  comm.allgather(&mine, all.data(), sizeof(RankRecord), DataType::kUInt8);
+  std::vector<RankInfo> out;
+  for (int r = 0; r < comm.size(); ++r) {
+    const RankRecord& rec = all[static_cast<size_t>(r)];
+    out.push_back(RankInfo{r, rec.pid, std::string(rec.host, strnlen(rec.host, sizeof rec.host))});
+  }
+  return out;
+}
+
+double max_over_ranks(Communicator& comm, double v) {
+  comm.allreduce(&v, &v, 1, DataType::kFloat64, ReduceOp::kMax);
+  return v;
+}
+
+int64_t sum_over_ranks(Communicator& comm, int64_t v) {
+  comm.allreduce(&v, &v, 1, DataType::kInt64, ReduceOp::kSum);
+  return v;
+}
+
+Measurement measure(Communicator& comm, CollectiveRunner& runner, const RunSpec& spec,
+                    const BenchOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  runner.fill(spec);
+  for (int i = 0; i < o.warmup_iters; ++i) runner.run(spec);
+  comm.barrier();
+  auto start = Clock::now();
+  for (int i = 0; i < o.iters; ++i) runner.run(spec);
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count() / o.iters;
+  seconds = max_over_ranks(comm, seconds);
+
+  Measurement m;
+  m.time_us = seconds * 1e6;
+  Bandwidth bw =
+      bandwidth(spec.collective, spec.layout.param_count, spec.type, seconds, comm.size());
+  m.algbw = bw.alg;
+  m.busbw = bw.bus;
+  if (o.check) {
+    // The timed runs left their results in the buffers (in place: fed back as inputs); start over.
+    runner.fill(spec);
+    runner.run(spec);
+    m.wrong = sum_over_ranks(comm, static_cast<int64_t>(runner.count_wrong(spec)));
+  }
+  return m;
+}
+
+nlohmann::json to_json(const Measurement& m) {
+  nlohmann::json j = {{"time_us", m.time_us}, {"algbw_gbps", m.algbw}, {"busbw_gbps", m.busbw}};
+  j["wrong"] = m.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(m.wrong);
+  return j;
+}
+
+void print(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+int run(const BenchOptions& o) {
+  World world;
+  Communicator& comm = world.communicator();
+  const int rank = comm.rank();
+  const int n = comm.size();
+  if (o.collective == Collective::kBroadcast && o.root >= n) {
+    if (rank == 0)
+      std::fprintf(stderr, "tutti-bench: -r %d is not a rank of this %d-rank job\n", o.root, n);
+    return 2;
+  }
+  std::vector<RankInfo> ranks = gather_ranks(comm);
+  if (rank == 0) print(header_text(o, ranks) + column_header_text());
+
+  // One pair of buffers for the whole sweep: no size needs more than max_bytes on either side.
+  const size_t buffer_bytes = (o.max_bytes + 7) / 8 * 8;
+  std::vector<std::byte> send(buffer_bytes), recv(buffer_bytes);
+  CollectiveRunner runner(comm, send, recv);
+
+  const std::vector<uint64_t> sizes = sweep_sizes(o);
+  int64_t total_wrong = 0;
+  double busbw_sum = 0;
+  int busbw_count = 0;
+  nlohmann::json rows = nlohmann::json::array();
+  for (DataType type : o.types) {
+    for (ReduceOp op : o.ops) {
+      for (uint64_t size : sizes) {
+        Layout layout = layout_for(o.collective, size / element_size(type), n);
+        Row row;
+        row.size_bytes = row_bytes(layout, type);
+        row.count = layout.param_count;
+        row.type = type;
+        row.redop = is_reduction(o.collective) ? std::string(op_name(op)) : "none";
+        row.root = o.collective == Collective::kBroadcast ? o.root : -1;
+        RunSpec spec{o.collective, type, op, o.root, false, layout};
+        row.out_of_place = measure(comm, runner, spec, o);
+        spec.in_place = true;
+        row.in_place = measure(comm, runner, spec, o);
+        for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+          total_wrong += std::max<int64_t>(m->wrong, 0);
+          busbw_sum += m->busbw;
+          ++busbw_count;
+        }
+        if (rank == 0) {
+          print(row_text(row));
+          rows.push_back({{"size", row.size_bytes},
+                          {"count", row.count},
+                          {"type", type_name(type)},
+                          {"redop", row.redop},
+                          {"root", row.root},
+                          {"out_of_place", to_json(row.out_of_place)},
+                          {"in_place", to_json(row.in_place)}});
+        }
+      }
+    }
+  }
+  const double avg_busbw = busbw_count > 0 ? busbw_sum / busbw_count : 0;
+  if (rank == 0) {
+    print(footer_text(total_wrong, avg_busbw));
+    if (!o.json_path.empty()) {
+      nlohmann::json doc = {{"collective", collective_name(o.collective)},
+                            {"nranks", n},
+                            {"iters", o.iters},
+                            {"warmup_iters", o.warmup_iters},
+                            {"validation", o.check},
+                            {"rows", rows},
+                            {"out_of_bounds", total_wrong},
+                            {"avg_busbw_gbps", avg_busbw}};
+      std::ofstream out(o.json_path);
+      out << doc.dump(2) << "\n";
+      if (!out) {
+        std::fprintf(stderr, "tutti-bench: cannot write --json %s: %s\n", o.json_path.c_str(),
+                     std::strerror(errno));
+        return 1;
+      }
+    }
+  }
+  return total_wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace tutti::bench
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  tutti::bench::BenchParse parsed = tutti::bench::parse_bench_options(args);
+  if (!parsed.options) {
+    std::fputs(parsed.message.c_str(), parsed.exit_code == 0 ? stdout : stderr);
+    return parsed.exit_code;
+  }
+  try {
+    return tutti::bench::run(*parsed.options);
+  } catch (const tutti::Error& e) {
+    std::fprintf(stderr, "tutti-bench: %s\n", e.what());
+    return 1;
+  }
+}
