@@ -36,14 +36,21 @@ SignalWatcher::SignalWatcher() : pipe_(make_pipe(true)) {
   if (!g_write_fd.compare_exchange_strong(expected, pipe_.write_end.get()))
     throw make_error(ErrorCode::kInternal,
                      "tuttirun: a second SignalWatcher was created while one exists");
-  for (int sig : kWatched) {
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    ::sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART | (sig == SIGCHLD ? SA_NOCLDSTOP : 0);
-    struct sigaction old {};
-    if (::sigaction(sig, &sa, &old) != 0) throw_system_error("tuttirun: sigaction", errno);
-    previous_.emplace_back(sig, old);
+  try {
+    for (int sig : kWatched) {
+      struct sigaction sa {};
+      sa.sa_handler = on_signal;
+      ::sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART | (sig == SIGCHLD ? SA_NOCLDSTOP : 0);
+      struct sigaction old {};
+      if (::sigaction(sig, &sa, &old) != 0) throw_system_error("tuttirun: sigaction", errno);
+      previous_.emplace_back(sig, old);
+    }
+  } catch (...) {
+    // The destructor does not run for a half-built watcher: undo here.
+    for (auto& [sig, old] : previous_) ::sigaction(sig, &old, nullptr);
+    g_write_fd.store(-1);
+    throw;
   }
 }
 

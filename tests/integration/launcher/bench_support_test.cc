@@ -227,5 +227,42 @@ TEST(BenchReport, NcclTestsFormat) {
             "# Out of bounds values : 3 FAILED\n# Avg bus bandwidth    : 0 \n#\n");
 }
 
+// The checker itself, on a real one-rank world: a correct run has no wrong element, and every
+// element that was not written (poison) or was damaged afterwards is counted.
+class Checker : public ::testing::TestWithParam<std::tuple<Collective, DataType, bool>> {};
+
+TEST_P(Checker, CountsExactlyTheBadElements) {
+  auto [collective, type, in_place] = GetParam();
+  Communicator& comm = init();
+  ASSERT_EQ(comm.size(), 1);
+  std::vector<std::byte> send(4096), recv(4096);
+  CollectiveRunner runner(comm, send, recv);
+  const size_t count = 100;
+  RunSpec spec{collective, type, ReduceOp::kSum, 0, in_place, layout_for(collective, count, 1)};
+
+  runner.fill(spec);
+  runner.run(spec);
+  EXPECT_EQ(runner.count_wrong(spec), 0u);
+
+  // Damage three elements of the result.
+  for (size_t i : {0u, 17u, 99u}) store(type, recv.data(), i, 77.5);
+  EXPECT_EQ(runner.count_wrong(spec), 3u);
+
+  // Without the call, an out-of-place result is all poison (in place, the input is the answer
+  // for one rank, except for broadcast where the root's buffer is always the answer).
+  runner.fill(spec);
+  const bool untouched_is_right = in_place || collective == Collective::kBroadcast;
+  EXPECT_EQ(runner.count_wrong(spec), untouched_is_right ? 0u : count);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, Checker,
+    ::testing::Combine(::testing::Values(Collective::kAllreduce, Collective::kAllgather,
+                                         Collective::kBroadcast, Collective::kReduceScatter),
+                       ::testing::Values(DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
+                                         DataType::kBFloat16, DataType::kInt32, DataType::kInt64,
+                                         DataType::kUInt8),
+                       ::testing::Bool()));
+
 }  // namespace
 }  // namespace tutti::bench

@@ -1,0 +1,117 @@
+// The supervisor's stop sequence with real processes (sh) and a backend that records what it was
+// asked to do. Grace periods are short; the assertions are about outcomes, never durations.
+#include "launcher/supervisor.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+namespace tutti::launcher {
+namespace {
+
+class RecordingBackend : public ExecBackend {
+ public:
+  std::string name() const override { return "test"; }
+  std::string check_command(const std::vector<std::string>&, const Environment&) override {
+    return "";
+  }
+  ChildProcess start(const RankSlot& slot, const std::vector<std::string>& command,
+                     const Environment&) override {
+    ChildProcess child = ChildProcess::spawn(SpawnRequest{
+        "/bin/sh", command, {"PATH=/usr/bin:/bin", "R=" + std::to_string(slot.rank)}, group});
+    if (group == 0) group = child.pid();
+    return child;
+  }
+  void signal_job(int sig) override {
+    signals.push_back(sig);
+    if (group > 0) ::kill(-group, sig);
+  }
+  bool finish_job(Deadline) override {
+    finished = true;
+    return true;
+  }
+  pid_t group = 0;
+  std::vector<int> signals;
+  bool finished = false;
+};
+
+struct Job {
+  RecordingBackend backend;
+  MemorySink sink;
+  OutputMux mux{sink, true};
+  SignalWatcher watcher;
+  std::vector<RankProcess> ranks;
+
+  // One shell script per rank.
+  explicit Job(const std::vector<std::string>& scripts) {
+    JobPlan plan = plan_local(static_cast<int>(scripts.size()));
+    for (const RankSlot& slot : plan.slots) {
+      ranks.push_back(RankProcess{
+          slot, backend.start(slot, {"sh", "-c", scripts[static_cast<size_t>(slot.rank)]}, {})});
+      mux.add(slot.rank, Stream::kStdout, ranks.back().process.take_stdout());
+      mux.add(slot.rank, Stream::kStderr, ranks.back().process.take_stderr());
+    }
+  }
+  int run(double grace) { return Supervisor(ranks, backend, mux, watcher, {grace, false}).run(); }
+};
+
+TEST(Supervisor, AllSucceed) {
+  Job job({"echo a", "echo b; echo c >&2", "exit 0"});
+  EXPECT_EQ(job.run(5), 0);
+  EXPECT_TRUE(job.backend.signals == std::vector<int>{});
+  EXPECT_TRUE(job.backend.finished);
+  EXPECT_NE(job.sink.out.find("[0] a\n"), std::string::npos);
+  EXPECT_NE(job.sink.out.find("[1] b\n"), std::string::npos);
+  EXPECT_EQ(job.sink.err, "[1] c\n");
+}
+
+TEST(Supervisor, FirstFailureStatusAndItsLastWordsFirst) {
+  Job job({"sleep 30", "echo bye; exit 3", "sleep 30"});
+  EXPECT_EQ(job.run(0.2), 3);
+  EXPECT_EQ(job.backend.signals, std::vector<int>{SIGTERM});
+  // The rank's own output comes before tuttirun's line about it.
+  size_t bye = job.sink.out.find("[1] bye");
+  ASSERT_NE(bye, std::string::npos);
+  EXPECT_NE(job.sink.err.find("tuttirun: rank 1 (pid "), std::string::npos) << job.sink.err;
+  EXPECT_NE(job.sink.err.find(") exited with status 3\n"), std::string::npos) << job.sink.err;
+  EXPECT_NE(job.sink.err.find("tuttirun: 3 of 3 ranks failed: rank 1 "), std::string::npos)
+      << job.sink.err;
+  EXPECT_NE(job.sink.err.find("(SIGTERM) sent by tuttirun"), std::string::npos) << job.sink.err;
+}
+
+TEST(Supervisor, RanksThatExitDuringGraceAreNotSignaled) {
+  Job job({"exit 4", "read x; exit 0"});  // stdin is /dev/null: exits at once by itself
+  EXPECT_EQ(job.run(30), 4);
+  EXPECT_TRUE(job.backend.signals.empty());
+}
+
+TEST(Supervisor, SigtermIgnoredMeansSigkill) {
+  Job job({"trap '' TERM; sleep 30", "exit 2"});
+  EXPECT_EQ(job.run(0.2), 2);
+  EXPECT_EQ(job.backend.signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  EXPECT_NE(job.sink.err.find("ignored SIGTERM"), std::string::npos) << job.sink.err;
+  EXPECT_NE(job.sink.err.find("was killed by signal 9 (SIGKILL) sent by tuttirun"),
+            std::string::npos)
+      << job.sink.err;
+}
+
+TEST(Supervisor, KilledBySignalIs128PlusSignal) {
+  Job job({"kill -9 $$", "sleep 30"});
+  EXPECT_EQ(job.run(0.2), 137);
+  EXPECT_NE(job.sink.err.find("was killed by signal 9 (SIGKILL)\n"), std::string::npos)
+      << job.sink.err;
+}
+
+TEST(Supervisor, InterruptForwardsSigterm) {
+  Job job({"sleep 30", "sleep 30"});
+  ASSERT_EQ(::raise(SIGINT), 0);  // caught by the job's SignalWatcher
+  EXPECT_EQ(job.run(5), 130);
+  ASSERT_FALSE(job.backend.signals.empty());
+  EXPECT_EQ(job.backend.signals.front(), SIGTERM);
+  EXPECT_NE(job.sink.err.find("received SIGINT"), std::string::npos) << job.sink.err;
+}
+
+}  // namespace
+}  // namespace tutti::launcher
