@@ -267,6 +267,9 @@ void FramedChannel::on_payload_complete() {
 void FramedChannel::send_abort(const std::string& reason) noexcept {
   try {
     if (failure_ || closed_) return;
+    // Frames the peer has not seen a byte of are dropped: the abort goes out sooner, and their
+    // buffers may already be gone with the failing caller. A half-sent frame must be finished.
+    std::erase_if(sends_, [](const PendingSend& s) { return s.header_done == 0; });
     std::vector<std::byte> payload(reason.size());
     std::memcpy(payload.data(), reason.data(), reason.size());
     Request request = enqueue_send(kAbortTag, {}, std::move(payload));

@@ -77,7 +77,7 @@ TEST_P(ChannelTest, ManyTagsMatchOutOfOrderAndSameTagsInFifoOrder) {
       receives[k] = c.irecv(tag_of(k), in[k]);
     };
     for (int i = 0; i < kMessages / 2; ++i) post(order[i]);
-    t.wait(std::span(receives).subspan(0, 0), soon(), "nothing");  // progress once
+    c.progress();  // whatever has arrived so far lands in the posted buffers or the stash
     for (int i = kMessages / 2; i < kMessages; ++i) post(order[i]);
     t.wait(receives, soon(), "receives");
     for (int k = 0; k < kMessages; ++k)
