@@ -1,14 +1,18 @@
 // token_intruder: knocks on the job's store port and on rank 0's data port with a wrong job token
-// and reports whether each refused it. Started from inside a job (it reads TUTTI_STORE, TUTTI_JOB_ID
-// and uses the real token only to look up rank 0's data address, as any client of the store could).
+// and reports whether each refused it. Started by rank 2 of a job before rank 2 itself starts: it
+// announces rank 2's host in the store (as rank 2 is about to) so that ranks 0 and 1 go on to open
+// their data ports and wait there for rank 2, then knocks on rank 0's port with the wrong token.
+// It uses the real token only to talk to the store, as any client of the store could.
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "bootstrap/handshake.hpp"
 #include "bootstrap/socket.hpp"
 #include "bootstrap/tcp_store.hpp"
+#include "bootstrap/world_info.hpp"
 #include "core/error.hpp"
 
 using namespace tutti;
@@ -26,7 +30,9 @@ std::string required_env(const char* name) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // argv[1]: a file to create once the data connection is open, so the test starts rank 2 only then.
+  std::string connected_marker = argc > 1 ? argv[1] : "";
   const std::string wrong_token = "not-the-job-token";
   bootstrap::Endpoint store_endpoint = bootstrap::parse_endpoint(required_env("TUTTI_STORE"), "TUTTI_STORE");
   std::string job = required_env("TUTTI_JOB_ID");
@@ -42,11 +48,15 @@ int main() {
 
   try {
     bootstrap::TcpStore store(store_endpoint, required_env("TUTTI_JOB_TOKEN"), -1, Deadline::after_seconds(10));
+    store.set(fmt::format("{}/host/2", job), bootstrap::default_host_id());
     std::string address = store.get(fmt::format("{}/tcp/0", job), Deadline::after_seconds(30));
     auto endpoint = bootstrap::parse_endpoint(address, "rank 0's data address");
     bootstrap::Fd fd = bootstrap::connect_tcp(endpoint, Deadline::after_seconds(10));
+    // Rank 0 handshakes with connections only after every rank has published its address, so the
+    // verdict comes once the real rank 2 has started.
+    if (!connected_marker.empty()) std::ofstream(connected_marker) << "connected\n";
     bootstrap::Hello hello{bootstrap::ConnectionKind::kData, 2, wrong_token};
-    bootstrap::client_handshake(fd.get(), hello, Deadline::after_seconds(10), "rank 0");
+    bootstrap::client_handshake(fd.get(), hello, Deadline::after_seconds(60), "rank 0");
   } catch (const Error& e) {
     data_refused = e.code() == ErrorCode::kAuth;
     fmt::print("token_intruder: {} by rank 0's data port: {}\n", data_refused ? "refused" : "failed", e.what());
