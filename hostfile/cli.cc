@@ -1,0 +1,173 @@
+#include "hostfile/cli.hpp"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "hostfile/build.hpp"
+#include "hostfile/emit.hpp"
+#include "hostfile/parse.hpp"
+
+namespace tutti::hostfile {
+namespace {
+
+constexpr std::string_view kDescription =
+    "tutti-hostfile: write an MPI hostfile for Kubernetes pods, or check and convert one.\n\n"
+    "Examples:\n"
+    "  tutti-hostfile --job train --workers 4 --slots 8\n"
+    "  tutti-hostfile --job train --workers 4 --namespace ml --format mpich\n"
+    "  kubectl get pods -l job=train -o name | tutti-hostfile --pods-file - --slots 2\n"
+    "  tutti-hostfile --hostfile /etc/mpi/hostfile --format plain\n\n"
+    "Exit codes: 0 success, 1 invalid hostfile or pods file (or I/O error), 2 usage error.\n";
+
+struct Options {
+  std::string pods;
+  std::string pods_file;
+  std::string job;
+  int workers = 0;
+  std::string hostfile;
+  int slots = 1;
+  std::string domain;
+  std::string ns;
+  std::string format = "openmpi";
+  std::string output;
+};
+
+std::string read_all(std::istream& in) {
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> pods_from_file(const std::string& path, std::istream& in) {
+  if (path == "-") return parse_pods_file(read_all(in), "<stdin>");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw make_error(ErrorCode::kConfig, "cannot read pods file {}", path);
+  return parse_pods_file(read_all(file), path);
+}
+
+// Written next to the target and renamed over it, so a reader (mpirun, a ConfigMap sync) never
+// sees half a hostfile.
+void write_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
+  {
+    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+    if (!file)
+      throw make_error(ErrorCode::kConfig,
+                       "cannot write {}: check the directory exists and is writable", tmp);
+    file << text;
+    file.close();
+    if (!file) throw make_error(ErrorCode::kConfig, "error writing {}", tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw make_error(ErrorCode::kConfig, "cannot rename {} to {}", tmp, path);
+  }
+}
+
+// Checks the combinations CLI11 cannot express; returns an empty string when they are fine.
+std::string usage_problem(const CLI::App& app, const Options& o) {
+  int sources = static_cast<int>(app.count("--pods") + app.count("--pods-file") +
+                                 app.count("--job") + app.count("--hostfile"));
+  if (sources != 1) return "give exactly one of --pods, --pods-file, --job, --hostfile";
+  if (app.count("--job") && !app.count("--workers")) return "--job needs --workers N";
+  if (app.count("--workers") && !app.count("--job")) return "--workers goes with --job NAME";
+  if (app.count("--namespace") && !app.count("--job"))
+    return "--namespace goes with --job (for pod lists, give the suffix with --domain)";
+  if (app.count("--namespace") && app.count("--domain"))
+    return "give --namespace NS or --domain SUFFIX, not both";
+  if (app.count("--hostfile") && (app.count("--slots") || app.count("--domain")))
+    return "--slots and --domain build a new hostfile; they do not apply to --hostfile";
+  (void)o;
+  return {};
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
+            std::ostream& err) {
+  CLI::App app{std::string(kDescription), "tutti-hostfile"};
+  Options o;
+  app.add_option("--pods", o.pods, "Comma-separated pod names: a,b,c");
+  app.add_option(
+      "--pods-file", o.pods_file,
+      "File of pod names (blank/newline separated, '#' comments, 'pod/' prefix ok); - for stdin");
+  app.add_option("--job", o.job, "MPIJob name: hosts NAME-worker-0 .. NAME-worker-(N-1)");
+  app.add_option("--workers", o.workers, "Number of workers of --job");
+  app.add_option("--hostfile", o.hostfile,
+                 "Read this hostfile (any format), check it, and write it in --format");
+  app.add_option("--slots", o.slots, "Ranks per host (default 1)");
+  app.add_option("--domain", o.domain,
+                 "DNS suffix appended to each pod name, e.g. train.ml.svc.cluster.local");
+  app.add_option("--namespace", o.ns,
+                 "With --job: append NAME.NS.svc (the MPIJob's headless service)");
+  app.add_option("--format", o.format,
+                 "openmpi (host slots=N), mpich or intel (host:N), plain (host)")
+      ->check(CLI::IsMember({"openmpi", "mpich", "intel", "plain"}));
+  app.add_option("-o,--output", o.output, "Write here (atomically) instead of stdout");
+  app.add_flag_callback(
+      "--version",
+      [&out] {
+        out << "tutti-hostfile (tutti) " << TUTTI_VERSION << "\n";
+        throw CLI::Success();
+      },
+      "Print the version");
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return kExitOk;
+  } catch (const CLI::Success&) {  // --version printed already
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    err << "tutti-hostfile: " << e.what() << "\nRun 'tutti-hostfile --help' for usage.\n";
+    return kExitUsage;
+  }
+  if (std::string problem = usage_problem(app, o); !problem.empty()) {
+    err << "tutti-hostfile: " << problem << "\nRun 'tutti-hostfile --help' for usage.\n";
+    return kExitUsage;
+  }
+
+  // Names given on the command line are usage errors; names read from files are bad input.
+  bool from_file = app.count("--pods-file") || app.count("--hostfile");
+  try {
+    Hostfile hostfile;
+    if (!o.hostfile.empty()) {
+      hostfile = o.hostfile == "-" ? parse(read_all(in), "<stdin>") : read_file(o.hostfile);
+    } else {
+      std::vector<std::string> pods;
+      std::string domain = o.domain;
+      if (!o.pods_file.empty()) pods = pods_from_file(o.pods_file, in);
+      if (app.count("--pods")) pods = split_pod_list(o.pods);
+      if (!o.job.empty()) {
+        pods = job_pod_names(o.job, o.workers);
+        if (!o.ns.empty()) domain = job_domain(o.job, o.ns);
+      }
+      hostfile = from_pods(pods, o.slots, domain);
+    }
+    std::string text = emit(hostfile, parse_format(o.format));
+    if (o.output.empty()) {
+      out << text;
+    } else {
+      from_file = true;  // a failed write is an I/O error, not a usage error
+      write_atomically(o.output, text);
+    }
+    return kExitOk;
+  } catch (const Error& e) {
+    err << "tutti-hostfile: " << e.what() << "\n";
+    return from_file ? kExitBadInput : kExitUsage;
+  }
+}
+
+}  // namespace tutti::hostfile
