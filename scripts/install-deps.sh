@@ -8,6 +8,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libboost-dev
   iproute2 procps psmisc
+  # Peers for tutti-bench --baseline mpi|gloo, and gnuplot for bench/plot.sh (make bench).
+  openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
 )
 
 missing=()
