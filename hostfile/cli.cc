@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "hostfile/build.hpp"
@@ -40,17 +39,14 @@ struct Options {
   std::string output;
 };
 
-std::string read_all(std::istream& in) {
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<std::string> pods_from_file(const std::string& path, std::istream& in) {
-  if (path == "-") return parse_pods_file(read_all(in), "<stdin>");
+  if (path == "-") return parse_pods_file(read_limited(in, "<stdin>"), "<stdin>");
+  std::error_code ec;
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw make_error(ErrorCode::kConfig, "cannot read pods file {}", path);
-  return parse_pods_file(read_all(file), path);
+  if (!file || std::filesystem::is_directory(path, ec))
+    throw make_error(ErrorCode::kConfig,
+                     "cannot read pods file {}: it does not exist or is not a readable file", path);
+  return parse_pods_file(read_limited(file, path), path);
 }
 
 // Written next to the target and renamed over it, so a reader (mpirun, a ConfigMap sync) never
@@ -144,7 +140,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   try {
     Hostfile hostfile;
     if (!o.hostfile.empty()) {
-      hostfile = o.hostfile == "-" ? parse(read_all(in), "<stdin>") : read_file(o.hostfile);
+      hostfile =
+          o.hostfile == "-" ? parse(read_limited(in, "<stdin>"), "<stdin>") : read_file(o.hostfile);
     } else {
       std::vector<std::string> pods;
       std::string domain = o.domain;

@@ -1,10 +1,12 @@
 #include "hostfile/parse.hpp"
 
+#include <array>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
+#include <istream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <vector>
 
 #include "core/error.hpp"
@@ -146,14 +148,30 @@ Hostfile parse(std::string_view text, std::string_view source) {
   return result;
 }
 
+std::string read_limited(std::istream& in, std::string_view source) {
+  std::string text;
+  std::array<char, 65536> chunk;
+  while (in) {
+    in.read(chunk.data(), chunk.size());
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxInputBytes)
+      throw make_error(ErrorCode::kConfig, "{} is larger than {} MiB; is it the right file?",
+                       source, kMaxInputBytes >> 20);
+  }
+  if (in.bad()) throw make_error(ErrorCode::kConfig, "error while reading {}", source);
+  return text;
+}
+
 Hostfile read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw make_error(ErrorCode::kConfig, "hostfile {} is a directory; give the file inside it",
+                     path);
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw make_error(ErrorCode::kConfig, "cannot read hostfile {}: no such readable file", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw make_error(ErrorCode::kConfig, "error while reading hostfile {}", path);
-  return parse(text.str(), path);
+    throw make_error(ErrorCode::kConfig,
+                     "cannot read hostfile {}: it does not exist or is not readable", path);
+  return parse(read_limited(in, path), path);
 }
 
 }  // namespace tutti::hostfile

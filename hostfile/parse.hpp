@@ -6,6 +6,7 @@
 // '#' starts a comment (whole line or trailing); blank lines are skipped.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -19,7 +20,15 @@ namespace tutti::hostfile {
 // `source` names the input in messages (a path, or "<stdin>").
 Hostfile parse(std::string_view text, std::string_view source);
 
-// Reads and parses a file; a file that cannot be read is kConfig naming the path.
+// Reads and parses a file; a file that cannot be read (missing, a directory, larger than
+// kMaxInputBytes) is kConfig naming the path.
 Hostfile read_file(const std::string& path);
+
+// Hostfiles and pods files are small; a bigger input is a mistake (a wrong path, /dev/zero) and is
+// refused instead of filling memory.
+inline constexpr size_t kMaxInputBytes = 16 << 20;
+
+// All of `in` up to kMaxInputBytes; kConfig naming `source` when it is longer or unreadable.
+std::string read_limited(std::istream& in, std::string_view source);
 
 }  // namespace tutti::hostfile

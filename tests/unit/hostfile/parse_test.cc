@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "tutti/error.hpp"
@@ -118,6 +119,30 @@ TEST(ReadFile, ReadsAndReportsMissingFiles) {
     EXPECT_EQ(e.code(), ErrorCode::kConfig);
     EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos);
   }
+}
+
+TEST(ReadFile, RefusesDirectoriesAndEndlessFiles) {
+  try {
+    read_file(std::filesystem::temp_directory_path().string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  try {
+    read_file("/dev/zero");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero is larger than"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ReadLimited, ReadsWholeStreamsUpToTheLimit) {
+  std::string big(kMaxInputBytes, 'a');
+  std::istringstream exact(big);
+  EXPECT_EQ(read_limited(exact, "s").size(), kMaxInputBytes);
+  std::istringstream over(big + "b");
+  EXPECT_THROW(read_limited(over, "s"), Error);
 }
 
 }  // namespace
