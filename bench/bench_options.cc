@@ -60,6 +60,13 @@ constexpr std::string_view kUsage =
     "  -o, --op OP             sum|prod|min|max|avg, a comma list, or all (default sum)\n"
     "  -r, --root N            broadcast root (default 0)\n"
     "      --json FILE         also write the results as JSON (rank 0)\n"
+    "      --csv FILE          also write the results as CSV, one row per size (rank 0)\n"
+    "      --baseline PEER     allreduce only: also time PEER's allreduce on the same ranks and\n"
+    "                          buffer, interleaved with tutti's in-place one, and add its time,\n"
+    "                          busbw, #wrong and ratio = tutti busbw / PEER busbw (median of the\n"
+    "                          per-round ratios). PEER: mpi (run under Open MPI's mpirun) or gloo\n"
+    "                          (Gloo ring_chunked over tcp on loopback; any launcher)\n"
+    "      --rounds N          with --baseline: rounds of -n iterations per side (default 5)\n"
     "  -h, --help              this help\n\n"
     "Output columns follow nccl-tests: time is the average per iteration in microseconds, the\n"
     "slowest rank's; algbw = size / time; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n "
@@ -220,6 +227,10 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   app.add_option("-o,--op", ops);
   app.add_option("-r,--root", o.root);
   app.add_option("--json", o.json_path);
+  app.add_option("--csv", o.csv_path);
+  std::string baseline = "none";
+  app.add_option("--baseline", baseline);
+  app.add_option("--rounds", o.rounds);
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
   try {
     app.parse(reversed);
@@ -253,6 +264,16 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   if (check != 0 && check != 1) return usage_error(fmt::format("-c {}: use 0 or 1", check));
   o.check = check == 1;
   if (o.root < 0) return usage_error(fmt::format("-r {}: a root is a rank, 0 or more", o.root));
+
+  auto baseline_kind = parse_baseline(lower(baseline));
+  if (!baseline_kind)
+    return usage_error(fmt::format("--baseline '{}': use mpi, gloo or none", baseline));
+  o.baseline = *baseline_kind;
+  if (o.baseline != BaselineKind::kNone && o.collective != Collective::kAllreduce)
+    return usage_error(
+        fmt::format("--baseline {} compares allreduce only; run tutti-bench allreduce", baseline));
+  if (!baseline_built(o.baseline)) return usage_error(baseline_missing_reason(o.baseline));
+  if (o.rounds < 1) return usage_error(fmt::format("--rounds {}: need at least 1 round", o.rounds));
 
   auto type_list = parse_list<DataType>(types, kAllTypes, &parse_type);
   if (!type_list)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "baseline.hpp"
 #include "tutti/types.hpp"
 
 namespace tutti::bench {
@@ -26,6 +27,11 @@ struct BenchOptions {
   std::vector<ReduceOp> ops{ReduceOp::kSum};
   int root = 0;
   std::string json_path;  // empty: no JSON
+  std::string csv_path;   // empty: no CSV
+  // A peer timed interleaved with tutti (allreduce only): `rounds` rounds, each n iterations of
+  // tutti's in-place allreduce then n of the peer's, on the same buffer.
+  BaselineKind baseline = BaselineKind::kNone;
+  int rounds = 5;
 };
 
 struct BenchParse {

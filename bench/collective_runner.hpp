@@ -56,10 +56,11 @@ class CollectiveRunner {
   // Elements of this rank's result that differ from the expected ones.
   uint64_t count_wrong(const RunSpec& spec) const;
 
- private:
+  // Where the call reads its input and writes its result (the same place when in place).
   std::byte* send_ptr(const RunSpec& spec) const;
   std::byte* recv_ptr(const RunSpec& spec) const;
 
+ private:
   Communicator& comm_;
   std::span<std::byte> send_;
   std::span<std::byte> recv_;

@@ -1,5 +1,7 @@
 // tutti-bench: nccl-tests-style sweeps of one collective over sizes, dtypes and ops, through the
 // public C++ API. Run it under tuttirun: tuttirun -np 4 tutti-bench allreduce -b 8 -e 64M -f 2
+// With --baseline mpi (under mpirun) or --baseline gloo, a peer's allreduce is timed interleaved
+// with tutti's on the same buffer, and a ratio column compares them.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -11,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "baseline.hpp"
 #include "bench_options.hpp"
 #include "collective_runner.hpp"
+#include "pair_stats.hpp"
 #include "report.hpp"
 #include "tutti/tutti.hpp"
 
@@ -75,6 +79,60 @@ Measurement measure(Communicator& comm, CollectiveRunner& runner, const RunSpec&
   return m;
 }
 
+// Seconds per call of `call`, n times after a barrier, as the slowest rank saw it.
+template <typename Call>
+double timed_block(Communicator& comm, int iters, Call&& call) {
+  using Clock = std::chrono::steady_clock;
+  comm.barrier();
+  auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) call();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count() / iters;
+  return max_over_ranks(comm, seconds);
+}
+
+Measurement from_seconds(const RunSpec& spec, double seconds, int nranks) {
+  Measurement m;
+  m.time_us = seconds * 1e6;
+  Bandwidth bw = bandwidth(spec.collective, spec.layout.param_count, spec.type, seconds, nranks);
+  m.algbw = bw.alg;
+  m.busbw = bw.bus;
+  return m;
+}
+
+// tutti's in-place allreduce (A) and the baseline's (B) on the same buffer, A B A B: one block of
+// -n calls each per round. Returns tutti's in-place measurement; fills `base`.
+Measurement measure_interleaved(Communicator& comm, CollectiveRunner& runner, Baseline& baseline,
+                                const RunSpec& spec, const BenchOptions& o, BaselineResult& base) {
+  std::byte* buf = runner.recv_ptr(spec);
+  const size_t count = spec.layout.param_count;
+  auto ours = [&] { runner.run(spec); };
+  auto theirs = [&] { baseline.allreduce(buf, count, spec.type, spec.op); };
+  runner.fill(spec);
+  baseline.prepare(buf, count, spec.type, spec.op);
+  for (int i = 0; i < o.warmup_iters; ++i) {
+    ours();
+    theirs();
+  }
+  std::vector<double> ours_s, base_s;
+  for (int r = 0; r < o.rounds; ++r) {
+    ours_s.push_back(timed_block(comm, o.iters, ours));
+    base_s.push_back(timed_block(comm, o.iters, theirs));
+  }
+  PairSummary sum = summarize_pairs(ours_s, base_s);
+  Measurement m = from_seconds(spec, sum.ours_seconds, comm.size());
+  base.measurement = from_seconds(spec, sum.base_seconds, comm.size());
+  base.ratio = sum.ratio;
+  if (o.check) {
+    runner.fill(spec);
+    ours();
+    m.wrong = sum_over_ranks(comm, static_cast<int64_t>(runner.count_wrong(spec)));
+    runner.fill(spec);
+    theirs();
+    base.measurement.wrong = sum_over_ranks(comm, static_cast<int64_t>(runner.count_wrong(spec)));
+  }
+  return m;
+}
+
 nlohmann::json to_json(const Measurement& m) {
   nlohmann::json j = {{"time_us", m.time_us}, {"algbw_gbps", m.algbw}, {"busbw_gbps", m.busbw}};
   j["wrong"] = m.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(m.wrong);
@@ -86,9 +144,10 @@ void print(const std::string& text) {
   std::fflush(stdout);
 }
 
-int run(const BenchOptions& o) {
+int run_world(const BenchOptions& o, BaselineSession& session) {
   World world;
   Communicator& comm = world.communicator();
+  std::unique_ptr<Baseline> baseline = session.connect(comm);
   const int rank = comm.rank();
   const int n = comm.size();
   if (o.collective == Collective::kBroadcast && o.root >= n) {
@@ -97,7 +156,13 @@ int run(const BenchOptions& o) {
     return 2;
   }
   std::vector<RankInfo> ranks = gather_ranks(comm);
-  if (rank == 0) print(header_text(o, ranks) + column_header_text());
+  const std::string baseline_label = baseline ? std::string(baseline_name(o.baseline)) : "";
+  if (rank == 0) {
+    std::string head = header_text(o, ranks);
+    if (baseline)
+      head += baseline_header_text(baseline_label, baseline->description(), o.rounds, o.iters);
+    print(head + column_header_text(baseline_label));
+  }
 
   // One pair of buffers for the whole sweep: no size needs more than max_bytes on either side.
   const size_t buffer_bytes = (o.max_bytes + 7) / 8 * 8;
@@ -109,6 +174,7 @@ int run(const BenchOptions& o) {
   double busbw_sum = 0;
   int busbw_count = 0;
   nlohmann::json rows = nlohmann::json::array();
+  std::string csv = csv_header_text();
   for (DataType type : o.types) {
     for (ReduceOp op : o.ops) {
       for (uint64_t size : sizes) {
@@ -122,7 +188,16 @@ int run(const BenchOptions& o) {
         RunSpec spec{o.collective, type, op, o.root, false, layout};
         row.out_of_place = measure(comm, runner, spec, o);
         spec.in_place = true;
-        row.in_place = measure(comm, runner, spec, o);
+        if (baseline) {
+          BaselineResult& base = row.baseline.emplace();
+          base.supported = baseline->supports(type, op);
+          row.in_place = base.supported
+                             ? measure_interleaved(comm, runner, *baseline, spec, o, base)
+                             : measure(comm, runner, spec, o);
+          if (base.supported) total_wrong += std::max<int64_t>(base.measurement.wrong, 0);
+        } else {
+          row.in_place = measure(comm, runner, spec, o);
+        }
         for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
           total_wrong += std::max<int64_t>(m->wrong, 0);
           busbw_sum += m->busbw;
@@ -130,13 +205,19 @@ int run(const BenchOptions& o) {
         }
         if (rank == 0) {
           print(row_text(row));
-          rows.push_back({{"size", row.size_bytes},
-                          {"count", row.count},
-                          {"type", type_name(type)},
-                          {"redop", row.redop},
-                          {"root", row.root},
-                          {"out_of_place", to_json(row.out_of_place)},
-                          {"in_place", to_json(row.in_place)}});
+          nlohmann::json j = {{"size", row.size_bytes},
+                              {"count", row.count},
+                              {"type", type_name(type)},
+                              {"redop", row.redop},
+                              {"root", row.root},
+                              {"out_of_place", to_json(row.out_of_place)},
+                              {"in_place", to_json(row.in_place)}};
+          if (row.baseline && row.baseline->supported) {
+            j["baseline"] = to_json(row.baseline->measurement);
+            j["ratio"] = row.baseline->ratio;
+          }
+          rows.push_back(std::move(j));
+          csv += csv_row_text(row, n, baseline_name(o.baseline));
         }
       }
     }
@@ -147,6 +228,7 @@ int run(const BenchOptions& o) {
     if (!o.json_path.empty()) {
       nlohmann::json doc = {{"collective", collective_name(o.collective)},
                             {"nranks", n},
+                            {"baseline", baseline_name(o.baseline)},
                             {"iters", o.iters},
                             {"warmup_iters", o.warmup_iters},
                             {"validation", o.check},
@@ -161,8 +243,31 @@ int run(const BenchOptions& o) {
         return 1;
       }
     }
+    if (!o.csv_path.empty()) {
+      std::ofstream out(o.csv_path);
+      out << csv;
+      if (!out) {
+        std::fprintf(stderr, "tutti-bench: cannot write --csv %s: %s\n", o.csv_path.c_str(),
+                     std::strerror(errno));
+        return 1;
+      }
+    }
   }
   return total_wrong == 0 ? 0 : 1;
+}
+
+int run(const BenchOptions& o) {
+  // Before tutti::init(): MPI_Init and the store address under mpirun (see baseline.hpp).
+  std::unique_ptr<BaselineSession> session = start_baseline_session(o.baseline);
+  try {
+    return run_world(o, *session);
+  } catch (const std::exception& e) {
+    // Report, then let the peer take the job down: MPI_Finalize would wait for ranks that are
+    // still inside a collective with this one.
+    std::fprintf(stderr, "tutti-bench: %s\n", e.what());
+    session->abort_job(1);
+    return 1;
+  }
 }
 
 }  // namespace
@@ -177,7 +282,7 @@ int main(int argc, char** argv) {
   }
   try {
     return tutti::bench::run(*parsed.options);
-  } catch (const tutti::Error& e) {
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "tutti-bench: %s\n", e.what());
     return 1;
   }

@@ -19,23 +19,39 @@ std::string header_text(const BenchOptions& o, const std::vector<RankInfo>& rank
   return out;
 }
 
-std::string column_header_text() {
-  std::string out = "#\n";
-  out += fmt::format(
+std::string column_header_text(std::string_view baseline) {
+  // nccl-tests' lines end in spaces; the baseline's columns go where the newline was.
+  std::string titles = fmt::format(
       "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}           out-of-place                       in-place "
-      "         \n",
+      "         ",
       "", "", "", "", "");
-  out += fmt::format(
+  std::string names = fmt::format(
       "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6} {:>6}  {:>7}  {:>6}  {:>6} "
-      "{:>6}\n",
+      "{:>6}",
       "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
       "busbw", "#wrong");
-  out += fmt::format(
+  std::string units = fmt::format(
       "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>5}  {:>7}  {:>6}  {:>6}  "
-      "{:>5}\n",
+      "{:>5}",
       "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
       "");
-  return out;
+  if (!baseline.empty()) {
+    titles += fmt::format("{:>32}", fmt::format("baseline: {}", baseline));
+    names += fmt::format("  {:>7}  {:>6}  {:>6} {:>6}  {:>6}", "time", "algbw", "busbw", "#wrong",
+                         "ratio");
+    units +=
+        fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}  {:>6}", "(us)", "(GB/s)", "(GB/s)", "", "(x)");
+  }
+  return "#\n" + titles + "\n" + names + "\n" + units + "\n";
+}
+
+std::string baseline_header_text(std::string_view name, const std::string& description, int rounds,
+                                 int iters) {
+  return fmt::format(
+      "#\n# Baseline {}: {}\n# Interleaved: {} rounds of {} iterations, tutti's in-place allreduce "
+      "then the baseline's, on the same buffer;\n# in-place and baseline columns are medians over "
+      "rounds; ratio = in-place busbw / baseline busbw, median of the per-round ratios.\n",
+      name, description, rounds, iters);
 }
 
 std::string format_time(double us) {
@@ -50,12 +66,44 @@ std::string measurement_text(const Measurement& m) {
   return fmt::format("  {:>7}  {:6.2f}  {:6.2f}  {:>5}", format_time(m.time_us), m.algbw, m.busbw,
                      wrong);
 }
+
+std::string baseline_text(const BaselineResult& b) {
+  if (!b.supported)
+    return fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}  {:>6}", "N/A", "N/A", "N/A", "N/A", "N/A");
+  return measurement_text(b.measurement) + fmt::format("  {:6.2f}", b.ratio);
+}
+
+std::string csv_measurement(const Measurement& m) {
+  std::string wrong = m.wrong < 0 ? "" : fmt::format("{}", m.wrong);
+  return fmt::format("{:.3f},{:.4f},{:.4f},{}", m.time_us, m.algbw, m.busbw, wrong);
+}
 }  // namespace
 
 std::string row_text(const Row& r) {
-  return fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", r.size_bytes, r.count,
-                     type_name(r.type), r.redop, r.root) +
-         measurement_text(r.out_of_place) + measurement_text(r.in_place) + "\n";
+  std::string out = fmt::format("{:12d}  {:12d}  {:>8}  {:>6}  {:6d}", r.size_bytes, r.count,
+                                type_name(r.type), r.redop, r.root) +
+                    measurement_text(r.out_of_place) + measurement_text(r.in_place);
+  if (r.baseline) out += baseline_text(*r.baseline);
+  return out + "\n";
+}
+
+std::string csv_header_text() {
+  return "size,count,type,redop,root,nranks,time_us,algbw_gbps,busbw_gbps,wrong,"
+         "inplace_time_us,inplace_algbw_gbps,inplace_busbw_gbps,inplace_wrong,baseline,"
+         "baseline_time_us,baseline_algbw_gbps,baseline_busbw_gbps,baseline_wrong,ratio\n";
+}
+
+std::string csv_row_text(const Row& r, int nranks, std::string_view baseline) {
+  std::string out = fmt::format("{},{},{},{},{},{},", r.size_bytes, r.count, type_name(r.type),
+                                r.redop, r.root, nranks) +
+                    csv_measurement(r.out_of_place) + "," + csv_measurement(r.in_place) + "," +
+                    std::string(baseline);
+  if (r.baseline && r.baseline->supported)
+    out +=
+        "," + csv_measurement(r.baseline->measurement) + fmt::format(",{:.4f}", r.baseline->ratio);
+  else
+    out += ",,,,,";
+  return out + "\n";
 }
 
 std::string footer_text(int64_t out_of_bounds, double avg_busbw) {
