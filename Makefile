@@ -3,6 +3,8 @@ BUILD_DIR ?= build
 PRESET    ?= release
 JOBS      ?= $(shell nproc)
 NP        ?= 4
+BENCH_DIR ?= $(BUILD_DIR)/bench
+BENCH_FLAGS ?=
 
 .PHONY: deps configure build test demo bench format clean
 
@@ -21,8 +23,10 @@ test: build
 demo: build
 	$(BUILD_DIR)/bin/tuttirun -np $(NP) -- $(BUILD_DIR)/bin/tutti-demo
 
+# tutti against Open MPI and Gloo (whichever are installed), interleaved in one run per pair; writes
+# $(BENCH_DIR)/*.txt, *.csv and allreduce.svg/.png. See docs/PERFORMANCE.md.
 bench: build
-	$(BUILD_DIR)/bin/tuttirun -np 2 -- $(BUILD_DIR)/bin/tutti-bench allreduce -b 8 -e 64M -f 8 -n 20 -w 5 -c 1
+	bash bench/sweep.sh $(BUILD_DIR) $(BENCH_DIR) $(BENCH_FLAGS)
 
 format:
 	@git ls-files '*.cc' '*.hpp' '*.h' '*.cpp' | xargs clang-format -i
