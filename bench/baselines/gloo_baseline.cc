@@ -52,6 +52,23 @@ std::string shared_rendezvous_dir(Communicator& comm) {
   return path.data();
 }
 
+// Rank 0 removes the rendezvous directory when connect() ends, connected or not: by then every
+// rank has read the store (after the barrier), or the connection failed and nobody needs it.
+class RemoveDirAtExit {
+ public:
+  RemoveDirAtExit(std::string dir, bool owner) : dir_(std::move(dir)), owner_(owner) {}
+  ~RemoveDirAtExit() {
+    std::error_code ignored;
+    if (owner_) std::filesystem::remove_all(dir_, ignored);
+  }
+  RemoveDirAtExit(const RemoveDirAtExit&) = delete;
+  RemoveDirAtExit& operator=(const RemoveDirAtExit&) = delete;
+
+ private:
+  std::string dir_;
+  bool owner_;
+};
+
 // The Gloo algorithm for one buffer, count, type and op; Gloo binds buffers at construction.
 struct Prepared {
   void* buf = nullptr;
@@ -152,6 +169,7 @@ class GlooSession final : public BaselineSession {
                               "rank on one host",
                               comm.rank(), comm.local_size(), comm.size()));
     const std::string dir = shared_rendezvous_dir(comm);
+    RemoveDirAtExit cleanup(dir, comm.rank() == 0);
     const std::string host = "127.0.0.1";
     std::shared_ptr<gloo::Context> context;
     try {
@@ -168,12 +186,8 @@ class GlooSession final : public BaselineSession {
                               "through {}: {}",
                               comm.rank(), host, dir, e.what()));
     }
-    // Everyone has read the store: its files can go.
+    // Everyone has read the store before rank 0's cleanup removes it.
     comm.barrier();
-    if (comm.rank() == 0) {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir, ignored);
-    }
     return std::make_unique<GlooBaseline>(comm, std::move(context), host);
   }
 };
