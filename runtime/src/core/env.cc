@@ -35,12 +35,19 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_LOG_LEVEL", Kind::kChoice, "warn", "error|warn|info|debug|trace", "Logging threshold (stderr)."},
     Variable{"TUTTI_TRANSPORT", Kind::kChoice, "auto", "auto|tcp|shm",
              "Per-peer transport: auto = shm for peers on this host, tcp otherwise."},
-    Variable{"TUTTI_ALGO", Kind::kChoice, "auto", "auto|ring|tree|hd",
-             "Allreduce algorithm: ring, double binary tree, recursive halving-doubling, or chosen by size."},
+    Variable{"TUTTI_ALGO", Kind::kChoice, "auto", "auto|ring|tree|hd|shm",
+             "Allreduce algorithm: ring, double binary tree, recursive halving-doubling, shared-memory "
+             "window (all ranks on one host), or chosen by size and placement."},
     Variable{"TUTTI_SEGMENT_BYTES", Kind::kBytes, "256K", "",
              "Pipeline segment size of ring and tree collectives."},
     Variable{"TUTTI_SHM_RING_BYTES", Kind::kBytes, "1M", "",
              "Size of each shared-memory ring buffer between two local ranks (one per direction)."},
+    Variable{"TUTTI_SHM_WINDOW_BYTES", Kind::kBytes, "4M", "",
+             "Per-rank area of the shared-memory window of the `shm` allreduce when all ranks share a host "
+             "(larger messages go through in pieces); 0 turns the window off."},
+    Variable{"TUTTI_SHM_SPIN_ROUNDS", Kind::kInt, "", "",
+             "Busy-wait rounds before a shared-memory window wait yields; default: 2000 when every local rank "
+             "has a CPU of its own, else 0."},
     Variable{"TUTTI_ADDR", Kind::kString, "", "",
              "Address this rank listens on for peers. Default: the local address that reaches the store."},
     Variable{"TUTTI_LAUNCHER", Kind::kString, "", "",
