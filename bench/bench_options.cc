@@ -90,6 +90,17 @@ std::optional<std::vector<T>> parse_list(const std::string& text, std::span<cons
   return out;
 }
 
+// "mpi gloo", "mpi", ... or "none": what --baseline accepts in this build.
+std::string built_baselines_text() {
+  std::string out;
+  for (BaselineKind k : {BaselineKind::kMpi, BaselineKind::kGloo}) {
+    if (!baseline_built(k)) continue;
+    if (!out.empty()) out += ' ';
+    out += baseline_name(k);
+  }
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
 
 std::string_view collective_name(Collective c) {
@@ -193,7 +204,9 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   if (args[0] == "-h" || args[0] == "--help")
     return BenchParse{std::nullopt, 0, std::string(kUsage)};
   if (args[0] == "--version")
-    return BenchParse{std::nullopt, 0, fmt::format("tutti-bench (tutti) {}\n", TUTTI_VERSION)};
+    return BenchParse{std::nullopt, 0,
+                      fmt::format("tutti-bench (tutti) {}\nbaselines: {}\n", TUTTI_VERSION,
+                                  built_baselines_text())};
 
   BenchOptions o;
   const std::string& name = args[0];

@@ -75,7 +75,9 @@ std::string baseline_text(const BaselineResult& b) {
 
 std::string csv_measurement(const Measurement& m) {
   std::string wrong = m.wrong < 0 ? "" : fmt::format("{}", m.wrong);
-  return fmt::format("{:.3f},{:.4f},{:.4f},{}", m.time_us, m.algbw, m.busbw, wrong);
+  // Significant digits, not decimals: 8 B at milliseconds is ~1e-6 GB/s, and a log-scale plot
+  // drops a point printed as 0.
+  return fmt::format("{:.3f},{:.6g},{:.6g},{}", m.time_us, m.algbw, m.busbw, wrong);
 }
 }  // namespace
 
@@ -100,7 +102,7 @@ std::string csv_row_text(const Row& r, int nranks, std::string_view baseline) {
                     std::string(baseline);
   if (r.baseline && r.baseline->supported)
     out +=
-        "," + csv_measurement(r.baseline->measurement) + fmt::format(",{:.4f}", r.baseline->ratio);
+        "," + csv_measurement(r.baseline->measurement) + fmt::format(",{:.6g}", r.baseline->ratio);
   else
     out += ",,,,,";
   return out + "\n";

@@ -122,7 +122,9 @@ TEST(BaselineReport, CsvRowsMatchTheHeader) {
   std::string with = csv_row_text(row, 2, "mpi");
   EXPECT_EQ(fields(with), fields(header)) << with;
   EXPECT_EQ(with.rfind("1024,256,float,sum,-1,2,12.345,", 0), 0u) << with;
-  EXPECT_NE(with.find(",mpi,20.000,0.0500,0.0750,1,2.0000\n"), std::string::npos) << with;
+  EXPECT_NE(with.find(",mpi,20.000,0.05,0.075,1,2\n"), std::string::npos) << with;
+  row.baseline->measurement.busbw = 1.234567e-6;
+  EXPECT_NE(csv_row_text(row, 2, "mpi").find(",1.23457e-06,1,"), std::string::npos);
   row.baseline = BaselineResult{false, {}, 0};
   EXPECT_EQ(fields(csv_row_text(row, 2, "gloo")), fields(header));
 }
@@ -157,6 +159,14 @@ TEST(BaselineOptions, RejectsWhatCannotWork) {
             std::string::npos);
   EXPECT_NE(parse({"allreduce", "--baseline", "nccl"}).message.find("use mpi, gloo or none"),
             std::string::npos);
+}
+
+TEST(BaselineOptions, VersionListsTheBuiltPeers) {
+  BenchParse p = parse({"--version"});
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_NE(p.message.find("\nbaselines: "), std::string::npos) << p.message;
+  EXPECT_EQ(p.message.find("mpi") != std::string::npos, baseline_built(BaselineKind::kMpi));
+  EXPECT_EQ(p.message.find("gloo") != std::string::npos, baseline_built(BaselineKind::kGloo));
 }
 
 class BaselineAvailability : public ::testing::TestWithParam<BaselineKind> {};
