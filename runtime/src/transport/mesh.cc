@@ -2,10 +2,12 @@
 
 #include <optional>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "transport/mesh_rendezvous.hpp"
 #include "transport/shm/shm_mesh.hpp"
+#include "transport/shm/shm_window.hpp"
 #include "transport/tcp/tcp_mesh.hpp"
 
 namespace tutti::transport {
@@ -29,6 +31,35 @@ void validate(const MeshConfig& c) {
   }
 }
 
+// Below this a window holds too few pipeline chunks to be worth its synchronization.
+constexpr size_t kMinWindowBytes = 64 << 10;
+
+size_t window_bytes(const MeshConfig& c) {
+  size_t bytes =
+      c.shm_window_bytes ? *c.shm_window_bytes : env::get_bytes("TUTTI_SHM_WINDOW_BYTES");
+  if (bytes != 0 && bytes < kMinWindowBytes)
+    throw make_error(
+        ErrorCode::kConfig,
+        "TUTTI_SHM_WINDOW_BYTES={} is below the minimum of {} bytes per rank; raise it "
+        "or set 0 to go without the shared-memory window",
+        bytes, kMinWindowBytes);
+  return bytes;
+}
+
+// Empty when every rank can map one window; otherwise why not.
+std::string why_no_window(const MeshConfig& c, size_t bytes) {
+  if (c.size < 2) return "a world of one rank has no peers to share memory with";
+  for (int r = 0; r < c.size; ++r)
+    if (r != c.rank && !uses_shm(c, c.rank, r))
+      return fmt::format(
+          "rank {} (host {}) reaches rank {} (host {}) over tcp, so not all ranks "
+          "share memory (TUTTI_TRANSPORT={})",
+          c.rank, c.host_ids[c.rank], r, c.host_ids[r],
+          c.choice == TransportChoice::kTcp ? "tcp" : "auto");
+  if (bytes == 0) return "TUTTI_SHM_WINDOW_BYTES=0 turned the shared-memory window off";
+  return {};
+}
+
 }  // namespace
 
 std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Store& store,
@@ -46,6 +77,8 @@ std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Sto
   // other rank, rather than hidden behind a peer that waits for it.
   std::optional<TcpMesh> tcp;
   std::optional<ShmMesh> shm;
+  const size_t area_bytes = window_bytes(config);
+  const std::string no_window = why_no_window(config, area_bytes);
   if (!tcp_peers.empty()) tcp.emplace(context, tcp_peers);
   if (!shm_peers.empty()) shm.emplace(context, shm_peers);
   std::vector<std::string> endpoint_keys;
@@ -58,9 +91,19 @@ std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Sto
   if (shm) shm->map_peers();
   if (tcp) tcp->connect(channels);
   if (shm) shm->connect(channels);
-  log::debug("rank {} connected: {} tcp, {} shm peers", config.rank, tcp_peers.size(),
-             shm_peers.size());
-  return std::make_unique<Transport>(config.rank, std::move(channels));
+  auto transport = std::make_unique<Transport>(config.rank, std::move(channels));
+  if (no_window.empty()) {
+    const int spin = config.shm_spin_rounds.value_or(
+        env::is_set("TUTTI_SHM_SPIN_ROUNDS")
+            ? static_cast<int>(env::get_int("TUTTI_SHM_SPIN_ROUNDS"))
+            : default_spin_rounds(config.size));
+    transport->set_local_window(connect_local_window(context, *transport, area_bytes, spin));
+  } else {
+    transport->set_local_window(nullptr, no_window);
+  }
+  log::debug("rank {} connected: {} tcp, {} shm peers, {}", config.rank, tcp_peers.size(),
+             shm_peers.size(), no_window.empty() ? "shared-memory window" : no_window);
+  return transport;
 }
 
 }  // namespace tutti::transport

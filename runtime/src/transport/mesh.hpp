@@ -1,9 +1,11 @@
 // Builds the full mesh of channels of one rank through the Store: shared memory to peers on the
 // same host, TCP to the others (TUTTI_TRANSPORT overrides), each connection authenticated with the
-// job token. A peer that never arrives fails with Error(kTimeout) listing the missing ranks.
+// job token. A peer that never arrives fails with Error(kTimeout) listing the missing ranks. When
+// every rank shares this host, the transport also gets a LocalWindow (see local_window.hpp).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,12 @@ struct MeshConfig {
   std::string listen_address;  // address this rank's TCP listener binds and advertises
   TransportChoice choice = TransportChoice::kAuto;
   size_t shm_ring_bytes = 1 << 20;
+  // Bytes per rank of the shared-memory window built when all ranks share a host; 0 builds none.
+  // Unset: TUTTI_SHM_WINDOW_BYTES.
+  std::optional<size_t> shm_window_bytes;
+  // Busy-wait rounds of a window wait before it yields. Unset: TUTTI_SHM_SPIN_ROUNDS, else
+  // default_spin_rounds() (shm/shm_window.hpp).
+  std::optional<int> shm_spin_rounds;
 };
 
 std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Store& store,

@@ -1,5 +1,6 @@
 #include "transport/transport.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -68,10 +69,8 @@ void Transport::wait(std::span<const Request> requests, Deadline deadline, std::
   int idle_rounds = 0;
   long sleep_ns = kMinSleepNs;
   for (;;) {
-    bool moved = false;
     // Every channel, busy or not: an abort notice may come from any peer.
-    for (auto& c : channels_)
-      if (c) moved = c->progress() || moved;
+    bool moved = progress_all();
     if (all_complete(requests)) return;
     if (moved) {
       last_progress = Clock::now();
@@ -99,6 +98,28 @@ void Transport::wait(std::span<const Request> requests, Deadline deadline, std::
     }
     sleep_on_fds(std::min<long>(sleep_ns, deadline.remaining().count()));
     sleep_ns = std::min(sleep_ns * 2, kMaxSleepNs);
+  }
+}
+
+bool Transport::progress_all() {
+  bool moved = false;
+  for (auto& c : channels_)
+    if (c) moved = c->progress() || moved;
+  return moved;
+}
+
+void Transport::set_local_window(std::unique_ptr<LocalWindow> window, std::string reason_if_none) {
+  window_ = std::move(window);
+  peer_pidfds_.clear();
+  if (window_) {
+    no_window_reason_.clear();
+    peer_pidfds_.resize(channels_.size());
+    for (size_t peer = 0; peer < channels_.size(); ++peer) {
+      int fd = channels_[peer] ? channels_[peer]->liveness_fd() : -1;
+      if (fd >= 0) peer_pidfds_[peer].reset(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    }
+  } else {
+    no_window_reason_ = std::move(reason_if_none);
   }
 }
 
@@ -130,6 +151,38 @@ void Transport::throw_timeout(std::string_view what, double waited_seconds) cons
       "rank {} timed out after {:.1f} s waiting for {}; still pending with: {}. A peer "
       "may be stalled, deadlocked, or calling a different collective; if the job is "
       "only slow, raise TUTTI_COLLECTIVE_TIMEOUT",
+      rank_, waited_seconds, what, pending);
+}
+
+void Transport::check_peers(std::span<const int> awaited, std::string_view what) {
+  progress_all();
+  for (int peer : awaited) {
+    Channel& c = channel(peer);
+    int fd = static_cast<size_t>(peer) < peer_pidfds_.size() ? peer_pidfds_[peer].get() : -1;
+    if (fd < 0) fd = c.liveness_fd();
+    if (fd < 0) continue;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) continue;
+    // What it wrote before dying (an abort notice with the real reason) comes first.
+    c.progress();
+    throw make_error(ErrorCode::kPeerFailure,
+                     "{} died while rank {} waited for it in {}; see that rank's output for why",
+                     c.describe(), rank_, what);
+  }
+}
+
+void Transport::throw_window_timeout(std::string_view what, std::span<const int> awaited,
+                                     double waited_seconds) const {
+  std::string pending;
+  for (int peer : awaited) {
+    if (!pending.empty()) pending += "; ";
+    pending += channels_[peer] ? channels_[peer]->describe() : fmt::format("rank {}", peer);
+  }
+  throw make_error(
+      ErrorCode::kTimeout,
+      "rank {} timed out after {:.1f} s waiting in {} for: {} (shared-memory window). A peer "
+      "may be stalled, deadlocked, or calling a different collective; if the job is only slow, "
+      "raise TUTTI_COLLECTIVE_TIMEOUT",
       rank_, waited_seconds, what, pending);
 }
 

@@ -10,8 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "bootstrap/socket.hpp"
 #include "core/deadline.hpp"
 #include "transport/channel.hpp"
+#include "transport/local_window.hpp"
 
 namespace tutti::transport {
 
@@ -32,6 +34,27 @@ class Transport {
   // Sends an abort notice with `reason` to every peer (best effort).
   void abort_all(const std::string& reason) noexcept;
 
+  // Memory every rank maps when all ranks share this host, or null: some rank is on another
+  // host, the transport is tcp, or TUTTI_SHM_WINDOW_BYTES=0. See local_window.hpp.
+  LocalWindow* local_window() const { return window_.get(); }
+  // Why there is no window, for the error of a caller that insists on one.
+  const std::string& no_local_window_reason() const { return no_window_reason_; }
+  // Adopts the window, or records why there is none.
+  void set_local_window(std::unique_ptr<LocalWindow> window, std::string reason_if_none = {});
+
+  // Progresses every channel once; throws the first peer failure. True if anything moved.
+  bool progress_all();
+
+  // For waits outside the channels (LocalWindow flags), one look at the peers: progresses every
+  // channel (an abort notice throws its Error) and throws Error(kPeerFailure) naming the first
+  // rank of `awaited` whose process has died. `what` names the wait for the message.
+  void check_peers(std::span<const int> awaited, std::string_view what);
+  // Sleeps up to timeout_ns, waking early when a peer dies or a socket turns readable.
+  void nap(long timeout_ns) { sleep_on_fds(timeout_ns); }
+  // Error(kTimeout) for a window wait: names `what` and the ranks in `awaited`.
+  [[noreturn]] void throw_window_timeout(std::string_view what, std::span<const int> awaited,
+                                         double waited_seconds) const;
+
  private:
   // Sleeps in poll() on the channels' fds for at most timeout_ns (the idle path of wait()).
   void sleep_on_fds(long timeout_ns);
@@ -40,6 +63,11 @@ class Transport {
   int rank_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<pollfd> pollfds_;  // reused between waits
+  std::string no_window_reason_ = "the transport was built without a shared-memory window";
+  // Copies of the peers' pidfds taken when the window is set: a channel stops reporting its pidfd
+  // once it has seen the peer go, but a window wait must still notice that the peer is gone.
+  std::vector<bootstrap::Fd> peer_pidfds_;
+  std::unique_ptr<LocalWindow> window_;  // after channels_: destroyed first, it waits through them
 };
 
 }  // namespace tutti::transport

@@ -1,0 +1,89 @@
+// LocalWindow: memory that every rank of the world has mapped (all ranks share one host), for
+// collectives that read each other's data directly instead of sending it. Each rank owns one area
+// (only it writes there unless an algorithm says otherwise) and kFlags sequence counters that only
+// it stores and everyone may wait on. Collectives see only this interface, never the segment.
+//
+// Waiting spins briefly (only where every rank has a CPU of its own; with more ranks than CPUs a
+// spinning waiter steals the CPU from the rank it waits for), then yields. The spin budget adapts:
+// it halves after a wait that spinning did not end (the peer was not running: other jobs load
+// the CPUs, or it has long work left) and doubles back after one it did. After a second without
+// progress it naps in short sleeps so a stalled job stops burning CPU. Every few hundred rounds it
+// progresses the transport's channels (abort notices) and checks that the awaited ranks are alive,
+// and it always honours the deadline.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "core/deadline.hpp"
+
+namespace tutti::transport {
+
+class Transport;
+
+class LocalWindow {
+ public:
+  static constexpr int kFlags = 4;
+
+  // Bytes of shared memory a window of `size` ranks with `area_bytes` per rank occupies.
+  static size_t footprint(int size, size_t area_bytes);
+
+  // memory: footprint(size, area_bytes) zeroed bytes (page-aligned) mapped by every rank;
+  // `mapping` keeps them mapped. spin_rounds: busy-wait rounds before yielding.
+  LocalWindow(Transport& transport, std::byte* memory, size_t area_bytes,
+              std::shared_ptr<void> mapping, int spin_rounds);
+  LocalWindow(const LocalWindow&) = delete;
+  LocalWindow& operator=(const LocalWindow&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // The configured most busy-wait rounds of one wait (the adaptive budget never exceeds it).
+  int spin_rounds() const { return spin_rounds_; }
+  size_t area_bytes() const { return area_bytes_; }
+  // `rank`'s area: area_bytes(), page-aligned.
+  std::byte* area(int rank) const { return areas_ + static_cast<size_t>(rank) * area_stride_; }
+
+  // This rank's counter `index` (as it last published it).
+  uint64_t own_flag(int index) const {
+    return std::atomic_ref<uint64_t>(flag_word(rank_, index)).load(std::memory_order_relaxed);
+  }
+  // Stores this rank's counter `index`; everything written before it is visible to a rank that
+  // sees the new value.
+  void publish(int index, uint64_t value) {
+    std::atomic_ref<uint64_t>(flag_word(rank_, index)).store(value, std::memory_order_release);
+  }
+
+  // Returns once counter `index` of every other rank is >= value (what they wrote before
+  // publishing it is then visible). Throws Error(kPeerFailure) naming a rank that died or sent an
+  // abort notice, Error(kTimeout) at the deadline naming `what` and the ranks not there yet.
+  void wait_peers(int index, uint64_t value, Deadline deadline, std::string_view what) {
+    if (known_[index] >= value || all_reached(index, value)) return;
+    wait_slow(index, value, deadline, what);
+  }
+
+ private:
+  uint64_t& flag_word(int rank, int index) const;
+  // Also raises known_[index] to the minimum seen when every peer has reached `value`.
+  bool all_reached(int index, uint64_t value);
+  void wait_slow(int index, uint64_t value, Deadline deadline, std::string_view what);
+
+  Transport& transport_;
+  int rank_;
+  int size_;
+  std::byte* flags_;
+  std::byte* areas_;
+  size_t area_bytes_;
+  size_t area_stride_;
+  std::shared_ptr<void> mapping_;
+  int spin_rounds_;
+  int spin_budget_;  // adaptive, in [0, spin_rounds_]
+  // Per counter, a value every peer has been seen to reach: waits below it need no shared load.
+  uint64_t known_[kFlags] = {};
+  std::vector<int> pending_;  // reused by wait_slow
+};
+
+}  // namespace tutti::transport

@@ -1,0 +1,68 @@
+#include "transport/shm/shm_window.hpp"
+
+#include <sched.h>
+
+#include <charconv>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "transport/shm/window_segment.hpp"
+
+namespace tutti::transport {
+namespace {
+
+// With a CPU per rank a peer answers within a few hundred nanoseconds: spinning this long (a few
+// microseconds) catches it without a system call.
+constexpr int kSpinRoundsWhenCpusSuffice = 2000;
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+int default_spin_rounds(int local_ranks) {
+  return local_ranks <= usable_cpus() ? kSpinRoundsWhenCpusSuffice : 0;
+}
+
+std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Transport& transport,
+                                                  size_t area_bytes, int spin_rounds) {
+  const MeshConfig& c = context.config;
+  const std::string key = context.key("window", 0);
+  std::shared_ptr<WindowSegment> segment;
+  if (c.rank == 0) {
+    segment = WindowSegment::create(WindowSegment::name_for(c.job_id),
+                                    LocalWindow::footprint(c.size, area_bytes));
+    context.store.set(key, fmt::format("{} {}", segment->name(), area_bytes));
+    std::vector<int> others;
+    for (int r = 1; r < c.size; ++r) others.push_back(r);
+    context.wait_for("window-mapped", others, "map the shared-memory window",
+                     fmt::format("/dev/shm{} on host {}", segment->name(), context.host(0)));
+    segment->unlink();
+  } else {
+    context.wait_for({0}, {key}, "create the shared-memory window",
+                     "the store (" + context.store.describe() + ")");
+    std::string value = context.store.get(key, context.deadline);
+    size_t space = value.rfind(' ');
+    const char* end = value.data() + value.size();
+    area_bytes = 0;
+    if (space == std::string::npos ||
+        std::from_chars(value.data() + space + 1, end, area_bytes).ptr != end || area_bytes == 0)
+      throw make_error(ErrorCode::kInternal, "store key {} holds '{}', not '<segment> <bytes>'",
+                       key, value);
+    segment = WindowSegment::open(value.substr(0, space),
+                                  LocalWindow::footprint(c.size, area_bytes), "rank 0");
+    context.store.set(context.key("window-mapped", c.rank), "1");
+  }
+  log::debug("rank {}: shared-memory window {} ({} bytes per rank, {} spin rounds)", c.rank,
+             segment->name(), area_bytes, spin_rounds);
+  std::byte* memory = segment->data();
+  return std::make_unique<LocalWindow>(transport, memory, area_bytes, std::move(segment),
+                                       spin_rounds);
+}
+
+}  // namespace tutti::transport

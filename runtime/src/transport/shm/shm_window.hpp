@@ -1,0 +1,24 @@
+// The LocalWindow half of connect_mesh, used when every rank of the world shares this host's
+// memory. Rank 0 creates the window segment and publishes "<job>/window/0" = "<segment> <area
+// bytes>"; the others map it and say so ("<job>/window-mapped/<rank>"); once all have, rank 0
+// unlinks the name.
+#pragma once
+
+#include <memory>
+
+#include "transport/local_window.hpp"
+#include "transport/mesh_rendezvous.hpp"
+#include "transport/transport.hpp"
+
+namespace tutti::transport {
+
+// Busy-wait rounds before yielding when TUTTI_SHM_SPIN_ROUNDS is unset: spin only when every local
+// rank can have a CPU of its own (sched_getaffinity), since a spinning waiter otherwise steals the
+// CPU from the rank it waits for.
+int default_spin_rounds(int local_ranks);
+
+// Builds the window of `area_bytes` per rank; every rank of the world must call it.
+std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Transport& transport,
+                                                  size_t area_bytes, int spin_rounds);
+
+}  // namespace tutti::transport

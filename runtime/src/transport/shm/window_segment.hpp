@@ -1,0 +1,46 @@
+// WindowSegment: the one /dev/shm segment behind a LocalWindow, mapped by every rank of the world.
+// The creator sizes it, pre-faults every page (a first touch costs ~1 us per 4 KiB, which must not
+// land in a collective) and unlinks the name once every rank has mapped it, so nothing is left in
+// /dev/shm even if the job is killed later.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace tutti::transport {
+
+class WindowSegment {
+ public:
+  // "/tutti-<job_id>-window" (the launcher's clean-up glob "tutti-<job>-*" covers it).
+  static std::string name_for(const std::string& job_id);
+
+  // Creates (O_EXCL, mode 0600) a zeroed, pre-faulted segment of `bytes` usable bytes.
+  static std::unique_ptr<WindowSegment> create(const std::string& name, size_t bytes);
+  // Maps a segment another rank created with exactly `bytes` usable bytes; `owner` names that rank.
+  static std::unique_ptr<WindowSegment> open(const std::string& name, size_t bytes,
+                                             const std::string& owner);
+
+  struct Key {  // keeps construction to create()/open()
+    explicit Key() = default;
+  };
+  WindowSegment(Key, std::string name, std::byte* base, size_t mapped_bytes, bool owner);
+  ~WindowSegment();
+  WindowSegment(const WindowSegment&) = delete;
+  WindowSegment& operator=(const WindowSegment&) = delete;
+
+  // Removes the name (the mappings stay valid). Idempotent; the creator's destructor calls it too.
+  void unlink();
+
+  const std::string& name() const { return name_; }
+  // The usable bytes (after the segment's own header page), page-aligned.
+  std::byte* data() const;
+
+ private:
+  std::string name_;
+  std::byte* base_;
+  size_t mapped_bytes_;
+  bool linked_;
+};
+
+}  // namespace tutti::transport
