@@ -53,32 +53,6 @@ int64_t sum_over_ranks(Communicator& comm, int64_t v) {
   return v;
 }
 
-Measurement measure(Communicator& comm, CollectiveRunner& runner, const RunSpec& spec,
-                    const BenchOptions& o) {
-  using Clock = std::chrono::steady_clock;
-  runner.fill(spec);
-  for (int i = 0; i < o.warmup_iters; ++i) runner.run(spec);
-  comm.barrier();
-  auto start = Clock::now();
-  for (int i = 0; i < o.iters; ++i) runner.run(spec);
-  double seconds = std::chrono::duration<double>(Clock::now() - start).count() / o.iters;
-  seconds = max_over_ranks(comm, seconds);
-
-  Measurement m;
-  m.time_us = seconds * 1e6;
-  Bandwidth bw =
-      bandwidth(spec.collective, spec.layout.param_count, spec.type, seconds, comm.size());
-  m.algbw = bw.alg;
-  m.busbw = bw.bus;
-  if (o.check) {
-    // The timed runs left their results in the buffers (in place: fed back as inputs); start over.
-    runner.fill(spec);
-    runner.run(spec);
-    m.wrong = sum_over_ranks(comm, static_cast<int64_t>(runner.count_wrong(spec)));
-  }
-  return m;
-}
-
 // Seconds per call of `call`, n times after a barrier, as the slowest rank saw it.
 template <typename Call>
 double timed_block(Communicator& comm, int iters, Call&& call) {
@@ -96,6 +70,21 @@ Measurement from_seconds(const RunSpec& spec, double seconds, int nranks) {
   Bandwidth bw = bandwidth(spec.collective, spec.layout.param_count, spec.type, seconds, nranks);
   m.algbw = bw.alg;
   m.busbw = bw.bus;
+  return m;
+}
+
+Measurement measure(Communicator& comm, CollectiveRunner& runner, const RunSpec& spec,
+                    const BenchOptions& o) {
+  runner.fill(spec);
+  for (int i = 0; i < o.warmup_iters; ++i) runner.run(spec);
+  Measurement m =
+      from_seconds(spec, timed_block(comm, o.iters, [&] { runner.run(spec); }), comm.size());
+  if (o.check) {
+    // The timed runs left their results in the buffers (in place: fed back as inputs); start over.
+    runner.fill(spec);
+    runner.run(spec);
+    m.wrong = sum_over_ranks(comm, static_cast<int64_t>(runner.count_wrong(spec)));
+  }
   return m;
 }
 
@@ -153,6 +142,9 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
   if (o.collective == Collective::kBroadcast && o.root >= n) {
     if (rank == 0)
       std::fprintf(stderr, "tutti-bench: -r %d is not a rank of this %d-rank job\n", o.root, n);
+    // The others wait until rank 0 has said why: a launcher that sees a rank exit first may stop
+    // the rest before rank 0 prints.
+    comm.barrier();
     return 2;
   }
   std::vector<RankInfo> ranks = gather_ranks(comm);
