@@ -62,10 +62,7 @@ LocalWindow::LocalWindow(Transport& transport, std::byte* memory, size_t area_by
       area_stride_(round_up(area_bytes, kPage)),
       mapping_(std::move(mapping)),
       spin_rounds_(std::max(0, spin_rounds)),
-      spin_budget_(spin_rounds_) {
-  // A window is only made right after connecting, before any collective: counters start at zero.
-  for (int i = 0; i < kFlags; ++i) known_[i] = 0;
-}
+      spin_budget_(spin_rounds_) {}
 
 uint64_t& LocalWindow::flag_word(int rank, int index) const {
   return *reinterpret_cast<uint64_t*>(
