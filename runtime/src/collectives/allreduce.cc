@@ -18,7 +18,8 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
   }
   const ReduceOp reduce_op = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
   if (algorithm == Algorithm::kAuto)
-    algorithm = select_allreduce(count * element_size(type), ctx.size);
+    algorithm = select_allreduce(count * element_size(type), ctx.size,
+                                 ctx.transport.local_window() != nullptr);
   switch (algorithm) {
     case Algorithm::kRing:
       ring_allreduce(ctx, send, recv, count, type, reduce_op);
@@ -29,10 +30,14 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
     case Algorithm::kHalvingDoubling:
       halving_doubling_allreduce(ctx, send, recv, count, type, reduce_op);
       break;
+    case Algorithm::kShm:
+      shm_allreduce(ctx, send, recv, count, type, reduce_op);
+      break;
     default:
-      throw make_error(ErrorCode::kInvalidArgument,
-                       "allreduce on rank {}: unknown algorithm {}; pass ring, tree, hd or auto",
-                       ctx.rank, static_cast<int>(algorithm));
+      throw make_error(
+          ErrorCode::kInvalidArgument,
+          "allreduce on rank {}: unknown algorithm {}; pass ring, tree, hd, shm or auto", ctx.rank,
+          static_cast<int>(algorithm));
   }
   if (op == ReduceOp::kAvg) reduce::divide(type, recv, count, ctx.size);
 }

@@ -33,6 +33,8 @@ std::string_view to_string(Algorithm a) {
       return "tree";
     case Algorithm::kHalvingDoubling:
       return "hd";
+    case Algorithm::kShm:
+      return "shm";
   }
   return "?";
 }
@@ -41,17 +43,21 @@ Algorithm parse_algorithm(std::string_view name) {
   std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (Algorithm a :
-       {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling}) {
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree,
+                      Algorithm::kHalvingDoubling, Algorithm::kShm}) {
     if (lower == to_string(a)) return a;
   }
-  throw make_error(ErrorCode::kConfig,
-                   "unknown allreduce algorithm '{}'; set TUTTI_ALGO to auto, ring, tree or hd",
-                   name);
+  throw make_error(
+      ErrorCode::kConfig,
+      "unknown allreduce algorithm '{}'; set TUTTI_ALGO to auto, ring, tree, hd or shm", name);
 }
 
-Algorithm select_allreduce(size_t bytes, int size) {
+Algorithm select_allreduce(size_t bytes, int size, bool local_window) {
   if (size <= 1) return Algorithm::kRing;  // no communication at all; any algorithm will do
+  // Reading each other's memory beats moving bytes through any channel at every size: one flag
+  // round trip for small messages, and each byte crosses between ranks once (no framing, no ring
+  // buffer copies) for large ones.
+  if (local_window) return Algorithm::kShm;
   if (bytes <= kHalvingDoublingMaxBytes) return Algorithm::kHalvingDoubling;
   if (bytes <= kTreeMaxBytes && size >= kTreeMinRanks) return Algorithm::kTree;
   return Algorithm::kRing;

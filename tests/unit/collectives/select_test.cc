@@ -7,12 +7,13 @@ namespace tutti::collectives {
 namespace {
 
 TEST(Algorithm, NamesRoundTrip) {
-  for (Algorithm a :
-       {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling}) {
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kTree,
+                      Algorithm::kHalvingDoubling, Algorithm::kShm}) {
     EXPECT_EQ(parse_algorithm(to_string(a)), a);
   }
   EXPECT_EQ(parse_algorithm("HD"), Algorithm::kHalvingDoubling);
   EXPECT_EQ(parse_algorithm("Ring"), Algorithm::kRing);
+  EXPECT_EQ(parse_algorithm("SHM"), Algorithm::kShm);
 }
 
 TEST(Algorithm, UnknownNameIsAConfigErrorNamingIt) {
@@ -48,9 +49,22 @@ TEST(SelectAllreduce, LargeMessagesUseTheRing) {
 TEST(SelectAllreduce, NeverReturnsAuto) {
   for (int size = 1; size <= 17; ++size) {
     for (size_t bytes = 0; bytes < (size_t{1} << 34); bytes = bytes * 2 + 1) {
-      EXPECT_NE(select_allreduce(bytes, size), Algorithm::kAuto) << bytes << " " << size;
+      for (bool window : {false, true})
+        EXPECT_NE(select_allreduce(bytes, size, window), Algorithm::kAuto) << bytes << " " << size;
     }
   }
+}
+
+TEST(SelectAllreduce, SharedMemoryWindowWinsAtEverySize) {
+  for (int size : {2, 3, 4, 8})
+    for (size_t bytes : {size_t{8}, size_t{4} << 10, size_t{1} << 20, size_t{256} << 20})
+      EXPECT_EQ(select_allreduce(bytes, size, true), Algorithm::kShm) << bytes << " " << size;
+}
+
+TEST(SelectAllreduce, WithoutAWindowNeverPicksShm) {
+  for (int size = 1; size <= 9; ++size)
+    for (size_t bytes = 1; bytes < (size_t{1} << 32); bytes *= 4)
+      EXPECT_NE(select_allreduce(bytes, size, false), Algorithm::kShm) << bytes << " " << size;
 }
 
 }  // namespace
