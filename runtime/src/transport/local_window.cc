@@ -82,16 +82,6 @@ bool LocalWindow::all_reached(int index, uint64_t value) {
 }
 
 void LocalWindow::wait_slow(int index, uint64_t value, Deadline deadline, std::string_view what) {
-  const auto start = Clock::now();
-  auto next_check = start + kPeerCheckInterval;
-  long nap_ns = kMinNapNs;
-  auto collect_pending = [&] {
-    pending_.clear();
-    for (int r = 0; r < size_; ++r)
-      if (r != rank_ &&
-          std::atomic_ref<uint64_t>(flag_word(r, index)).load(std::memory_order_acquire) < value)
-        pending_.push_back(r);
-  };
   // A few rounds even on an exhausted budget, so it can tell when spinning pays again.
   const int spins = spin_rounds_ > 0 ? std::max(spin_budget_, kSpinRegrowth) : 0;
   for (int spin = 0; spin < spins; ++spin) {
@@ -102,6 +92,18 @@ void LocalWindow::wait_slow(int index, uint64_t value, Deadline deadline, std::s
     }
   }
   spin_budget_ /= 2;
+
+  // Not before: a clock read costs as much as the whole wait when spinning ends it.
+  const auto start = Clock::now();
+  auto next_check = start + kPeerCheckInterval;
+  long nap_ns = kMinNapNs;
+  auto collect_pending = [&] {
+    pending_.clear();
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_ &&
+          std::atomic_ref<uint64_t>(flag_word(r, index)).load(std::memory_order_acquire) < value)
+        pending_.push_back(r);
+  };
   bool napping = false;
   for (uint64_t round = 1;; ++round) {
     if (all_reached(index, value)) return;
