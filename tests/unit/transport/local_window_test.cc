@@ -10,11 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 #include "bootstrap/file_store.hpp"
 #include "bootstrap/memory_store.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "transport/shm/shm_window.hpp"
 #include "unit/transport/support/mesh_harness.hpp"
@@ -144,6 +146,44 @@ TEST(LocalWindowTest, NoWindowUnlessEveryRankSharesMemory) {
           << t.no_local_window_reason();
     });
   }
+}
+
+size_t default_window_bytes() {
+  return env::parse_bytes(env::find("TUTTI_SHM_WINDOW_BYTES").default_value, "default");
+}
+
+// Unset in MeshConfig, size and spinning come from TUTTI_SHM_WINDOW_BYTES / TUTTI_SHM_SPIN_ROUNDS.
+TEST(LocalWindowTest, SizeAndSpinningComeFromTheEnvironment) {
+  struct Case {
+    const char* bytes;
+    const char* spin;
+    size_t want_bytes;
+    int want_spin;
+  };
+  for (const Case& c : {Case{"128K", "0", 128 << 10, 0}, Case{"96K", "77", 96 << 10, 77},
+                        Case{nullptr, nullptr, default_window_bytes(), default_spin_rounds(2)}}) {
+    if (c.bytes)
+      setenv("TUTTI_SHM_WINDOW_BYTES", c.bytes, 1);
+    else
+      unsetenv("TUTTI_SHM_WINDOW_BYTES");
+    if (c.spin)
+      setenv("TUTTI_SHM_SPIN_ROUNDS", c.spin, 1);
+    else
+      unsetenv("TUTTI_SHM_SPIN_ROUNDS");
+    const std::string job = test_support::unique_job_id("env");
+    bootstrap::MemoryStore store;
+    test_support::run_ranks_or_throw(2, [&](int rank) {
+      MeshConfig config = window_config(rank, 2, Layout::kShm, job);
+      config.shm_window_bytes.reset();
+      config.shm_spin_rounds.reset();
+      auto t = connect_mesh(config, store, Deadline::after_seconds(30));
+      ASSERT_NE(t->local_window(), nullptr) << t->no_local_window_reason();
+      EXPECT_EQ(t->local_window()->area_bytes(), c.want_bytes);
+      EXPECT_EQ(t->local_window()->spin_rounds(), c.want_spin);
+    });
+  }
+  unsetenv("TUTTI_SHM_WINDOW_BYTES");
+  unsetenv("TUTTI_SHM_SPIN_ROUNDS");
 }
 
 TEST(LocalWindowTest, TooSmallWindowIsAConfigError) {
