@@ -11,10 +11,11 @@
 #   mpi-tcp-np2                mpirun --mca btl tcp,self --mca btl_tcp_if_include lo;
 #                              tutti with TUTTI_TRANSPORT=tcp
 #   gloo-tcp-np2               tuttirun; Gloo ring_chunked over tcp, tutti with TUTTI_TRANSPORT=tcp
-# A run whose peer is missing (not built, no mpirun) is skipped with a note, never an error.
+# A run whose peer is missing (not built, no mpirun) is skipped with a note, never an error. Each
+# run holds an exclusive flock on ${TUTTI_BENCH_LOCK:-/tmp/tutti-bench.lock} (as ratio_runs.sh).
 set -uo pipefail
 
-[ $# -ge 2 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 build=$1
 out=$2
 shift 2
@@ -27,6 +28,7 @@ for exe in "$bench" "$tuttirun"; do
   [ -x "$exe" ] || { echo "sweep.sh: $exe not found; build first (make build)" >&2; exit 1; }
 done
 mkdir -p "$out"
+lock=${TUTTI_BENCH_LOCK:-/tmp/tutti-bench.lock}
 
 mpirun_flags=(--bind-to none --oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpirun_flags+=(--allow-run-as-root)
@@ -38,7 +40,9 @@ run() {
   local name=$1
   shift
   echo "== $name: $*"
-  if "$@" allreduce "${flags[@]}" --csv "$out/$name.csv" >"$out/$name.txt" 2>"$out/$name.err"; then
+  # One bench at a time on this 2-vCPU machine: runs holding the same lock never overlap.
+  if flock "$lock" "$@" "${flags[@]}" --csv "$out/$name.csv" >"$out/$name.txt" \
+    2>"$out/$name.err"; then
     cat "$out/$name.txt"
     csvs+=("$out/$name.csv")
   elif grep -q "built without" "$out/$name.err"; then
@@ -51,18 +55,18 @@ run() {
 }
 
 if command -v mpirun >/dev/null 2>&1; then
-  run mpi-shm-np2 mpirun "${mpirun_flags[@]}" -np 2 --mca btl self,vader "$bench" --baseline mpi
-  run mpi-shm-np4 mpirun "${mpirun_flags[@]}" -np 4 --mca btl self,vader "$bench" --baseline mpi
+  run mpi-shm-np2 mpirun "${mpirun_flags[@]}" -np 2 --mca btl self,vader "$bench" allreduce --baseline mpi
+  run mpi-shm-np4 mpirun "${mpirun_flags[@]}" -np 4 --mca btl self,vader "$bench" allreduce --baseline mpi
   run mpi-tcp-np2 mpirun "${mpirun_flags[@]}" -np 2 --mca btl tcp,self --mca btl_tcp_if_include lo \
-    -x TUTTI_TRANSPORT=tcp "$bench" --baseline mpi
+    -x TUTTI_TRANSPORT=tcp "$bench" allreduce --baseline mpi
 else
   echo "== mpi runs skipped: no mpirun (apt-get install openmpi-bin, or scripts/install-deps.sh)"
 fi
-run gloo-tcp-np2 env TUTTI_TRANSPORT=tcp "$tuttirun" -np 2 --no-tag-output -- "$bench" --baseline gloo
+run gloo-tcp-np2 env TUTTI_TRANSPORT=tcp "$tuttirun" -np 2 --no-tag-output -- "$bench" allreduce --baseline gloo
 
 if [ ${#csvs[@]} -eq 0 ]; then
   # No peer at all: still draw tutti's own curve.
-  run tutti-np2 "$tuttirun" -np 2 --no-tag-output -- "$bench"
+  run tutti-np2 "$tuttirun" -np 2 --no-tag-output -- "$bench" allreduce
 fi
 if [ ${#csvs[@]} -gt 0 ] && command -v gnuplot >/dev/null 2>&1; then
   bash "$here/plot.sh" --title "tutti-bench allreduce vs peers" "$out/allreduce.svg" "${csvs[@]}"
