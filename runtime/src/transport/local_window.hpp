@@ -57,11 +57,17 @@ class LocalWindow {
     std::atomic_ref<uint64_t>(flag_word(rank_, index)).store(value, std::memory_order_release);
   }
 
+  // Without waiting: whether counter `index` of every other rank is >= value (if so, what they
+  // wrote before publishing it is visible). Lets an algorithm do other work instead of waiting.
+  bool peers_reached(int index, uint64_t value) {
+    return known_[index] >= value || all_reached(index, value);
+  }
+
   // Returns once counter `index` of every other rank is >= value (what they wrote before
   // publishing it is then visible). Throws Error(kPeerFailure) naming a rank that died or sent an
   // abort notice, Error(kTimeout) at the deadline naming `what` and the ranks not there yet.
   void wait_peers(int index, uint64_t value, Deadline deadline, std::string_view what) {
-    if (known_[index] >= value || all_reached(index, value)) return;
+    if (peers_reached(index, value)) return;
     wait_slow(index, value, deadline, what);
   }
 

@@ -67,9 +67,12 @@ TEST_P(WindowWorldTest, EveryRankSeesEveryArea) {
         for (int i = 0; i < LocalWindow::kFlags; ++i) EXPECT_EQ(w->own_flag(i), 0u);
         auto mine = test_support::pattern(rank, -1, kAreaBytes);
         std::memcpy(w->area(rank), mine.data(), kAreaBytes);
+        EXPECT_FALSE(w->peers_reached(3, 1));  // nobody ever publishes counter 3 here
         w->publish(1, 1);
         EXPECT_EQ(w->own_flag(1), 1u);
         w->wait_peers(1, 1, Deadline::after_seconds(20), "the area exchange");
+        EXPECT_TRUE(w->peers_reached(1, 1));
+        EXPECT_FALSE(w->peers_reached(1, 2));
         for (int r = 0; r < size; ++r) {
           auto expected = test_support::pattern(r, -1, kAreaBytes);
           EXPECT_EQ(std::memcmp(w->area(r), expected.data(), kAreaBytes), 0)
