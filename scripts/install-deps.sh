@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libboost-dev
+  # Boost.Process (kubexec) needs Boost.Filesystem.
+  libboost-filesystem1.74-dev
   iproute2 procps psmisc
   # Peers for tutti-bench --baseline mpi|gloo, and gnuplot for bench/plot.sh (make bench).
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
