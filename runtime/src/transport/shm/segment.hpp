@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "transport/shm/shared_mapping.hpp"
+
 namespace tutti::transport {
 
 class ShmSegment {
@@ -24,25 +26,19 @@ class ShmSegment {
   struct Key {  // keeps construction to create()/open()
     explicit Key() = default;
   };
-  ShmSegment(Key, std::string name, std::byte* base, size_t bytes, bool owner);
-  ~ShmSegment();
-  ShmSegment(const ShmSegment&) = delete;
-  ShmSegment& operator=(const ShmSegment&) = delete;
+  ShmSegment(Key, SharedMapping mapping) : mapping_(std::move(mapping)) {}
 
   // Removes the name (the mappings stay valid). Idempotent; the owner's destructor calls it too.
-  void unlink();
+  void unlink() { mapping_.unlink(); }
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return mapping_.name(); }
   size_t rings() const;
   size_t ring_capacity() const;
   // The ring at `index` (its RingControl, data after it).
   std::byte* ring(size_t index) const;
 
  private:
-  std::string name_;
-  std::byte* base_;
-  size_t bytes_;
-  bool linked_;  // only the owner unlinks
+  SharedMapping mapping_;
 };
 
 }  // namespace tutti::transport

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "transport/shm/shared_mapping.hpp"
+
 namespace tutti::transport {
 
 class WindowSegment {
@@ -24,23 +26,17 @@ class WindowSegment {
   struct Key {  // keeps construction to create()/open()
     explicit Key() = default;
   };
-  WindowSegment(Key, std::string name, std::byte* base, size_t mapped_bytes, bool owner);
-  ~WindowSegment();
-  WindowSegment(const WindowSegment&) = delete;
-  WindowSegment& operator=(const WindowSegment&) = delete;
+  WindowSegment(Key, SharedMapping mapping) : mapping_(std::move(mapping)) {}
 
   // Removes the name (the mappings stay valid). Idempotent; the creator's destructor calls it too.
-  void unlink();
+  void unlink() { mapping_.unlink(); }
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return mapping_.name(); }
   // The usable bytes (after the segment's own header page), page-aligned.
   std::byte* data() const;
 
  private:
-  std::string name_;
-  std::byte* base_;
-  size_t mapped_bytes_;
-  bool linked_;
+  SharedMapping mapping_;
 };
 
 }  // namespace tutti::transport
