@@ -1,0 +1,162 @@
+# pods.sh: Kubernetes-like worker "pods" as Linux network namespaces, for the integration tests.
+# Sourced by the case scripts (bash). Each pod is a netns PREFIX-worker-I with its own address on a
+# bridge; processes in a pod share this machine's filesystem and PIDs, as containers of one image
+# on one node would, but reach each other only over the network, through their own interfaces.
+#
+#   pods_up PREFIX N K   create PREFIX-worker-0 .. PREFIX-worker-(N-1) on subnet 198.18.K.0/24:
+#                        bridge tpb<K> = 198.18.K.1 on the host side, pod I = 198.18.K.(10+I) on its
+#                        eth0, lo up, default route via 198.18.K.1. K (1..254) must be unique per test
+#                        case, so a leftover of one case never collides with another.
+#                        Exits 77 (ctest SKIPPED) with the reason when namespaces cannot be made.
+#   pod_add NAME K I     one more pod (also used for a pod that appears late)
+#   pod_ip K I           the address of pod I
+#   pods_down            remove every pod and the bridge made here, kill what still runs in them;
+#                        runs on EXIT/INT/TERM (trap set by pods_up, which afterwards calls the case
+#                        script's pods_user_cleanup if defined). Prints any leftover.
+#   pods_pids            PIDs running in any pod made here (empty when none)
+#
+# All traffic stays in 198.18.0.0/15 (RFC 2544 benchmarking range) and on loopback.
+
+PODS_NAMES=()     # namespaces this script created (removed by pods_down)
+PODS_BRIDGES=()   # bridges this script created
+PODS_DOWN_DONE=0
+
+pods_skip() {
+  echo "SKIP: $*" >&2
+  exit 77
+}
+
+# Refuses to go on unless network namespaces can be created here; exits 77 with the reason.
+pods_check_possible() {
+  command -v ip >/dev/null 2>&1 || pods_skip "the 'ip' command (iproute2) is not installed"
+  [ "$(id -u)" -eq 0 ] || pods_skip "network-namespace pods need root (ip netns add); run ctest as root"
+  local probe="tutti-pods-probe-$$"
+  local why
+  if ! why=$(ip netns add "$probe" 2>&1); then
+    pods_skip "cannot create a network namespace (ip netns add: ${why:-no message}); the container needs CAP_SYS_ADMIN"
+  fi
+  ip netns del "$probe" 2>/dev/null
+  if ! why=$(ip link add "tpprobe$$" type bridge 2>&1); then
+    pods_skip "cannot create a bridge (ip link add type bridge: ${why:-no message}); the container needs CAP_NET_ADMIN"
+  fi
+  ip link del "tpprobe$$" 2>/dev/null
+  return 0
+}
+
+pod_ip() { echo "198.18.$1.$((10 + $2))"; }
+
+# Removes one namespace after killing every process still in it.
+pods_kill_and_delete() {
+  local ns=$1
+  local pids
+  pids=$(ip netns pids "$ns" 2>/dev/null)
+  if [ -n "$pids" ]; then
+    # shellcheck disable=SC2086
+    kill -9 $pids 2>/dev/null
+    for _ in $(seq 1 50); do
+      [ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && break
+      sleep 0.1
+    done
+  fi
+  ip netns del "$ns" 2>/dev/null
+}
+
+pods_bridge_up() {
+  local k=$1 br="tpb$1"
+  if ip link show "$br" >/dev/null 2>&1; then
+    # A leftover of an earlier, killed run of the same case: start clean.
+    ip link del "$br" 2>/dev/null
+  fi
+  ip link add "$br" type bridge || { echo "pods: cannot create bridge $br" >&2; return 1; }
+  PODS_BRIDGES+=("$br")
+  ip addr add "198.18.$k.1/24" dev "$br" || return 1
+  ip link set "$br" up || return 1
+}
+
+pod_add() {
+  local name=$1 k=$2 i=$3
+  local host_if="tp${k}h${i}" pod_if="tp${k}p${i}"
+  if ip netns list | awk '{print $1}' | grep -qxF "$name"; then
+    echo "pods: removing a leftover namespace $name" >&2
+    pods_kill_and_delete "$name"
+  fi
+  ip link del "$host_if" 2>/dev/null
+  ip netns add "$name" || { echo "pods: ip netns add $name failed" >&2; return 1; }
+  PODS_NAMES+=("$name")
+  ip link add "$host_if" type veth peer name "$pod_if" || return 1
+  ip link set "$host_if" master "tpb$k" || return 1
+  ip link set "$host_if" up || return 1
+  ip link set "$pod_if" netns "$name" || return 1
+  ip -n "$name" link set "$pod_if" name eth0 || return 1
+  ip -n "$name" addr add "$(pod_ip "$k" "$i")/24" dev eth0 || return 1
+  ip -n "$name" link set lo up || return 1
+  ip -n "$name" link set eth0 up || return 1
+  ip -n "$name" route add default via "198.18.$k.1" || return 1
+}
+
+pods_up() {
+  local prefix=$1 n=$2 k=$3
+  if [ "$k" -lt 1 ] || [ "$k" -gt 254 ]; then
+    echo "pods_up: subnet index $k outside 1..254" >&2
+    exit 1
+  fi
+  pods_check_possible
+  trap pods_on_exit EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  pods_bridge_up "$k" || { echo "pods_up: bridge setup failed" >&2; exit 1; }
+  local i
+  for ((i = 0; i < n; i++)); do
+    pod_add "$prefix-worker-$i" "$k" "$i" || { echo "pods_up: pod $prefix-worker-$i failed" >&2; exit 1; }
+  done
+  # Links come up asynchronously: wait (bounded) until each pod's eth0 has carrier and its bridge
+  # port forwards.
+  for ((i = 0; i < n; i++)); do
+    local ok=0
+    for _ in $(seq 1 100); do
+      if ip -n "$prefix-worker-$i" -o link show eth0 2>/dev/null | grep -q LOWER_UP &&
+        bridge link show dev "tp${k}h${i}" 2>/dev/null | grep -q 'state forwarding'; then
+        ok=1
+        break
+      fi
+      sleep 0.05
+    done
+    [ $ok -eq 1 ] || { echo "pods_up: $prefix-worker-$i's link never came up" >&2; exit 1; }
+  done
+}
+
+# The EXIT trap: the pods go, then the case script's own pods_user_cleanup (if it defines one).
+pods_on_exit() {
+  pods_down
+  if declare -F pods_user_cleanup >/dev/null; then pods_user_cleanup; fi
+}
+
+pods_pids() {
+  local ns
+  for ns in "${PODS_NAMES[@]}"; do
+    ip netns pids "$ns" 2>/dev/null
+  done
+}
+
+pods_down() {
+  [ "$PODS_DOWN_DONE" -eq 1 ] && return 0
+  PODS_DOWN_DONE=1
+  local ns br left
+  for ns in "${PODS_NAMES[@]}"; do
+    left=$(ip netns pids "$ns" 2>/dev/null)
+    if [ -n "$left" ]; then
+      echo "pods_down: processes left in $ns (killing them):" >&2
+      # shellcheck disable=SC2086
+      ps -o pid=,args= -p "$(echo $left | tr ' ' ',')" >&2 2>/dev/null
+    fi
+    pods_kill_and_delete "$ns"
+    if ip netns list | awk '{print $1}' | grep -qxF "$ns"; then
+      echo "pods_down: namespace $ns could not be removed" >&2
+    fi
+  done
+  for br in "${PODS_BRIDGES[@]}"; do
+    ip link del "$br" 2>/dev/null
+    if ip link show "$br" >/dev/null 2>&1; then echo "pods_down: bridge $br could not be removed" >&2; fi
+  done
+  return 0
+}
