@@ -28,15 +28,17 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 // Runs in the forked child: only async-signal-safe calls, since tuttirun has other threads (the
 // store server) whose locks may be held at fork time.
 [[noreturn]] void exec_child(const SpawnRequest& req, char* const* argv, char* const* envp,
-                             pid_t parent, int devnull, int out, int err, int report) {
+                             pid_t parent, int in, int out, int err, int report) {
   if (::setpgid(0, req.process_group) != 0) {
     // The parent sets the group too; failing here only matters if both fail, checked there.
   }
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  // tuttirun may have died between fork and prctl; then nobody would ever kill us.
-  if (::getppid() != parent) ::_exit(127);
-  if (::dup2(devnull, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
-      ::dup2(err, STDERR_FILENO) < 0) {
+  if (req.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // tuttirun may have died between fork and prctl; then nobody would ever kill us.
+    if (::getppid() != parent) ::_exit(127);
+  }
+  if (::dup2(in, STDIN_FILENO) < 0 || (out >= 0 && ::dup2(out, STDOUT_FILENO) < 0) ||
+      (err >= 0 && ::dup2(err, STDERR_FILENO) < 0)) {
     int e = errno;
     [[maybe_unused]] ssize_t n = ::write(report, &e, sizeof e);
     ::_exit(127);
@@ -61,17 +63,29 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& req) {
                      req.path);
   std::vector<char*> argv = c_strings(req.argv);
   std::vector<char*> envp = c_strings(req.env);
-  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!devnull.valid()) throw_system_error("tuttirun: open /dev/null for the ranks' stdin", errno);
-  Pipe out = make_pipe(true);
-  Pipe err = make_pipe(true);
+  UniqueFd devnull;
+  Pipe in;
+  if (req.pipe_stdin) {
+    in = make_pipe(false);
+  } else {
+    devnull.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!devnull.valid())
+      throw_system_error("tuttirun: open /dev/null for the ranks' stdin", errno);
+  }
+  Pipe out;
+  Pipe err;
+  if (!req.inherit_output) {
+    out = make_pipe(true);
+    err = make_pipe(true);
+  }
   Pipe report = make_pipe(false);  // CLOEXEC: closes on a successful exec, carries errno otherwise
 
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw_system_error(fmt::format("tuttirun: fork for '{}'", req.path), errno);
   if (pid == 0)
-    exec_child(req, argv.data(), envp.data(), parent, devnull.get(), out.write_end.get(),
+    exec_child(req, argv.data(), envp.data(), parent,
+               req.pipe_stdin ? in.read_end.get() : devnull.get(), out.write_end.get(),
                err.write_end.get(), report.write_end.get());
 
   // Both sides set the group so that it is in place whichever runs first.
@@ -82,7 +96,9 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& req) {
     ::waitpid(pid, nullptr, 0);
     throw_system_error(fmt::format("tuttirun: setpgid for '{}' (pid {})", req.path, pid), e);
   }
-  ChildProcess child(pid, std::move(out.read_end), std::move(err.read_end));
+  ChildProcess child(pid, std::move(in.write_end), std::move(out.read_end),
+                     std::move(err.read_end));
+  in.read_end.reset();
   out.write_end.reset();
   err.write_end.reset();
   report.write_end.reset();
@@ -119,6 +135,7 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& req) {
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       status_(std::exchange(other.status_, std::nullopt)),
+      stdin_(std::move(other.stdin_)),
       stdout_(std::move(other.stdout_)),
       stderr_(std::move(other.stderr_)) {}
 

@@ -18,6 +18,14 @@ struct SpawnRequest {
   std::vector<std::string> argv;  // argv[0] included
   std::vector<std::string> env;   // "NAME=VALUE" each
   pid_t process_group = 0;        // 0: the child leads a new process group
+  // A pipe to the child's stdin instead of /dev/null: remote ranks get their identity through it,
+  // and its closing tells the remote side to stop the rank.
+  bool pipe_stdin = false;
+  // Keep tuttirun's stdout/stderr instead of pipes (the rank agent passes its rank's output
+  // straight through).
+  bool inherit_output = false;
+  // Keep PR_SET_PDEATHSIG(SIGKILL): the child dies with its parent.
+  bool die_with_parent = true;
 };
 
 class ChildProcess {
@@ -40,6 +48,8 @@ class ChildProcess {
   // The read ends of the child's stdout/stderr pipes (non-blocking); each can be taken once.
   UniqueFd take_stdout() { return std::move(stdout_); }
   UniqueFd take_stderr() { return std::move(stderr_); }
+  // The write end of the child's stdin pipe (blocking), when SpawnRequest::pipe_stdin asked for one.
+  UniqueFd take_stdin() { return std::move(stdin_); }
 
   // waitpid(WNOHANG): the status when the process has ended (and it is now reaped), else nullopt.
   std::optional<ExitStatus> try_reap();
@@ -47,11 +57,12 @@ class ChildProcess {
   void signal(int sig);
 
  private:
-  ChildProcess(pid_t pid, UniqueFd out, UniqueFd err)
-      : pid_(pid), stdout_(std::move(out)), stderr_(std::move(err)) {}
+  ChildProcess(pid_t pid, UniqueFd in, UniqueFd out, UniqueFd err)
+      : pid_(pid), stdin_(std::move(in)), stdout_(std::move(out)), stderr_(std::move(err)) {}
 
   pid_t pid_ = -1;
   std::optional<ExitStatus> status_;
+  UniqueFd stdin_;
   UniqueFd stdout_;
   UniqueFd stderr_;
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,17 @@ class ExecBackend {
   virtual ~ExecBackend() = default;
 
   virtual std::string name() const = 0;
+
+  // Remote backends run each rank under `tuttirun --rank-agent` on its host: the rank's
+  // environment then starts from the host's own, not from tuttirun's.
+  virtual bool remote() const { return false; }
+
+  // Starts `true` on `host` the way ranks will be started there, to find out whether the host can
+  // run them yet. Its stderr says why not. Local backends have nothing to probe: nullopt.
+  virtual std::optional<ChildProcess> start_probe(const std::string& host) {
+    (void)host;
+    return std::nullopt;
+  }
 
   // Checks, before any rank starts, that the command can be run. Returns an empty string when it
   // can, else a message naming the command and what is wrong.
@@ -40,5 +52,22 @@ class ExecBackend {
 // safety net. tuttirun becomes a child subreaper, so processes the ranks leave behind become its
 // children and finish_job can kill and reap them even when they left the process group.
 std::unique_ptr<ExecBackend> make_local_backend();
+
+enum class RemoteShell { kSsh, kKubexec };
+
+struct RemoteBackendOptions {
+  RemoteShell shell = RemoteShell::kKubexec;
+  std::string program;          // the ssh or kubexec executable on this host
+  std::string remote_tuttirun;  // tuttirun's path on the hosts, which runs the rank agent
+  double grace_seconds = 5.0;   // the agent's wait between SIGTERM and SIGKILL
+  std::string cwd;              // tried as the ranks' working directory
+};
+
+// Each rank is a local ssh/kubexec process running `tuttirun --rank-agent` on the rank's host; its
+// request goes over that process's stdin, which stays open until the job stops (see rank_agent.hpp).
+std::unique_ptr<ExecBackend> make_remote_backend(RemoteBackendOptions options);
+
+// Quotes a word for a POSIX shell (ssh and kubexec hand the remote command to `sh -c`).
+std::string shell_quote(const std::string& word);
 
 }  // namespace tutti::launcher

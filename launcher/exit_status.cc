@@ -25,8 +25,14 @@ std::string ExitStatus::describe() const {
   return fmt::format("was killed by signal {} ({})", value, signal_name(value));
 }
 
-std::string rank_failure_line(int rank, pid_t pid, const ExitStatus& status) {
-  return fmt::format("tuttirun: rank {} (pid {}) {}", rank, pid, status.describe());
+std::string rank_and_host(int rank, const std::string& host) {
+  return host.empty() ? fmt::format("rank {}", rank) : fmt::format("rank {} on {}", rank, host);
+}
+
+std::string rank_failure_line(int rank, pid_t pid, const ExitStatus& status,
+                              const std::string& host) {
+  return fmt::format("tuttirun: {} (pid {}) {}", rank_and_host(rank, host), pid,
+                     status.describe());
 }
 
 }  // namespace tutti::launcher

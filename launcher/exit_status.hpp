@@ -27,7 +27,13 @@ struct ExitStatus {
 // "SIGKILL" for 9; "signal 77" style fallback for numbers without a name.
 std::string signal_name(int sig);
 
-// "tuttirun: rank 2 (pid 1234) exited with status 3"
-std::string rank_failure_line(int rank, pid_t pid, const ExitStatus& status);
+// "tuttirun: rank 2 (pid 1234) exited with status 3", or with a remote host:
+// "tuttirun: rank 2 on job-worker-1 (pid 1234) exited with status 137" (the pid is the local
+// ssh/kubexec process).
+std::string rank_failure_line(int rank, pid_t pid, const ExitStatus& status,
+                              const std::string& host = "");
+
+// "rank 2" or "rank 2 on job-worker-1".
+std::string rank_and_host(int rank, const std::string& host);
 
 }  // namespace tutti::launcher

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "bootstrap/tcp_store.hpp"
@@ -10,7 +13,10 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "launcher/exec_backend.hpp"
+#include "launcher/host_probe.hpp"
 #include "launcher/job_env.hpp"
+#include "launcher/local_host.hpp"
+#include "launcher/mpirun_runner.hpp"
 #include "launcher/output_mux.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/shm_cleanup.hpp"
@@ -20,7 +26,7 @@
 namespace tutti::launcher {
 namespace {
 
-// Removes the job's leftover shared memory on every way out of run_job, after the ranks are gone.
+// Removes the job's leftover shared memory on every way out of an attempt, after the ranks are gone.
 class SegmentSweep {
  public:
   explicit SegmentSweep(std::string job_id) : job_id_(std::move(job_id)) {}
@@ -40,6 +46,187 @@ void print_error(const std::string& message) {
   FdSink(STDOUT_FILENO, STDERR_FILENO).write(Stream::kStderr, message + "\n");
 }
 
+std::string own_executable() {
+  char path[PATH_MAX] = {};
+  ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  return n > 0 ? std::string(path, static_cast<size_t>(n)) : "tuttirun";
+}
+
+std::string current_directory() {
+  char path[PATH_MAX] = {};
+  return ::getcwd(path, sizeof path) != nullptr ? path : "";
+}
+
+// kubexec installed beside tuttirun (the same package), else the one on PATH.
+std::string default_kubexec() {
+  std::string self = own_executable();
+  std::string beside = self.substr(0, self.find_last_of('/') + 1) + "kubexec";
+  return ::access(beside.c_str(), X_OK) == 0 ? beside : "kubexec";
+}
+
+bool all_hosts_local(const JobPlan& plan) {
+  for (const std::string& h : plan.hosts())
+    if (!is_this_host(h)) return false;
+  return true;
+}
+
+// --exec, or what fits where the hosts came from.
+std::string choose_exec(const LaunchOptions& options, const HostSelection& hosts,
+                        const JobPlan& plan) {
+  if (!options.exec.empty()) {
+    if (options.exec == "local")
+      for (const std::string& h : plan.hosts())
+        if (!is_this_host(h))
+          throw make_error(ErrorCode::kConfig,
+                           "--exec local starts ranks on this host only, but the plan puts ranks "
+                           "on {}; use --exec ssh or --exec kubexec",
+                           h);
+    return options.exec;
+  }
+  if (all_hosts_local(plan)) return "local";
+  switch (hosts.origin) {
+    case HostOrigin::kPods:
+      return "kubexec";
+    case HostOrigin::kMpiJob:
+      // v1 MPIJobs give mpirun a kubexec script as its remote shell; v2beta1 ones use ssh.
+      return hosts.mpijob_agent.find("kubexec") != std::string::npos ? "kubexec" : "ssh";
+    default:
+      return "ssh";
+  }
+}
+
+// The store address the ranks dial and the one the server binds.
+struct StoreEndpoint {
+  std::string dial;
+  std::string bind;
+};
+
+StoreEndpoint choose_store(const LaunchOptions& options, const JobPlan& plan, bool remote) {
+  if (!remote) return {options.store_addr.empty() ? "127.0.0.1" : options.store_addr, "127.0.0.1"};
+  if (!options.store_addr.empty()) return {options.store_addr, "0.0.0.0"};
+  const std::string& first = plan.slots.front().host;
+  if (auto a = address_on_route_to(first)) return {*a, "0.0.0.0"};
+  if (auto a = default_route_address()) {
+    log::info("tuttirun: {} does not resolve here; the store is at this machine's default-route "
+              "address {}",
+              first, *a);
+    return {*a, "0.0.0.0"};
+  }
+  throw make_error(ErrorCode::kConfig,
+                   "cannot tell which address of this machine the ranks can reach: {} does not "
+                   "resolve and there is no default route; pass --store-addr ADDRESS",
+                   first);
+}
+
+// What a remote rank starts from: only TUTTI_* settings and -x exports travel, as with mpirun; the
+// host's own environment (PATH, HOME, KUBERNETES_*) is the base the agent adds them to.
+Environment remote_base(const Environment& launcher_env) {
+  Environment base;
+  for (const std::string& entry : launcher_env.to_strings())
+    if (entry.starts_with("TUTTI_")) {
+      size_t eq = entry.find('=');
+      base.set(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+  return base;
+}
+
+void print_plan(const JobPlan& plan, const std::string& exec, const StoreEndpoint& store,
+                const std::vector<std::string>& command) {
+  std::string out = fmt::format(
+      "tuttirun: dry run: {} rank{} on {} host{} via {}; store at {}:<port chosen at launch>; "
+      "command {}\n",
+      plan.world_size(), plan.world_size() == 1 ? "" : "s", plan.hosts().size(),
+      plan.hosts().size() == 1 ? "" : "s", exec, store.dial, fmt::join(command, " "));
+  for (const RankSlot& s : plan.slots)
+    out += fmt::format("rank {} host {} local_rank {}/{} cross_rank {}/{}\n", s.rank, s.host,
+                       s.local_rank, s.local_size, s.cross_rank, s.cross_size);
+  FdSink(STDOUT_FILENO, STDERR_FILENO).write(Stream::kStdout, out);
+}
+
+struct JobSetup {
+  const LaunchOptions& options;
+  JobPlan plan;
+  std::string exec;
+  StoreEndpoint store;
+  Environment launcher_env;
+  std::vector<EnvExport> exports;
+  JobIdentity job;
+};
+
+std::unique_ptr<ExecBackend> make_backend(const JobSetup& s) {
+  if (s.exec == "local") return make_local_backend();
+  RemoteBackendOptions o;
+  o.shell = s.exec == "ssh" ? RemoteShell::kSsh : RemoteShell::kKubexec;
+  o.program = s.exec == "ssh" ? s.options.ssh
+                              : (s.options.kubexec.empty() ? default_kubexec() : s.options.kubexec);
+  o.remote_tuttirun =
+      s.options.remote_tuttirun.empty() ? own_executable() : s.options.remote_tuttirun;
+  o.grace_seconds = s.options.grace_seconds;
+  o.cwd = current_directory();
+  return make_remote_backend(std::move(o));
+}
+
+// One launch of the whole job. Returns tuttirun's exit code for it.
+int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrupted) {
+  std::unique_ptr<ExecBackend> backend = make_backend(s);
+  s.job.restart_count = attempt;
+  SegmentSweep sweep(s.job.job_id);
+  bootstrap::TcpStoreServer store(s.store.bind, s.options.store_port, s.job.job_token);
+  s.job.store_address = fmt::format("{}:{}", s.store.dial, store.port());
+  log::info("tuttirun: job {} attempt {} with {} ranks via {}; store at {}; command {}",
+            s.job.job_id, attempt, s.plan.world_size(), s.exec, s.job.store_address,
+            fmt::join(s.options.command, " "));
+
+  FdSink sink(STDOUT_FILENO, STDERR_FILENO);
+  OutputMux mux(sink, s.options.tag_output);
+  if (!s.options.output_dir.empty()) mux.copy_to_directory(s.options.output_dir);
+  Environment base = backend->remote() ? remote_base(s.launcher_env) : s.launcher_env;
+  std::vector<RankProcess> ranks;
+  ranks.reserve(s.plan.slots.size());
+  for (const RankSlot& slot : s.plan.slots) {
+    Environment env = rank_environment(base, s.exports, slot, s.plan.world_size(), s.job);
+    // Ranks on one host share memory; ranks on different hosts must not try. The host names tell
+    // which is which better than hostnames do (pods on one node, namespaces in a test).
+    if (backend->remote() && !base.get("TUTTI_HOST") &&
+        std::none_of(s.exports.begin(), s.exports.end(),
+                     [](const EnvExport& e) { return e.name == "TUTTI_HOST"; }))
+      env.set("TUTTI_HOST", slot.host);
+    try {
+      ranks.push_back(RankProcess{slot, backend->start(slot, s.options.command, env)});
+    } catch (const Error& e) {
+      print_error(fmt::format("tuttirun: could not start {}: {}",
+                              rank_and_host(slot.rank, backend->remote() ? slot.host : ""),
+                              e.what()));
+      backend->signal_job(SIGKILL);
+      return 1;
+    }
+    ChildProcess& p = ranks.back().process;
+    log::info("tuttirun: started {} as pid {}",
+              rank_and_host(slot.rank, backend->remote() ? slot.host : ""), p.pid());
+    mux.add(slot.rank, Stream::kStdout, p.take_stdout());
+    mux.add(slot.rank, Stream::kStderr, p.take_stderr());
+  }
+
+  Supervisor supervisor(
+      ranks, *backend, mux, signals,
+      SupervisorOptions{s.options.grace_seconds, s.options.verbose, backend->remote()});
+  int code = supervisor.run();
+  *interrupted = supervisor.interrupted();
+  return code;
+}
+
+// Sleeps between attempts; a signal to tuttirun cuts the wait short and ends the job.
+std::optional<int> wait_backoff(double seconds, SignalWatcher& signals) {
+  Deadline until = Deadline::after_seconds(seconds);
+  while (!until.expired()) {
+    pollfd p{signals.fd(), POLLIN, 0};
+    ::poll(&p, 1, until.remaining_ms(1000));
+    for (int sig : signals.take())
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) return 128 + sig;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_job(const LaunchOptions& options) {
@@ -47,61 +234,97 @@ int run_job(const LaunchOptions& options) {
   // A reader of tuttirun's output that goes away must not kill tuttirun before it stops the job.
   ::signal(SIGPIPE, SIG_IGN);
 
-  Environment base = Environment::from_process();
+  Environment launcher_env = Environment::from_process();
   std::vector<std::string> unset;
   std::vector<EnvExport> exports;
+  HostSelection hosts;
+  JobPlan plan;
+  std::string exec;
   try {
-    exports = resolve_exports(options.exports, base, &unset);
+    exports = resolve_exports(options.exports, launcher_env, &unset);
+    hosts = select_hosts(options.hosts, process_env, [](const std::string& path) {
+      return ::access(path.c_str(), R_OK) == 0;
+    });
+    if (hosts.origin == HostOrigin::kThisHost) {
+      if (options.np < 1)
+        throw make_error(ErrorCode::kConfig, "-np N is required when no hosts are given");
+      plan = plan_local(options.np);
+    } else {
+      plan = plan_hosts(hosts.hosts, options.np);
+      if (options.verbose || hosts.origin == HostOrigin::kMpiJob)
+        log::info("tuttirun: {} ranks on {} hosts from {}", plan.world_size(),
+                  plan.hosts().size(), hosts.source);
+    }
+    exec = choose_exec(options, hosts, plan);
   } catch (const Error& e) {
-    print_error(e.what());
+    print_error(fmt::format("tuttirun: {}\nRun 'tuttirun --help' for usage.", e.what()));
     return kExitUsage;
   }
   for (const std::string& name : unset)
     log::warn("tuttirun: -x {}: not set in tuttirun's environment; not passed on", name);
 
-  std::unique_ptr<ExecBackend> backend = make_local_backend();
-  Environment command_env = base;
-  for (const EnvExport& e : exports) command_env.set(e.name, e.value);
-  if (std::string problem = backend->check_command(options.command, command_env);
-      !problem.empty()) {
-    print_error(problem);
-    return kExitCommandNotFound;
+  if (options.mpirun) {
+    std::string shell;
+    if (exec == "kubexec") shell = options.kubexec.empty() ? default_kubexec() : options.kubexec;
+    if (exec == "ssh" && options.ssh != "ssh") shell = options.ssh;
+    return run_mpirun(options, hosts, plan, shell, exports, launcher_env);
   }
 
-  JobPlan plan = plan_local(options.np);
+  JobSetup setup{options, std::move(plan), exec, {}, launcher_env, exports, {}};
+  try {
+    setup.store = choose_store(options, setup.plan, exec != "local");
+  } catch (const Error& e) {
+    print_error(fmt::format("tuttirun: {}", e.what()));
+    return kExitUsage;
+  }
+  if (options.dry_run) {
+    print_plan(setup.plan, exec, setup.store, options.command);
+    return 0;
+  }
+
+  Environment command_env = launcher_env;
+  for (const EnvExport& e : exports) command_env.set(e.name, e.value);
+  {
+    std::unique_ptr<ExecBackend> backend = make_backend(setup);
+    if (std::string problem = backend->check_command(options.command, command_env);
+        !problem.empty()) {
+      print_error(problem);
+      return kExitCommandNotFound;
+    }
+  }
+
   // Installed before the first fork so that neither SIGCHLD nor Ctrl-C during startup is lost.
   SignalWatcher signals;
-  JobIdentity job =
-      make_job_identity(env::raw("TUTTI_JOB_TOKEN"), options.job_id, "", options.timeout);
-  SegmentSweep sweep(job.job_id);
-  bootstrap::TcpStoreServer store("127.0.0.1", options.store_port, job.job_token);
-  job.store_address = fmt::format("127.0.0.1:{}", store.port());
-  log::info("tuttirun: job {} with {} ranks; store at {}; command {}", job.job_id,
-            plan.world_size(), job.store_address, fmt::join(options.command, " "));
-
-  FdSink sink(STDOUT_FILENO, STDERR_FILENO);
-  OutputMux mux(sink, options.tag_output);
-  std::vector<RankProcess> ranks;
-  ranks.reserve(plan.slots.size());
-  for (const RankSlot& slot : plan.slots) {
-    Environment env = rank_environment(base, exports, slot, plan.world_size(), job);
-    try {
-      ranks.push_back(RankProcess{slot, backend->start(slot, options.command, env)});
-    } catch (const Error& e) {
-      // The ranks already started are killed and reaped by their destructors and the backend's.
-      print_error(fmt::format("tuttirun: could not start rank {}: {}", slot.rank, e.what()));
-      backend->signal_job(SIGKILL);
-      return 1;
+  if (exec != "local" && options.probe_timeout_seconds > 0) {
+    std::unique_ptr<ExecBackend> prober = make_backend(setup);
+    prober->check_command(options.command, command_env);
+    FdSink progress(STDOUT_FILENO, STDERR_FILENO);
+    ProbeResult probe = probe_hosts(*prober, setup.plan.hosts(), options.probe_timeout_seconds,
+                                    progress, signals);
+    if (probe.interrupted_by) return 128 + *probe.interrupted_by;
+    if (!probe.unreachable.empty()) {
+      print_error(fmt::format(
+          "tuttirun: {} of {} hosts never became reachable within {}s through {}: {}\n"
+          "tuttirun: no rank was started. Check that the pods run (kubectl get pods), the names, "
+          "namespace and container (KUBEXEC_NAMESPACE, KUBEXEC_CONTAINER), or raise "
+          "--probe-timeout.",
+          probe.unreachable.size(), setup.plan.hosts().size(), options.probe_timeout_seconds,
+          exec, describe_hosts(probe.unreachable, 20)));
+      return kExitHostsUnreachable;
     }
-    ChildProcess& p = ranks.back().process;
-    log::info("tuttirun: started rank {} as pid {}", slot.rank, p.pid());
-    mux.add(slot.rank, Stream::kStdout, p.take_stdout());
-    mux.add(slot.rank, Stream::kStderr, p.take_stderr());
   }
 
-  Supervisor supervisor(ranks, *backend, mux, signals,
-                        SupervisorOptions{options.grace_seconds, options.verbose});
-  return supervisor.run();
+  setup.job = make_job_identity(env::raw("TUTTI_JOB_TOKEN"), options.job_id, "", options.timeout);
+  for (int attempt = 0;; ++attempt) {
+    bool interrupted = false;
+    int code = run_attempt(setup, signals, attempt, &interrupted);
+    if (code == 0 || interrupted || attempt >= options.restarts) return code;
+    print_error(fmt::format(
+        "tuttirun: attempt {} of {} failed (exit {}); relaunching the whole job in {}s "
+        "(TUTTI_RESTART_COUNT={})",
+        attempt + 1, options.restarts + 1, code, options.restart_backoff_seconds, attempt + 1));
+    if (auto sig = wait_backoff(options.restart_backoff_seconds, signals)) return *sig;
+  }
 }
 
 }  // namespace tutti::launcher

@@ -7,6 +7,8 @@
 #include <array>
 #include <string_view>
 
+#include <unistd.h>
+
 #include "core/env.hpp"
 #include "tutti/error.hpp"
 
@@ -15,8 +17,12 @@ namespace {
 
 // Options that consume the next argument unless written as --opt=value. Needed to find where the
 // rank command starts without letting CLI11 swallow the command's own options.
-constexpr std::array<std::string_view, 8> kValueOptions = {
-    "-np", "-n", "--np", "--timeout", "--grace", "-x", "--job-id", "--store-port"};
+constexpr std::array<std::string_view, 25> kValueOptions = {
+    "-np",         "-n",           "--np",        "--timeout",          "--grace",
+    "-x",          "--job-id",     "--store-port", "--hostfile",        "--machinefile",
+    "-H",          "--host",       "--pods",      "--pods-file",        "--slots",
+    "--exec",      "--kubexec",    "--ssh",       "--remote-tuttirun",  "--probe-timeout",
+    "--store-addr", "--output-dir", "--restarts", "--restart-backoff",  "--mpirun-path"};
 
 bool takes_value(std::string_view arg) {
   return std::find(kValueOptions.begin(), kValueOptions.end(), arg) != kValueOptions.end();
@@ -28,9 +34,19 @@ ParseResult usage_error(std::string message) {
 }
 
 constexpr std::string_view kDescription =
-    "tuttirun: start N ranks of a tutti program on this host, serve their rendezvous store, tag\n"
-    "their output with [rank], and stop the whole job when one rank fails.\n\n"
-    "Usage: tuttirun -np N [options] [--] COMMAND [ARGS...]\n";
+    "tuttirun: start the ranks of a tutti program on this host or on remote hosts and pods, serve\n"
+    "their rendezvous store, tag their output with [rank], and stop the whole job when one rank\n"
+    "fails.\n\n"
+    "Usage: tuttirun -np N [options] [--] COMMAND [ARGS...]            (this host)\n"
+    "       tuttirun --pods a,b,c [--slots S] [options] [--] COMMAND    (Kubernetes pods)\n"
+    "       tuttirun --hostfile F | -H h1:2,h2:2 [options] [--] COMMAND (hosts, via ssh)\n"
+    "Inside an MPIJob launcher pod the hosts come from /etc/mpi/hostfile by themselves.\n";
+
+constexpr std::string_view kFooter =
+    "\nExit status: 0 when every rank succeeded; else the first failed rank's status (128+N when\n"
+    "killed by signal N); 1 when tuttirun itself failed; 2 for a usage error; 3 when hosts never\n"
+    "became reachable; 127 when the command is not found (local mode); 128+N when tuttirun was\n"
+    "interrupted by signal N.\n";
 
 }  // namespace
 
@@ -74,14 +90,56 @@ ParseResult parse_options(std::span<const std::string> args) {
   std::string timeout_text;
   std::string grace_text = "5";
   int store_port = 0;
+  std::string probe_text = "120";
+  std::string backoff_text = "10";
   bool help = false;
   bool version = false;
 
   CLI::App app{std::string(kDescription), "tuttirun"};
+  app.footer(std::string(kFooter));
   app.set_help_flag();  // handled below so --help works even without -np
   app.add_flag("-h,--help", help, "Print this help and exit");
   app.add_flag("--version", version, "Print the version and exit");
-  app.add_option("-n,--np", opts.np, "Number of ranks to start (-np N also works; required)");
+  app.add_option("-n,--np", opts.np,
+                 "Number of ranks (-np N also works). Default: every slot of the hosts; required "
+                 "without hosts");
+  app.add_option("--hostfile,--machinefile", opts.hosts.hostfile,
+                 "Hosts from a file: 'host slots=N' (Open MPI), 'host:N' (MPICH/Intel) or 'host'");
+  app.add_option("-H,--host", opts.hosts.host_list, "Hosts as host[:slots],...");
+  app.add_option("--pods", opts.hosts.pods, "Kubernetes pod names, comma separated");
+  app.add_option("--pods-file", opts.hosts.pods_file,
+                 "Pod names from a file (one per line; 'kubectl get pods -o name' output works)");
+  app.add_option("--slots", opts.hosts.slots,
+                 "Slots per host for --pods and for -H entries without :N (default 1)");
+  app.add_option("--exec", opts.exec,
+                 "How ranks start: local, ssh or kubexec. Default: local when every host is this "
+                 "host; kubexec for pods and kubexec-style MPIJobs; ssh otherwise")
+      ->check(CLI::IsMember({"local", "ssh", "kubexec"}));
+  app.add_option("--kubexec", opts.kubexec,
+                 "The kubexec shim (default: kubexec beside tuttirun, else on PATH); it reads "
+                 "KUBEXEC_NAMESPACE, KUBEXEC_CONTAINER, ... from this environment");
+  app.add_option("--ssh", opts.ssh, "ssh program (default ssh; run with BatchMode and a 10s "
+                                    "connect timeout)");
+  app.add_option("--remote-tuttirun", opts.remote_tuttirun,
+                 "tuttirun's path on the hosts, which runs each remote rank (default: this "
+                 "tuttirun's path)");
+  app.add_option("--probe-timeout", probe_text,
+                 "Before launch, wait this long for every host to answer (default 120s; 0 skips "
+                 "the wait)");
+  app.add_option("--store-addr", opts.store_addr,
+                 "Address the ranks dial for the rendezvous store (default: this machine's address "
+                 "on the route to the first host)");
+  app.add_option("--output-dir", opts.output_dir,
+                 "Also write each rank's output to DIR/rank.N/stdout and DIR/rank.N/stderr");
+  app.add_option("--restarts", opts.restarts,
+                 "Relaunch the whole job after a failure, up to K times (default 0); ranks read "
+                 "the attempt from TUTTI_RESTART_COUNT");
+  app.add_option("--restart-backoff", backoff_text, "Seconds between attempts (default 10)");
+  app.add_flag("--mpirun", opts.mpirun,
+               "Hand the job to Open MPI's mpirun with a hostfile and kubexec/ssh as its remote "
+               "shell");
+  app.add_option("--mpirun-path", opts.mpirun_path, "mpirun to run with --mpirun (default mpirun)");
+  app.add_flag("--dry-run", opts.dry_run, "Print the plan (ranks, hosts, store) and start nothing");
   app.add_option("--timeout", timeout_text,
                  "Init deadline for the ranks, passed on as TUTTI_TIMEOUT (e.g. 30, 2.5s, 5m)");
   app.add_option(
@@ -107,10 +165,26 @@ ParseResult parse_options(std::span<const std::string> args) {
   if (help) return ParseResult{std::nullopt, 0, app.help()};
   if (version) return ParseResult{std::nullopt, 0, version_text()};
 
-  if (app.count("--np") == 0)
-    return usage_error("-np N is required (the number of ranks to start)");
-  if (opts.np < 1)
+  const HostOptions& h = opts.hosts;
+  bool hosts_given =
+      !h.hostfile.empty() || !h.host_list.empty() || !h.pods.empty() || !h.pods_file.empty();
+  if (app.count("--np") == 0 && !hosts_given &&
+      !mpijob_hostfile(
+          process_env,
+          [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }))
+    return usage_error(
+        "-np N is required (the number of ranks to start) unless hosts are given (--hostfile, "
+        "-H, --pods)");
+  if (app.count("--np") > 0 && opts.np < 1)
     return usage_error(fmt::format("-np {} is not a rank count; use 1 or more", opts.np));
+  if (opts.restarts < 0)
+    return usage_error(fmt::format("--restarts {} is not a count; use 0 or more", opts.restarts));
+  try {
+    opts.probe_timeout_seconds = env::parse_seconds(probe_text, "--probe-timeout");
+    opts.restart_backoff_seconds = env::parse_seconds(backoff_text, "--restart-backoff");
+  } catch (const Error& e) {
+    return usage_error(e.what());
+  }
   if (app.count("--timeout") > 0) {
     try {
       env::parse_seconds(timeout_text, "--timeout");

@@ -7,14 +7,30 @@
 #include <string>
 #include <vector>
 
+#include "launcher/host_source.hpp"
+
 namespace tutti::launcher {
 
 // Exit codes that follow shell conventions so scripts can tell a usage error from a failed job.
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitHostsUnreachable = 3;
 inline constexpr int kExitCommandNotFound = 127;
 
 struct LaunchOptions {
-  int np = 0;
+  int np = 0;  // 0: not given (every slot of the hosts)
+  HostOptions hosts;
+  std::string exec;             // local|ssh|kubexec; empty: chosen from the hosts
+  std::string kubexec;          // empty: kubexec next to tuttirun, else on PATH
+  std::string ssh = "ssh";
+  std::string remote_tuttirun;  // empty: this tuttirun's absolute path
+  double probe_timeout_seconds = 120.0;
+  std::string store_addr;       // empty: the address on the route to the first host
+  std::string output_dir;       // empty: output only to the terminal
+  int restarts = 0;
+  double restart_backoff_seconds = 10.0;
+  bool mpirun = false;
+  std::string mpirun_path = "mpirun";
+  bool dry_run = false;
   std::optional<std::string> timeout;  // passed on to ranks as TUTTI_TIMEOUT, already validated
   double grace_seconds = 5.0;
   bool tag_output = true;

@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include "core/error.hpp"
 
@@ -37,10 +41,27 @@ std::string tag_prefix(int rank, bool tag_output) {
   return tag_output ? fmt::format("[{}] ", rank) : "";
 }
 
+namespace {
+
+UniqueFd open_copy_file(const std::string& dir, int rank, Stream stream) {
+  std::string rank_dir = fmt::format("{}/rank.{}", dir, rank);
+  for (const std::string& d : {dir, rank_dir})
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+      throw_system_error(fmt::format("tuttirun: --output-dir: cannot create {}", d), errno);
+  std::string path = rank_dir + (stream == Stream::kStdout ? "/stdout" : "/stderr");
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) throw_system_error(fmt::format("tuttirun: --output-dir: cannot write {}", path), errno);
+  return fd;
+}
+
+}  // namespace
+
 void OutputMux::add(int rank, Stream stream, UniqueFd fd) {
   if (!fd.valid()) return;
-  sources_.push_back(std::make_unique<Source>(
-      Source{rank, stream, std::move(fd), LineSplitter(tag_prefix(rank, tag_output_))}));
+  UniqueFd copy;
+  if (!copy_dir_.empty()) copy = open_copy_file(copy_dir_, rank, stream);
+  sources_.push_back(std::make_unique<Source>(Source{
+      rank, stream, std::move(fd), LineSplitter(tag_prefix(rank, tag_output_)), std::move(copy)}));
 }
 
 size_t OutputMux::open_streams() const {
@@ -64,10 +85,30 @@ bool OutputMux::read_from(Source& s) {
     close_source(s);
     return false;
   }
+  if (s.copy.valid()) write_copy(s, static_cast<size_t>(n));
   scratch_.clear();
   s.lines.feed(std::string_view(buffer_.data(), static_cast<size_t>(n)), scratch_);
   if (!scratch_.empty()) sink_.write(s.stream, scratch_);
   return true;
+}
+
+void OutputMux::write_copy(Source& s, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = ::write(s.copy.get(), buffer_.data() + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      // A full disk must not stop the job; the terminal still gets everything.
+      sink_.write(Stream::kStderr,
+                  fmt::format("tuttirun: --output-dir: writing rank {}'s {} failed ({}); no "
+                              "longer copying it\n",
+                              s.rank, s.stream == Stream::kStdout ? "stdout" : "stderr",
+                              std::strerror(errno)));
+      s.copy.reset();
+      return;
+    }
+    done += static_cast<size_t>(w);
+  }
 }
 
 void OutputMux::flush_rank(int rank) {

@@ -38,6 +38,11 @@ class OutputMux {
  public:
   OutputMux(OutputSink& sink, bool tag_output) : sink_(sink), tag_output_(tag_output) {}
 
+  // Every stream added from now on is also copied, byte for byte and untagged, to
+  // DIR/rank.N/stdout or DIR/rank.N/stderr (created, truncated). Throws kConfig naming a path that
+  // cannot be created.
+  void copy_to_directory(std::string dir) { copy_dir_ = std::move(dir); }
+
   // Takes ownership of a non-blocking read end.
   void add(int rank, Stream stream, UniqueFd fd);
 
@@ -62,14 +67,17 @@ class OutputMux {
     Stream stream;
     UniqueFd fd;
     LineSplitter lines;
+    UniqueFd copy;  // the --output-dir file, when there is one
   };
   // Reads once from s; on EOF or error completes its last line and closes it. Returns false when
   // nothing more can be read now.
   bool read_from(Source& s);
   void close_source(Source& s);
+  void write_copy(Source& s, size_t n);
 
   OutputSink& sink_;
   bool tag_output_;
+  std::string copy_dir_;
   std::vector<std::unique_ptr<Source>> sources_;
   std::string scratch_;
   std::vector<char> buffer_ = std::vector<char>(64 * 1024);

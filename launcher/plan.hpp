@@ -1,9 +1,11 @@
-// The plan: which rank runs where, with its local and cross (host) coordinates. Local mode puts
-// every rank on this host; hostfiles and pods will add more hosts through the same RankSlot shape.
+// The plan: which rank runs where, with its local and cross (host) coordinates. Ranks fill hosts in
+// order, each host's slots before the next host's, like mpirun's default --map-by slot.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "hostfile/hostfile.hpp"
 
 namespace tutti::launcher {
 
@@ -19,9 +21,15 @@ struct RankSlot {
 struct JobPlan {
   std::vector<RankSlot> slots;  // indexed by rank
   int world_size() const { return static_cast<int>(slots.size()); }
+  // Hosts that run at least one rank, in cross_rank order.
+  std::vector<std::string> hosts() const;
 };
 
 // np ranks, all on this host: local rank == rank.
 JobPlan plan_local(int np);
+
+// np ranks over the hosts' slots in order; np == 0 means every slot. Hosts left without a rank are
+// not part of the job. kConfig when np exceeds the slots, naming the count of each.
+JobPlan plan_hosts(const hostfile::Hostfile& hosts, int np);
 
 }  // namespace tutti::launcher

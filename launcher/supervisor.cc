@@ -25,8 +25,8 @@ std::string failure_summary(const std::vector<RankOutcome>& failed, int world_si
                                 world_size == 1 ? "" : "s");
   for (size_t i = 0; i < failed.size(); ++i) {
     const RankOutcome& f = failed[i];
-    out += fmt::format("{} rank {} (pid {}) {}{}", i == 0 ? "" : ";", f.rank, f.pid,
-                       f.status.describe(), f.signaled_by_us ? " sent by tuttirun" : "");
+    out += fmt::format("{} {} (pid {}) {}{}", i == 0 ? "" : ";", rank_and_host(f.rank, f.host),
+                       f.pid, f.status.describe(), f.signaled_by_us ? " sent by tuttirun" : "");
   }
   return out;
 }
@@ -57,10 +57,11 @@ void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
   if (status.success()) return;
   bool ours = sent_signal_.has_value() && status.kind == ExitStatus::Kind::kSignaled &&
               (status.value == SIGTERM || status.value == SIGKILL);
-  failed_.push_back(RankOutcome{r.slot.rank, r.process.pid(), status, ours});
+  std::string host = options_.name_hosts ? r.slot.host : "";
+  failed_.push_back(RankOutcome{r.slot.rank, r.process.pid(), status, ours, host});
   if (phase_ != Phase::kRunning) return;
   mux_.flush_rank(r.slot.rank);
-  say(rank_failure_line(r.slot.rank, r.process.pid(), status));
+  say(rank_failure_line(r.slot.rank, r.process.pid(), status, host));
   exit_code_ = status.shell_code();
   enter(Phase::kGrace, options_.grace_seconds);
 }
@@ -68,6 +69,7 @@ void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
 void Supervisor::on_signal(int sig) {
   if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) return;
   if (!exit_code_) exit_code_ = 128 + sig;
+  interrupted_ = true;
   if (phase_ == Phase::kRunning || phase_ == Phase::kGrace) {
     say(fmt::format("tuttirun: received {}; sending SIGTERM to ranks {} (SIGKILL after {}s)",
                     signal_name(sig), alive_ranks(), options_.grace_seconds));

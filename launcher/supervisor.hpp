@@ -23,6 +23,7 @@ struct RankProcess {
 struct SupervisorOptions {
   double grace_seconds = 5.0;
   bool verbose = false;
+  bool name_hosts = false;  // say which host a rank ran on (remote backends)
 };
 
 // One rank's end, as the summary reports it.
@@ -31,6 +32,7 @@ struct RankOutcome {
   pid_t pid = 0;
   ExitStatus status;
   bool signaled_by_us = false;  // ended by a signal tuttirun itself sent while stopping the job
+  std::string host;             // empty for ranks on this host
 };
 
 // "tuttirun: 2 of 4 ranks failed: rank 1 (pid 10) exited with status 3; rank 2 (pid 11) was killed
@@ -46,6 +48,9 @@ class Supervisor {
   // 0, the first failure's status (128 + signal for a signal), or 128 + the signal that
   // interrupted tuttirun.
   int run();
+
+  // Whether a signal to tuttirun (SIGINT, SIGTERM, SIGHUP) stopped the job.
+  bool interrupted() const { return interrupted_; }
 
  private:
   enum class Phase { kRunning, kGrace, kTerminating, kKilling };
@@ -68,6 +73,7 @@ class Supervisor {
   std::optional<int> exit_code_;  // fixed by the first failure or interrupt
   std::optional<int> sent_signal_;
   std::vector<RankOutcome> failed_;
+  bool interrupted_ = false;
 };
 
 }  // namespace tutti::launcher

@@ -1,0 +1,112 @@
+#include "launcher/host_source.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "core/error.hpp"
+#include "hostfile/build.hpp"
+#include "hostfile/dns_name.hpp"
+#include "hostfile/parse.hpp"
+
+namespace tutti::launcher {
+namespace {
+
+std::string read_pods_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw make_error(ErrorCode::kConfig, "--pods-file {}: cannot be read", path);
+  return hostfile::read_limited(in, path);
+}
+
+}  // namespace
+
+std::optional<std::string> process_env(std::string_view name) {
+  const char* v = std::getenv(std::string(name).c_str());
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<std::string> mpijob_hostfile(const EnvLookup& env, const FileExists& exists) {
+  for (const char* var : {"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile"})
+    if (auto path = env(var); path && !path->empty()) return *path;
+  if (exists("/etc/mpi/hostfile")) return std::string("/etc/mpi/hostfile");
+  return std::nullopt;
+}
+
+hostfile::Hostfile parse_host_list(std::string_view text, int default_slots) {
+  hostfile::Hostfile out;
+  std::set<std::string> seen;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string_view entry =
+        text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    pos = comma == std::string_view::npos ? text.size() + 1 : comma + 1;
+    if (entry.empty()) continue;
+    hostfile::Host host;
+    host.slots = default_slots;
+    size_t colon = entry.find(':');
+    host.name = std::string(entry.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      std::string_view n = entry.substr(colon + 1);
+      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), host.slots);
+      if (ec != std::errc() || end != n.data() + n.size() || host.slots < 1 ||
+          host.slots > hostfile::kMaxSlots)
+        throw make_error(ErrorCode::kConfig, "-H {}: slots must be a positive integer",
+                         hostfile::printable(entry));
+    }
+    if (std::string why = hostfile::subdomain_problem(host.name); !why.empty())
+      throw make_error(ErrorCode::kConfig, "-H {}: {}", hostfile::printable(host.name), why);
+    if (!seen.insert(host.name).second)
+      throw make_error(ErrorCode::kConfig, "-H: host {} is listed twice; give it :SLOTS once",
+                       host.name);
+    out.hosts.push_back(std::move(host));
+  }
+  if (out.hosts.empty()) throw make_error(ErrorCode::kConfig, "-H names no host");
+  return out;
+}
+
+HostSelection select_hosts(const HostOptions& o, const EnvLookup& env, const FileExists& exists) {
+  int given = !o.hostfile.empty() + !o.host_list.empty() + !o.pods.empty() + !o.pods_file.empty();
+  if (given > 1)
+    throw make_error(ErrorCode::kConfig,
+                     "give the hosts one way: --hostfile, -H, --pods or --pods-file");
+  if (o.slots < 0 || o.slots > hostfile::kMaxSlots)
+    throw make_error(ErrorCode::kConfig, "--slots {} is not a slot count", o.slots);
+  if (o.slots != 0 && (!o.hostfile.empty() || given == 0))
+    throw make_error(ErrorCode::kConfig,
+                     "--slots applies to -H and --pods; a hostfile gives slots per host");
+  int slots = o.slots == 0 ? 1 : o.slots;
+
+  HostSelection sel;
+  if (!o.hostfile.empty()) {
+    sel.origin = HostOrigin::kHostfile;
+    sel.source = o.hostfile;
+    sel.hosts = hostfile::read_file(o.hostfile);
+  } else if (!o.host_list.empty()) {
+    sel.origin = HostOrigin::kHostList;
+    sel.source = "-H";
+    sel.hosts = parse_host_list(o.host_list, slots);
+  } else if (!o.pods.empty() || !o.pods_file.empty()) {
+    sel.origin = HostOrigin::kPods;
+    std::vector<std::string> pods;
+    if (!o.pods.empty()) {
+      sel.source = "--pods";
+      pods = hostfile::split_pod_list(o.pods);
+    } else {
+      sel.source = o.pods_file;
+      pods = hostfile::parse_pods_file(read_pods_file(o.pods_file), o.pods_file);
+    }
+    sel.hosts = hostfile::from_pods(pods, slots, "");
+  } else if (auto path = mpijob_hostfile(env, exists)) {
+    sel.origin = HostOrigin::kMpiJob;
+    sel.source = *path;
+    sel.hosts = hostfile::read_file(*path);
+    for (const char* var : {"OMPI_MCA_plm_rsh_agent", "PRTE_MCA_plm_ssh_agent"})
+      if (auto agent = env(var); agent && !agent->empty()) sel.mpijob_agent = *agent;
+  }
+  return sel;
+}
+
+}  // namespace tutti::launcher

@@ -1,0 +1,52 @@
+// Where the job's hosts come from: --hostfile, -H, --pods/--pods-file, or, with none of them, the
+// hostfile an MPIJob launcher pod already has (/etc/mpi/hostfile, or the one Open MPI / PRTE is told
+// about in the environment). No host source at all means this host only.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "hostfile/hostfile.hpp"
+
+namespace tutti::launcher {
+
+struct HostOptions {
+  std::string hostfile;    // --hostfile
+  std::string host_list;   // -H
+  std::string pods;        // --pods
+  std::string pods_file;   // --pods-file
+  int slots = 0;           // --slots; 0: not given (1 for pods and -H entries without :N)
+};
+
+enum class HostOrigin { kThisHost, kHostfile, kHostList, kPods, kMpiJob };
+
+struct HostSelection {
+  HostOrigin origin = HostOrigin::kThisHost;
+  hostfile::Hostfile hosts;  // empty for kThisHost
+  std::string source;        // where the hosts came from, for messages: a path or an option
+  // For kMpiJob: the remote shell the MPIJob set up for mpirun (OMPI_MCA_plm_rsh_agent or
+  // PRTE_MCA_plm_ssh_agent), which tells v1 (kubexec) from v2beta1 (ssh) jobs.
+  std::string mpijob_agent;
+};
+
+using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
+using FileExists = std::function<bool(const std::string&)>;
+
+// getenv as an EnvLookup (unset and empty are both nullopt). These are Open MPI's and Kubeflow's
+// variables, not TUTTI_* ones, so they bypass the TUTTI_* registry.
+std::optional<std::string> process_env(std::string_view name);
+
+// The MPIJob launcher's hostfile, in the order Kubeflow sets it up; nullopt outside a launcher pod.
+std::optional<std::string> mpijob_hostfile(const EnvLookup& env, const FileExists& exists);
+
+// Throws kConfig naming the option (or file:line) and what is wrong: two sources at once, --slots
+// with --hostfile, bad names or slot counts.
+HostSelection select_hosts(const HostOptions& options, const EnvLookup& env,
+                           const FileExists& exists);
+
+// -H "a:2,b,c:1": slots after ':' (default_slots without one).
+hostfile::Hostfile parse_host_list(std::string_view text, int default_slots);
+
+}  // namespace tutti::launcher

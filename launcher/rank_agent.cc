@@ -1,0 +1,195 @@
+#include "launcher/rank_agent.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "core/deadline.hpp"
+#include "core/error.hpp"
+#include "launcher/child_process.hpp"
+#include "launcher/command_lookup.hpp"
+#include "launcher/job_env.hpp"
+#include "launcher/process_tree.hpp"
+#include "launcher/signal_watcher.hpp"
+
+namespace tutti::launcher {
+namespace {
+
+constexpr int kBrokenRequest = 125;
+constexpr size_t kMaxRequestBytes = 16 << 20;
+
+void say(const std::string& line) {
+  std::string text = line + "\n";
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+}
+
+// Reads stdin up to the first newline. Whatever follows is ignored: from then on stdin only
+// matters for when it closes.
+std::string read_request_line(Deadline deadline) {
+  std::string line;
+  char c = 0;
+  while (line.size() < kMaxRequestBytes) {
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    int r = ::poll(&p, 1, deadline.remaining_ms(1000));
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      if (deadline.expired())
+        throw make_error(ErrorCode::kTimeout,
+                         "no rank request arrived on stdin within the deadline; the agent is "
+                         "started by tuttirun's ssh/kubexec backends and is not for direct use");
+      continue;
+    }
+    ssize_t n = ::read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw make_error(ErrorCode::kConfig,
+                       "stdin closed before a complete rank request arrived (did the exec stream "
+                       "forward stdin? kubexec passes -i to kubectl exec)");
+    if (c == '\n') return line;
+    line.push_back(c);
+  }
+  throw make_error(ErrorCode::kConfig, "the rank request on stdin is larger than {} bytes",
+                   kMaxRequestBytes);
+}
+
+class RankRunner {
+ public:
+  explicit RankRunner(AgentRequest request) : req_(std::move(request)) {}
+
+  int run() {
+    become_subreaper("tuttirun agent");
+    Environment env = Environment::from_process();
+    for (const auto& [name, value] : req_.env) env.set(name, value);
+    if (!req_.cwd.empty() && ::chdir(req_.cwd.c_str()) != 0) {
+      // mpirun does the same: a launcher directory the host lacks is not fatal.
+      if (::chdir(env.get("HOME").value_or("/").c_str()) != 0) {
+      }
+    }
+    CommandLookup found =
+        find_executable(req_.argv.at(0), env.get("PATH").value_or("/usr/local/bin:/usr/bin:/bin"));
+    if (!found.found()) {
+      say(fmt::format("{} (rank {} on {})", found.problem, req_.rank, req_.host));
+      return 127;
+    }
+    SpawnRequest spawn{found.path, req_.argv, env.to_strings(), 0};
+    spawn.inherit_output = true;
+    std::optional<ChildProcess> child;
+    try {
+      child.emplace(ChildProcess::spawn(spawn));
+    } catch (const Error& e) {
+      say(fmt::format("{} (rank {} on {})", e.what(), req_.rank, req_.host));
+      return 127;
+    }
+    group_ = child->pid();
+    int code = supervise(*child);
+    kill_all_children(group_, Deadline::after_seconds(10));
+    return code;
+  }
+
+ private:
+  int supervise(ChildProcess& child) {
+    bool stdin_open = true;
+    Deadline kill_at = Deadline::never();
+    for (;;) {
+      if (auto status = child.try_reap()) {
+        if (status->kind == ExitStatus::Kind::kSignaled && !stopping_)
+          say(fmt::format("tuttirun agent: rank {} on {} {}", req_.rank, req_.host,
+                          status->describe()));
+        return status->shell_code();
+      }
+      pollfd fds[2] = {{stdin_open ? STDIN_FILENO : -1, POLLIN, 0},
+                       {signals_.fd(), POLLIN, 0}};
+      int r = ::poll(fds, 2, kill_at.remaining_ms(200));
+      if (r < 0 && errno != EINTR) break;
+      if (stdin_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
+          stdin_closed()) {
+        stdin_open = false;
+        stop(&kill_at);
+      }
+      for (int sig : signals_.take())
+        if (sig != SIGCHLD) stop(&kill_at);
+      if (stopping_ && kill_at.expired()) {
+        ::kill(-group_, SIGKILL);
+        kill_at = Deadline::after_seconds(1);
+      }
+    }
+    ::kill(-group_, SIGKILL);
+    return 1;
+  }
+
+  // True at EOF; data after the request line is read and dropped.
+  static bool stdin_closed() {
+    char buf[256];
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0) return errno != EINTR && errno != EAGAIN;
+    return n == 0;
+  }
+
+  void stop(Deadline* kill_at) {
+    if (stopping_) return;
+    stopping_ = true;
+    ::kill(-group_, SIGTERM);
+    *kill_at = Deadline::after_seconds(req_.grace_seconds);
+  }
+
+  AgentRequest req_;
+  SignalWatcher signals_;
+  pid_t group_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
+std::string encode_agent_request(const AgentRequest& request) {
+  nlohmann::json env = nlohmann::json::array();
+  for (const auto& [name, value] : request.env) env.push_back({name, value});
+  nlohmann::json j = {{"tutti_rank_request", 1},   {"rank", request.rank},
+                      {"host", request.host},       {"argv", request.argv},
+                      {"env", env},                 {"cwd", request.cwd},
+                      {"grace", request.grace_seconds}};
+  // Invalid UTF-8 in an argument is passed through byte for byte rather than refused.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+AgentRequest decode_agent_request(std::string_view line) {
+  try {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (!j.is_object() || j.value("tutti_rank_request", 0) != 1)
+      throw make_error(ErrorCode::kConfig, "not a tuttirun rank request (version 1)");
+    AgentRequest req;
+    req.rank = j.at("rank").get<int>();
+    req.host = j.at("host").get<std::string>();
+    req.argv = j.at("argv").get<std::vector<std::string>>();
+    for (const auto& e : j.at("env")) req.env.emplace_back(e.at(0).get<std::string>(),
+                                                         e.at(1).get<std::string>());
+    req.cwd = j.value("cwd", "");
+    req.grace_seconds = j.value("grace", 5.0);
+    if (req.argv.empty() || req.argv[0].empty())
+      throw make_error(ErrorCode::kConfig, "the rank request has no command");
+    if (!(req.grace_seconds >= 0))
+      throw make_error(ErrorCode::kConfig, "the rank request's grace period is negative");
+    return req;
+  } catch (const nlohmann::json::exception& e) {
+    throw make_error(ErrorCode::kConfig, "malformed rank request: {}", e.what());
+  }
+}
+
+int run_rank_agent(double request_timeout_seconds) {
+  ::signal(SIGPIPE, SIG_IGN);
+  AgentRequest request;
+  try {
+    request = decode_agent_request(read_request_line(Deadline::after_seconds(request_timeout_seconds)));
+  } catch (const Error& e) {
+    say(fmt::format("tuttirun --rank-agent: {}", e.what()));
+    return kBrokenRequest;
+  }
+  return RankRunner(std::move(request)).run();
+}
+
+}  // namespace tutti::launcher
