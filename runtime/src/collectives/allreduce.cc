@@ -18,8 +18,7 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
   }
   const ReduceOp reduce_op = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
   if (algorithm == Algorithm::kAuto)
-    algorithm = select_allreduce(count * element_size(type), ctx.size,
-                                 ctx.transport.local_window() != nullptr);
+    algorithm = select_allreduce(ctx, count * element_size(type));
   switch (algorithm) {
     case Algorithm::kRing:
       ring_allreduce(ctx, send, recv, count, type, reduce_op);
@@ -33,10 +32,13 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
     case Algorithm::kShm:
       shm_allreduce(ctx, send, recv, count, type, reduce_op);
       break;
+    case Algorithm::kHierarchical:
+      hierarchical_allreduce(ctx, send, recv, count, type, reduce_op);
+      break;
     default:
       throw make_error(
           ErrorCode::kInvalidArgument,
-          "allreduce on rank {}: unknown algorithm {}; pass ring, tree, hd, shm or auto", ctx.rank,
+          "allreduce on rank {}: unknown algorithm {}; pass ring, tree, hd, shm, hier or auto", ctx.rank,
           static_cast<int>(algorithm));
   }
   if (op == ReduceOp::kAvg) reduce::divide(type, recv, count, ctx.size);

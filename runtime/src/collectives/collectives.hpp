@@ -10,14 +10,16 @@
 
 namespace tutti::collectives {
 
-enum class Algorithm { kAuto, kRing, kTree, kHalvingDoubling, kShm };
+enum class Algorithm { kAuto, kRing, kTree, kHalvingDoubling, kShm, kHierarchical };
 
 std::string_view to_string(Algorithm a);
-Algorithm parse_algorithm(std::string_view name);  // "auto|ring|tree|hd|shm"; throws Error(kConfig)
+// "auto|ring|tree|hd|shm|hier"; throws Error(kConfig)
+Algorithm parse_algorithm(std::string_view name);
 
-// Picks the allreduce algorithm for a message of `bytes` on `size` ranks (select.cc);
-// `local_window`: the transport offers a LocalWindow (all ranks on one host).
-Algorithm select_allreduce(size_t bytes, int size, bool local_window = false);
+// Picks the allreduce algorithm for `bytes` on ctx's placement with the cost model
+// (cost_model.hpp, select.cc); never kAuto. With TUTTI_LOG_LEVEL=debug, rank 0 logs the decision
+// table once per placement.
+Algorithm select_allreduce(const Context& ctx, size_t bytes);
 
 // recv = reduce over ranks of send. send == recv is in place. kAvg = sum then divide by size.
 void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, size_t count,
@@ -29,6 +31,10 @@ void tree_allreduce(Context& ctx, const void* send, void* recv, size_t count, Da
 // Through the transport's LocalWindow (all ranks on one host); Error(kConfig) when it has none.
 void shm_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                    ReduceOp op);
+// Reduce on each host, allreduce among one leader per host, broadcast on each host; needs
+// ctx.host_of_rank (Error(kConfig) without it).
+void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t count,
+                            DataType type, ReduceOp op);
 void halving_doubling_allreduce(Context& ctx, const void* send, void* recv, size_t count,
                                 DataType type, ReduceOp op);
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "collectives/scratch.hpp"
 #include "core/deadline.hpp"
@@ -19,6 +20,10 @@ struct Context {
   Deadline deadline;
   size_t segment_bytes;
   Scratch& scratch;
+  // host_of_rank[r]: index of rank r's host (equal index = shared memory), hosts numbered by their
+  // lowest rank. Empty when the caller does not know the placement (the hierarchical allreduce
+  // then refuses and selection treats the world as flat).
+  std::span<const int> host_of_rank = {};
 };
 
 }  // namespace tutti::collectives

@@ -111,6 +111,7 @@ std::unique_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& i
   std::vector<std::string> hosts =
       exchange_host_ids(store, c->job_id_, info.rank, info.size, info.host_id, deadline, settings.init_timeout_s);
   c->topology_ = topology_from_hosts(hosts, info.rank);
+  c->host_of_rank_ = host_index_of_ranks(hosts);
   if (info.local_rank >= 0 && (info.local_rank != c->topology_.local_rank || info.local_size != c->topology_.local_size))
     log::warn("launcher says local rank {}/{} but host ids say {}/{}; using the host ids (set TUTTI_HOST to override)",
               info.local_rank, info.local_size, c->topology_.local_rank, c->topology_.local_size);
@@ -154,7 +155,7 @@ void Communicator::run(std::string_view name, Body&& body) {
   uint64_t sequence = ++sequence_;
   collectives::Context ctx{*transport_, rank_, size_, sequence,
                            Deadline::after_seconds(settings_.collective_timeout_s), settings_.segment_bytes,
-                           scratch_};
+                           scratch_, host_of_rank_};
   try {
     body(ctx);
   } catch (const Error& e) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bootstrap/store_factory.hpp"
 #include "bootstrap/world_info.hpp"
@@ -64,6 +65,7 @@ class Communicator {
   int rank_ = 0;
   int size_ = 1;
   Topology topology_;
+  std::vector<int> host_of_rank_;  // every rank's host index, for the collectives' Context
   std::string job_id_;
   Settings settings_;
   bootstrap::StoreConnection store_;

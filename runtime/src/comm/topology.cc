@@ -21,4 +21,13 @@ Topology topology_from_hosts(const std::vector<std::string>& host_ids, int rank)
   return t;
 }
 
+std::vector<int> host_index_of_ranks(const std::vector<std::string>& host_ids) {
+  std::map<std::string, int> host_index;
+  std::vector<int> out;
+  out.reserve(host_ids.size());
+  for (const auto& id : host_ids)
+    out.push_back(host_index.try_emplace(id, static_cast<int>(host_index.size())).first->second);
+  return out;
+}
+
 }  // namespace tutti::comm

@@ -16,4 +16,8 @@ struct Topology {
 
 Topology topology_from_hosts(const std::vector<std::string>& host_ids, int rank);
 
+// Every rank's host index (cross rank): equal ids get equal indices, hosts numbered by their
+// lowest rank, as the hierarchical allreduce and the cost model expect (collectives::Context).
+std::vector<int> host_index_of_ranks(const std::vector<std::string>& host_ids);
+
 }  // namespace tutti::comm

@@ -1,0 +1,219 @@
+#include "collectives/cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "collectives/tune_file.hpp"
+#include "core/env.hpp"
+
+namespace tutti::collectives {
+namespace {
+
+constexpr double kUs = 1e-6;
+constexpr double kNsPerByte = 1e-9;
+
+// Measured on the development machine (2 vCPUs, 2026-11-21/22; docs/PERFORMANCE.md, "Selection").
+// shm: 8 B hd allreduce on 2 ranks over the framed shm channels took ~1.7 us for 2 messages;
+//      large messages cross the byte ring in two copies plus the waits between them: the generic
+//      ring over shm channels reached about Open MPI's 2.8 GB/s busbw at 64 MiB, ~4 GB/s per link.
+// tcp: loopback ping-pong half round trip 4-8 us; ~9 GB/s one way raw, but the ring over TCP
+//      reached ~2-3 GB/s busbw at 64 MiB (Gloo 2.6-3.1), so ~0.3 ns per byte per link.
+// window: a flag round trip through the LocalWindow ~0.3 us; a copy into shared memory ~20 GB/s.
+// reduce: c = a + b ~14 GB/s.
+constexpr LinkCost kShm{0.8 * kUs, 0.25 * kNsPerByte};
+constexpr LinkCost kTcp{6.0 * kUs, 0.30 * kNsPerByte};
+constexpr LinkCost kWindow{0.3 * kUs, 0.05 * kNsPerByte};
+constexpr double kReduce = 0.07 * kNsPerByte;
+// The shm algorithm's chunk per rank, and the size up to which it runs as one step (shm_plan.hpp).
+constexpr double kWindowChunkPerRank = 64 << 10;
+constexpr double kWindowOneStepBytes = 8 << 10;
+// broadcast.cc switches from the binomial tree to the chain above this.
+constexpr double kBinomialBroadcastMaxBytes = 64 << 10;
+constexpr size_t kTableSizes[] = {8,       64,      512,      4 << 10,  32 << 10, 256 << 10,
+                                  1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20};
+
+const LinkCost& link_cost(const CostModel& m, Link link) {
+  return link == Link::kTcp ? m.tcp : m.shm;
+}
+
+double log2_ceil(int n) {
+  return std::ceil(std::log2(static_cast<double>(std::max(n, 1))));
+}
+
+// Reduce-scatter then allgather around the ring: 2(n-1) sequential steps, each moving N/n bytes;
+// within a step segments overlap receiving with reducing, so the reduce half costs the slower of
+// moving and reducing.
+double ring_time(const CostModel& m, double n, double bytes, const LinkCost& l) {
+  const double share = (n - 1) / n * bytes;
+  return 2 * (n - 1) * l.alpha_s + share * std::max(l.beta_s_per_byte, m.reduce_s_per_byte) +
+         share * l.beta_s_per_byte;
+}
+
+// Recursive halving-doubling: 2 log2(p) steps for the largest power of two p <= n, whole halves
+// per step (no pipelining: moving and reducing add up); the n - p extra ranks fold their input
+// into a partner first and get the result back at the end.
+double hd_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
+  const int p = 1 << static_cast<int>(std::floor(std::log2(static_cast<double>(n))));
+  const double share = (p - 1.0) / p * bytes;
+  double t = 2 * std::log2(static_cast<double>(p)) * l.alpha_s + 2 * share * l.beta_s_per_byte +
+             share * m.reduce_s_per_byte;
+  if (n != p) t += 2 * l.alpha_s + 2 * bytes * l.beta_s_per_byte + bytes * m.reduce_s_per_byte;
+  return t;
+}
+
+// Double binary tree: depth d per tree, up then down, pipelined in segments; the busiest rank
+// (interior in one tree, a leaf in the other) sends about 2 N and reduces N / 2.
+double tree_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
+  const double depth = log2_ceil(n + 1);
+  const double fill = std::min(bytes / 2, static_cast<double>(m.segment_bytes));
+  return 2 * depth * (l.alpha_s + fill * l.beta_s_per_byte) + 2 * bytes * l.beta_s_per_byte +
+         0.5 * bytes * m.reduce_s_per_byte;
+}
+
+// The LocalWindow algorithm: each chunk is staged (a copy of this rank's part), reduced slice-wise
+// from all ranks' staged copies, and copied out, with two flag rounds per chunk.
+double window_time(const CostModel& m, int n, double bytes) {
+  const double chunks =
+      bytes <= kWindowOneStepBytes ? 1 : std::ceil(bytes / (kWindowChunkPerRank * n));
+  const double others = (n - 1.0) / n * bytes;
+  return 2 * chunks * m.window.alpha_s + bytes * m.window.beta_s_per_byte +
+         others * m.reduce_s_per_byte + others * m.window.beta_s_per_byte;
+}
+
+const TunedLine* tuned_line(const CostModel& m, Algorithm a, const Placement& p) {
+  for (const TunedLine& t : m.tuned)
+    if (t.algorithm == a && t.ranks == p.ranks && t.hosts == p.hosts && t.transport == p.transport)
+      return &t;
+  return nullptr;
+}
+
+double model_time(const CostModel& m, Algorithm a, double bytes, const Placement& p);
+
+// Chain reduce onto the host's leader, the leaders' best flat allreduce, broadcast on the host.
+double hierarchical_time(const CostModel& m, double bytes, const Placement& p) {
+  const LinkCost& l = link_cost(m, p.local);
+  const double local = p.max_local;
+  const double fill = std::min(bytes, static_cast<double>(m.segment_bytes));
+  double t = 0;
+  if (p.max_local > 1) {
+    t += (local - 1) * (l.alpha_s + fill * l.beta_s_per_byte) +
+         bytes * std::max(l.beta_s_per_byte, m.reduce_s_per_byte);
+    if (bytes <= kBinomialBroadcastMaxBytes || p.max_local == 2)
+      t += log2_ceil(p.max_local) * (l.alpha_s + bytes * l.beta_s_per_byte);
+    else
+      t += (local - 1) * (l.alpha_s + fill * l.beta_s_per_byte) + bytes * l.beta_s_per_byte;
+  }
+  if (p.hosts > 1) {
+    Placement leaders = p;
+    leaders.ranks = p.hosts;
+    leaders.max_local = 1;
+    leaders.window = false;
+    double best = std::numeric_limits<double>::infinity();
+    for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling})
+      best = std::min(best, predict(m, a, static_cast<size_t>(bytes), leaders));
+    t += best;
+  }
+  return t;
+}
+
+double model_time(const CostModel& m, Algorithm a, double bytes, const Placement& p) {
+  const LinkCost& l = link_cost(m, p.flat);
+  switch (a) {
+    case Algorithm::kRing:
+      return ring_time(m, p.ranks, bytes, l);
+    case Algorithm::kHalvingDoubling:
+      return hd_time(m, p.ranks, bytes, l);
+    case Algorithm::kTree:
+      return tree_time(m, p.ranks, bytes, l);
+    case Algorithm::kShm:
+      return window_time(m, p.ranks, bytes);
+    case Algorithm::kHierarchical:
+      return hierarchical_time(m, bytes, p);
+    case Algorithm::kAuto:
+      break;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+std::string_view to_string(Link link) {
+  return link == Link::kTcp ? "tcp" : "shm";
+}
+
+CostModel CostModel::defaults() {
+  CostModel m;
+  m.shm = kShm;
+  m.tcp = kTcp;
+  m.window = kWindow;
+  m.reduce_s_per_byte = kReduce;
+  return m;
+}
+
+const CostModel& CostModel::from_env() {
+  static const CostModel model = [] {
+    CostModel m = defaults();
+    m.segment_bytes = env::get_bytes("TUTTI_SEGMENT_BYTES");
+    if (std::string path = env::get_string("TUTTI_TUNE_FILE"); !path.empty()) {
+      m.tuned = read_tune_file(path);
+      m.tuned_from = path;
+    }
+    return m;
+  }();
+  return model;
+}
+
+std::vector<Algorithm> candidates(const Placement& p) {
+  if (p.ranks <= 1) return {Algorithm::kRing};
+  std::vector<Algorithm> out = {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling};
+  if (p.window) out.push_back(Algorithm::kShm);
+  if (p.hosts > 1 && p.max_local > 1) out.push_back(Algorithm::kHierarchical);
+  return out;
+}
+
+double predict(const CostModel& model, Algorithm algorithm, size_t bytes, const Placement& p) {
+  if (const TunedLine* t = tuned_line(model, algorithm, p))
+    return t->alpha_s + static_cast<double>(bytes) * t->beta_s_per_byte;
+  return model_time(model, algorithm, static_cast<double>(bytes), p);
+}
+
+Algorithm cheapest(const CostModel& model, size_t bytes, const Placement& p) {
+  Algorithm best = Algorithm::kRing;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (Algorithm a : candidates(p)) {
+    const double t = predict(model, a, bytes, p);
+    if (t < best_time) {
+      best = a;
+      best_time = t;
+    }
+  }
+  return best;
+}
+
+std::string decision_table(const CostModel& model, const Placement& p) {
+  const std::vector<Algorithm> algos = candidates(p);
+  std::string out = fmt::format(
+      "allreduce decision table: {} ranks on {} host(s), at most {} per host, flat link {}, local "
+      "link {}, window {}, TUTTI_TRANSPORT={}; {}; predicted us\n",
+      p.ranks, p.hosts, p.max_local, to_string(p.flat), to_string(p.local), p.window ? "yes" : "no",
+      p.transport,
+      model.tuned_from.empty() ? "built-in constants"
+                               : fmt::format("tuned lines from {}", model.tuned_from));
+  out += fmt::format("{:>10}", "bytes");
+  for (Algorithm a : algos) out += fmt::format(" {:>12}", to_string(a));
+  out += fmt::format(" {:>6}\n", "pick");
+  for (size_t bytes : kTableSizes) {
+    out += fmt::format("{:>10}", bytes);
+    for (Algorithm a : algos) {
+      const bool tuned = tuned_line(model, a, p) != nullptr;
+      out += fmt::format(" {:>11.1f}{}", predict(model, a, bytes, p) / kUs, tuned ? "*" : " ");
+    }
+    out += fmt::format(" {:>6}\n", to_string(cheapest(model, bytes, p)));
+  }
+  return out;
+}
+
+}  // namespace tutti::collectives

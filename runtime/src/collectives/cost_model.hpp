@@ -1,0 +1,76 @@
+// The allreduce cost model behind kAuto: for each algorithm a predicted time for `bytes` on a given
+// placement, as latency terms (steps x alpha of the link they cross) plus bytes/bandwidth terms
+// (bytes moved x beta, bytes reduced x gamma) with each algorithm's step and byte counts. The
+// constants were measured on the development machine (cost_model.cc says how); a tuning file from
+// `tutti-bench --tune` (TUTTI_TUNE_FILE) replaces an algorithm's prediction by the alpha + beta
+// line fitted on the placement it was measured on.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectives/collectives.hpp"
+
+namespace tutti::collectives {
+
+enum class Link { kShm, kTcp };
+std::string_view to_string(Link link);
+
+struct Placement {
+  int ranks = 1;
+  int hosts = 1;                   // distinct hosts; 1 when unknown
+  int max_local = 1;               // the most ranks on one host
+  bool window = false;             // the transport has a LocalWindow (every rank on one host)
+  Link flat = Link::kShm;          // the slowest channel a flat algorithm's ring of ranks crosses
+  Link local = Link::kShm;         // channels between ranks of one host
+  std::string transport = "auto";  // TUTTI_TRANSPORT, part of a tuning entry's key
+};
+
+struct LinkCost {
+  double alpha_s = 0;          // per message on the critical path
+  double beta_s_per_byte = 0;  // per byte through the link
+};
+
+// One fitted line from a tuning file: time = alpha + bytes * beta for `algorithm` on `ranks`
+// ranks over `hosts` hosts with TUTTI_TRANSPORT=`transport`.
+struct TunedLine {
+  Algorithm algorithm = Algorithm::kRing;
+  int ranks = 0;
+  int hosts = 0;
+  std::string transport;
+  double alpha_s = 0;
+  double beta_s_per_byte = 0;
+};
+
+struct CostModel {
+  LinkCost shm;                      // framed byte ring between two local ranks
+  LinkCost tcp;                      // TCP connection between two ranks
+  LinkCost window;                   // a LocalWindow step (flag round trip) and copy per byte
+  double reduce_s_per_byte = 0;      // c = a op b, per byte of c
+  size_t segment_bytes = 256 << 10;  // TUTTI_SEGMENT_BYTES: the pipeline fill unit
+  std::vector<TunedLine> tuned;      // from TUTTI_TUNE_FILE; wins where its key matches
+  std::string tuned_from;            // the file they came from (for the decision table)
+
+  // The measured defaults of cost_model.cc, without tuning lines.
+  static CostModel defaults();
+  // defaults() plus TUTTI_TUNE_FILE when set (a bad file is an Error(kConfig) naming it) and
+  // TUTTI_SEGMENT_BYTES; read once per process.
+  static const CostModel& from_env();
+};
+
+// The algorithms that can run on the placement: ring, tree, hd always (more than one rank), shm
+// with a window, hier with more than one host and some host holding several ranks.
+std::vector<Algorithm> candidates(const Placement& p);
+
+// Predicted seconds for one allreduce of `bytes` with `algorithm` (never kAuto).
+double predict(const CostModel& model, Algorithm algorithm, size_t bytes, const Placement& p);
+
+// The candidate with the least predicted time (ties: the earlier in candidates()).
+Algorithm cheapest(const CostModel& model, size_t bytes, const Placement& p);
+
+// Sizes 8 B .. 256 MiB by candidate: predicted microseconds and the pick, as text lines.
+std::string decision_table(const CostModel& model, const Placement& p);
+
+}  // namespace tutti::collectives

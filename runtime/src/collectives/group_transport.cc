@@ -1,0 +1,47 @@
+#include "collectives/group_transport.hpp"
+
+#include <string>
+#include <vector>
+
+namespace tutti::collectives {
+namespace {
+
+// Forwards every call to a channel owned by the world transport. Progress, liveness and abort
+// notices all go through the real channel, so a group wait sees a member's death or abort.
+class ChannelView final : public transport::Channel {
+ public:
+  explicit ChannelView(transport::Channel& inner) : inner_(inner) {}
+
+  int peer() const override { return inner_.peer(); }
+  std::string describe() const override { return inner_.describe(); }
+  std::string_view kind() const override { return inner_.kind(); }
+  transport::Request isend(transport::Tag tag, std::span<const std::byte> data) override {
+    return inner_.isend(tag, data);
+  }
+  transport::Request irecv(transport::Tag tag, std::span<std::byte> data) override {
+    return inner_.irecv(tag, data);
+  }
+  bool progress() override { return inner_.progress(); }
+  void send_abort(const std::string& reason) noexcept override { inner_.send_abort(reason); }
+  int wait_fd() const override { return inner_.wait_fd(); }
+  int liveness_fd() const override { return inner_.liveness_fd(); }
+  bool busy() const override { return inner_.busy(); }
+  bool wants_writable() const override { return inner_.wants_writable(); }
+
+ private:
+  transport::Channel& inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<transport::Transport> make_group_transport(transport::Transport& world,
+                                                           std::span<const int> members, int self) {
+  std::vector<std::unique_ptr<transport::Channel>> channels(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (static_cast<int>(i) != self)
+      channels[i] = std::make_unique<ChannelView>(world.channel(members[i]));
+  }
+  return std::make_unique<transport::Transport>(self, std::move(channels));
+}
+
+}  // namespace tutti::collectives

@@ -1,0 +1,113 @@
+// Hierarchical allreduce for ranks spread over several hosts: reduce onto one leader per host over
+// the host's shared-memory channels, allreduce among the leaders across hosts (the flat algorithm
+// the cost model picks for that many hosts), broadcast back on each host.
+//
+// One leader per host rather than every local rank on its own slice: the leader scheme works for
+// any number of ranks per host (slices only line up across hosts when every host has the same
+// count), and on these machines (2 vCPUs per host) more local ranks moving slices in parallel add
+// no CPU to move or reduce them with, only more cross-host messages and their latency.
+#include <algorithm>
+#include <vector>
+
+#include "collectives/checks.hpp"
+#include "collectives/chunking.hpp"
+#include "collectives/collectives.hpp"
+#include "collectives/group_transport.hpp"
+#include "collectives/hierarchy.hpp"
+#include "collectives/scratch_slots.hpp"
+#include "core/error.hpp"
+#include "reduce/reduce.hpp"
+
+namespace tutti::collectives {
+namespace {
+
+constexpr std::string_view kWhat = "hierarchical allreduce (on-host reduce)";
+enum Phase : unsigned { kLocalReduce = 0, kCross = 1, kLocalBroadcast = 2 };
+
+// Reduces every group member's `send` into `recv` of member 0 along the chain
+// last -> ... -> 1 -> 0, in segments: each member receives its successor's partial sum of a
+// segment, adds its own input and passes it on, while the next segment is already arriving.
+// Members other than 0 use their `recv` as the outgoing partial (the broadcast overwrites it).
+void chain_reduce(Context& group, const std::byte* send, std::byte* recv, size_t count,
+                  DataType type, ReduceOp op) {
+  const size_t esize = element_size(type);
+  const int index = group.rank;
+  if (group.size == 1) {
+    copy_unless_same(send, recv, count * esize);
+    return;
+  }
+  const size_t per = segment_elements(group.segment_bytes, esize);
+  const size_t segments = segment_count(count, per);
+  const auto tag = transport::make_tag(group.sequence, 0);
+  auto seg_elems = [&](size_t s) { return std::min(per, count - s * per); };
+  std::vector<transport::Request> sends;
+  sends.reserve(segments);
+  transport::Channel* down = index > 0 ? &group.transport.channel(index - 1) : nullptr;
+
+  if (index == group.size - 1) {
+    // The chain's tail only sends its input.
+    for (size_t s = 0; s < segments; ++s)
+      sends.push_back(down->isend(tag, {send + s * per * esize, seg_elems(s) * esize}));
+    group.transport.wait(sends, group.deadline, kWhat);
+    return;
+  }
+
+  transport::Channel& up = group.transport.channel(index + 1);
+  std::span<std::byte> staging = group.scratch.get(kStagingSlot, 2 * per * esize);
+  auto slot = [&](size_t s) { return staging.data() + (s % 2) * per * esize; };
+  transport::Request incoming = up.irecv(tag, {slot(0), seg_elems(0) * esize});
+  for (size_t s = 0; s < segments; ++s) {
+    group.transport.wait(std::span(&incoming, 1), group.deadline, kWhat);
+    const std::byte* arrived = slot(s);
+    // The other slot held segment s-1, already reduced: the next segment may land there.
+    if (s + 1 < segments) incoming = up.irecv(tag, {slot(s + 1), seg_elems(s + 1) * esize});
+    const size_t offset = s * per * esize;
+    reduce::combine(type, op, recv + offset, send + offset, arrived, seg_elems(s));
+    if (down) sends.push_back(down->isend(tag, {recv + offset, seg_elems(s) * esize}));
+  }
+  group.transport.wait(sends, group.deadline, kWhat);
+}
+
+}  // namespace
+
+void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
+                            ReduceOp op) {
+  if (ctx.host_of_rank.size() != static_cast<size_t>(ctx.size)) {
+    throw make_error(ErrorCode::kConfig,
+                     "TUTTI_ALGO=hier on rank {}: this communicator does not know which host each "
+                     "of its {} ranks is on; use TUTTI_ALGO=auto, ring, tree or hd",
+                     ctx.rank, ctx.size);
+  }
+  const Hierarchy h = hierarchy_of(ctx.host_of_rank, ctx.rank);
+  auto group_context = [&](transport::Transport& t, std::span<const int> members, int index,
+                           Phase phase) {
+    return Context{t,
+                   index,
+                   static_cast<int>(members.size()),
+                   phase_sequence(ctx.sequence, phase),
+                   ctx.deadline,
+                   ctx.segment_bytes,
+                   ctx.scratch};
+  };
+
+  auto local = make_group_transport(ctx.transport, h.local, h.local_index);
+  {
+    Context g = group_context(*local, h.local, h.local_index, kLocalReduce);
+    chain_reduce(g, bytes_of(send), bytes_of(recv), count, type, op);
+  }
+  if (h.leader_index >= 0 && h.leaders.size() > 1) {
+    auto leaders = make_group_transport(ctx.transport, h.leaders, h.leader_index);
+    Context g = group_context(*leaders, h.leaders, h.leader_index, kCross);
+    // Every leader on a host of its own: selection prices the leaders as a flat world.
+    std::vector<int> own_hosts(h.leaders.size());
+    for (size_t i = 0; i < own_hosts.size(); ++i) own_hosts[i] = static_cast<int>(i);
+    g.host_of_rank = own_hosts;
+    allreduce(g, Algorithm::kAuto, recv, recv, count, type, op);
+  }
+  if (h.local.size() > 1) {
+    Context g = group_context(*local, h.local, h.local_index, kLocalBroadcast);
+    broadcast(g, recv, count, type, 0);
+  }
+}
+
+}  // namespace tutti::collectives

@@ -1,0 +1,42 @@
+#include "collectives/placement.hpp"
+
+#include <algorithm>
+
+#include "core/env.hpp"
+
+namespace tutti::collectives {
+
+Placement placement_of(const Context& ctx) {
+  Placement p;
+  p.ranks = ctx.size;
+  p.max_local = ctx.size;
+  if (ctx.host_of_rank.size() == static_cast<size_t>(ctx.size) && ctx.size > 0) {
+    // Hosts are numbered densely from 0 by the communicator, so a count per index is enough.
+    const int hosts = *std::max_element(ctx.host_of_rank.begin(), ctx.host_of_rank.end()) + 1;
+    int max_local = 0;
+    int distinct = 0;
+    for (int h = 0; h < hosts; ++h) {
+      const int n =
+          static_cast<int>(std::count(ctx.host_of_rank.begin(), ctx.host_of_rank.end(), h));
+      max_local = std::max(max_local, n);
+      distinct += n > 0;
+    }
+    p.hosts = distinct;
+    p.max_local = max_local;
+  }
+  p.window = ctx.transport.local_window() != nullptr;
+  // With several hosts every rank has a TCP channel, with one host none has (unless
+  // TUTTI_TRANSPORT=tcp, which makes them all TCP): every rank sees the same flat link.
+  bool any_tcp = false;
+  for (int peer = 0; peer < ctx.size && !any_tcp; ++peer)
+    any_tcp = peer != ctx.rank && ctx.transport.channel(peer).kind() == "tcp";
+  static const std::string transport = env::get_choice("TUTTI_TRANSPORT");
+  p.flat = any_tcp ? Link::kTcp : Link::kShm;
+  // From the setting, not from this rank's channels: a rank alone on its host has no local
+  // channel to look at, and every rank must price the same way.
+  p.local = transport == "tcp" ? Link::kTcp : Link::kShm;
+  p.transport = transport;
+  return p;
+}
+
+}  // namespace tutti::collectives
