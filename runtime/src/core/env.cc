@@ -35,9 +35,13 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_LOG_LEVEL", Kind::kChoice, "warn", "error|warn|info|debug|trace", "Logging threshold (stderr)."},
     Variable{"TUTTI_TRANSPORT", Kind::kChoice, "auto", "auto|tcp|shm",
              "Per-peer transport: auto = shm for peers on this host, tcp otherwise."},
-    Variable{"TUTTI_ALGO", Kind::kChoice, "auto", "auto|ring|tree|hd|shm",
+    Variable{"TUTTI_ALGO", Kind::kChoice, "auto", "auto|ring|tree|hd|shm|hier",
              "Allreduce algorithm: ring, double binary tree, recursive halving-doubling, shared-memory "
-             "window (all ranks on one host), or chosen by size and placement."},
+             "window (all ranks on one host), hierarchical (reduce on each host, allreduce across hosts, "
+             "broadcast on each host), or auto: the cost model's pick per call."},
+    Variable{"TUTTI_TUNE_FILE", Kind::kString, "", "",
+             "Tuning file from `tutti-bench allreduce --tune FILE`: fitted latency/bandwidth lines that "
+             "replace the cost model's built-in constants for the placements they were measured on."},
     Variable{"TUTTI_SEGMENT_BYTES", Kind::kBytes, "256K", "",
              "Pipeline segment size of ring and tree collectives."},
     Variable{"TUTTI_SHM_RING_BYTES", Kind::kBytes, "1M", "",
