@@ -236,6 +236,98 @@ case "$CASE" in
     done
     expect_no_leftovers
     ;;
+  remote_kubexec_env)
+    # --pods through kubexec and a stand-in kubectl that runs "in the pod" right here: slots fill
+    # pods in order, each rank learns its pod as TUTTI_HOST, and the agent passes output through.
+    export KUBEXEC_KUBECTL="$(dirname "$0")/local_kubectl.sh"
+    run --pods job-worker-0,job-worker-1 --slots 2 --store-addr 127.0.0.1 -- \
+      sh -c 'echo "r=$TUTTI_RANK host=$TUTTI_HOST local=$TUTTI_LOCAL_RANK/$TUTTI_LOCAL_SIZE cross=$TUTTI_CROSS_RANK/$TUTTI_CROSS_SIZE restart=$TUTTI_RESTART_COUNT launcher=$TUTTI_LAUNCHER"'
+    expect_rc 0
+    expect_out '^\[0\] r=0 host=job-worker-0 local=0/2 cross=0/2 restart=0 launcher=tuttirun$'
+    expect_out '^\[1\] r=1 host=job-worker-0 local=1/2 cross=0/2'
+    expect_out '^\[2\] r=2 host=job-worker-1 local=0/2 cross=1/2'
+    expect_out '^\[3\] r=3 host=job-worker-1 local=1/2 cross=1/2'
+    [ "$(wc -l <"$WORK/out")" -eq 4 ] || fail "expected 4 lines"
+    # Only TUTTI_* and -x variables travel; the rest comes from the "pod".
+    TUTTI_LOG_LEVEL=warn NOT_FORWARDED=leak run --pods p0 --store-addr 127.0.0.1 -x SENT=yes -- \
+      sh -c 'echo "level=$TUTTI_LOG_LEVEL sent=$SENT not=${NOT_FORWARDED:-unset}"'
+    expect_rc 0
+    expect_out 'level=warn sent=yes not=unset'
+    run --pods p0 --store-addr 127.0.0.1 -- "$PROBE" lines 50 marker "$MARK"
+    expect_rc 0
+    check_lines "$WORK/out" 1 50 1
+    ;;
+  remote_kubexec_failure)
+    export KUBEXEC_KUBECTL="$(dirname "$0")/local_kubectl.sh"
+    # Rank 2 dies by SIGKILL in pod job-worker-1: tuttirun names the rank and the pod, stops the
+    # others through their agents, and nothing of the job remains.
+    run --pods job-worker-0,job-worker-1 --slots 2 --store-addr 127.0.0.1 --grace 1 -- \
+      "$PROBE" on 2 kill 9 grandchild 60 sleep 60 marker "$MARK"
+    [ "$RC" -ne 0 ] || fail "tuttirun succeeded although rank 2 was killed"
+    expect_err 'rank 2 on job-worker-1 \(pid [0-9]+\) exited with status 137'
+    expect_err 'rank 2 on job-worker-1 was killed by signal 9'
+    expect_no_leftovers
+    # A pod that never answers: no rank starts, exit 3, the pod and kubectl's reason are named.
+    LOCAL_KUBECTL_MISSING=job-worker-1 run --pods job-worker-0,job-worker-1 --probe-timeout 2 \
+      --store-addr 127.0.0.1 -- touch "$WORK/ran"
+    expect_rc 3
+    expect_err 'never became reachable within 2s through kubexec: job-worker-1 \(Error from server \(NotFound\): pods "job-worker-1" not found\)'
+    [ ! -e "$WORK/ran" ] || fail "a rank ran although a pod was unreachable"
+    ;;
+  restarts_and_output_dir)
+    export KUBEXEC_KUBECTL="$(dirname "$0")/local_kubectl.sh"
+    # Fails on attempts 0 and 1, succeeds on attempt 2; --output-dir keeps the last attempt's
+    # output per rank, untagged.
+    run --pods p0 --slots 2 --store-addr 127.0.0.1 --restarts 2 --restart-backoff 0.2 \
+      --output-dir "$WORK/logs" -- sh -c 'echo "attempt $TUTTI_RESTART_COUNT"; echo oops >&2; [ "$TUTTI_RESTART_COUNT" = 2 ]'
+    expect_rc 0
+    expect_err 'attempt 1 of 3 failed \(exit 1\); relaunching the whole job in 0.2s \(TUTTI_RESTART_COUNT=1\)'
+    expect_err 'attempt 2 of 3 failed'
+    [ "$(cat "$WORK/logs/rank.1/stdout")" = "attempt 2" ] || fail "rank.1/stdout: $(cat "$WORK/logs/rank.1/stdout")"
+    [ "$(cat "$WORK/logs/rank.0/stderr")" = "oops" ] || fail "rank.0/stderr: $(cat "$WORK/logs/rank.0/stderr")"
+    # Out of restarts: the last failure's status.
+    run -np 1 --restarts 1 --restart-backoff 0 -- sh -c 'exit 7'
+    expect_rc 7
+    expect_err 'attempt 1 of 2 failed'
+    ;;
+  dry_run_and_hosts)
+    printf 'a slots=2\nb:1 # mpich style\n\nc\n' >"$WORK/hosts"
+    run --hostfile "$WORK/hosts" --dry-run -- prog
+    expect_rc 0
+    expect_out 'dry run: 4 ranks on 3 hosts via ssh'
+    expect_out '^rank 2 host b local_rank 0/1 cross_rank 1/3$'
+    run -H localhost:3 --dry-run prog
+    expect_out 'via local; store at 127.0.0.1'
+    run -H localhost:3 -- sh -c 'echo "$TUTTI_RANK/$TUTTI_SIZE"'
+    expect_rc 0
+    expect_out '^\[2\] 2/3$'
+    run --hostfile "$WORK/hosts" -np 9 -- prog
+    expect_rc 2
+    expect_err '-np 9 asks for more ranks than the 4 slot'
+    printf 'good slots=1\nbad slots=0\n' >"$WORK/badhosts"
+    run --hostfile "$WORK/badhosts" -- prog
+    expect_rc 2
+    expect_err "$WORK/badhosts:2"
+    run --pods 'a;reboot' -- prog
+    expect_rc 2
+    run -H remote-host --exec local -- prog
+    expect_rc 2
+    expect_err '--exec local starts ranks on this host only'
+    ;;
+  rank_agent_stdin)
+    # The agent alone: a request on stdin, then stdin closes (tuttirun gone, stream dead): the rank
+    # and what it started are stopped, SIGTERM first.
+    req='{"tutti_rank_request":1,"rank":5,"host":"h","argv":["sh","-c","trap \"echo got-term; exit 3\" TERM; sleep 30 & wait"],"env":[["M","'"$MARK"'"]],"cwd":"/","grace":2}'
+    { echo "$req"; sleep 1; } | "$TUTTIRUN" --rank-agent >"$WORK/out" 2>"$WORK/err"
+    RC=$?
+    expect_rc 3
+    expect_out got-term
+    # Garbage instead of a request: a clear refusal, status 125.
+    echo 'not json' | "$TUTTIRUN" --rank-agent >"$WORK/out" 2>"$WORK/err"
+    RC=$?
+    expect_rc 125
+    expect_err 'malformed rank request'
+    ;;
   *)
     echo "unknown case $CASE" >&2
     exit 2

@@ -66,20 +66,24 @@ TEST(ExitStatusText, FailureLine) {
             "tuttirun: rank 2 (pid 1234) exited with status 3");
   EXPECT_EQ(rank_failure_line(0, 7, ExitStatus::signaled(9)),
             "tuttirun: rank 0 (pid 7) was killed by signal 9 (SIGKILL)");
+  EXPECT_EQ(rank_failure_line(2, 8, ExitStatus::exited(137), "job-worker-1"),
+            "tuttirun: rank 2 on job-worker-1 (pid 8) exited with status 137");
   EXPECT_EQ(signal_name(9), "SIGKILL");
   EXPECT_EQ(signal_name(1000), "signal 1000");
 }
 
 TEST(ExitStatusText, Summary) {
   EXPECT_EQ(failure_summary({}, 4), "");
-  std::vector<RankOutcome> failed{{1, 10, ExitStatus::exited(3), false},
-                                  {2, 11, ExitStatus::signaled(15), true}};
+  std::vector<RankOutcome> failed{{1, 10, ExitStatus::exited(3), false, ""},
+                                  {2, 11, ExitStatus::signaled(15), true, ""}};
   EXPECT_EQ(failure_summary(failed, 4),
             "tuttirun: 2 of 4 ranks failed: rank 1 (pid 10) exited with status 3; rank 2 (pid 11) "
             "was killed by "
             "signal 15 (SIGTERM) sent by tuttirun");
-  EXPECT_EQ(failure_summary({{0, 5, ExitStatus::exited(1), false}}, 1),
+  EXPECT_EQ(failure_summary({{0, 5, ExitStatus::exited(1), false, ""}}, 1),
             "tuttirun: 1 of 1 rank failed: rank 0 (pid 5) exited with status 1");
+  EXPECT_EQ(failure_summary({{3, 6, ExitStatus::exited(137), false, "job-worker-1"}}, 4),
+            "tuttirun: 1 of 4 ranks failed: rank 3 on job-worker-1 (pid 6) exited with status 137");
 }
 
 }  // namespace
