@@ -6,7 +6,9 @@ NP        ?= 4
 BENCH_DIR ?= $(BUILD_DIR)/bench
 BENCH_FLAGS ?=
 
-.PHONY: deps configure build test demo bench format clean
+FUZZ_SECONDS ?= 30
+
+.PHONY: deps configure build test demo bench fuzz format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -27,6 +29,10 @@ demo: build
 # $(BENCH_DIR)/*.txt, *.csv and allreduce.svg/.png. See docs/PERFORMANCE.md.
 bench: build
 	bash bench/sweep.sh $(BUILD_DIR) $(BENCH_DIR) $(BENCH_FLAGS)
+
+# libFuzzer on the hostfile parser (clang, ASan+UBSan) for FUZZ_SECONDS; CI runs it after the tests.
+fuzz: deps
+	bash scripts/fuzz.sh $(BUILD_DIR)/fuzz $(FUZZ_SECONDS)
 
 format:
 	@git ls-files '*.cc' '*.hpp' '*.h' '*.cpp' | xargs clang-format -i

@@ -12,6 +12,8 @@ packages=(
   iproute2 procps psmisc
   # Peers for tutti-bench --baseline mpi|gloo, and gnuplot for bench/plot.sh (make bench).
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
+  # clang with libFuzzer (scripts/fuzz.sh, make fuzz): the hostfile parser is fuzzed in CI.
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()
