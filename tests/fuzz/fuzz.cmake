@@ -3,10 +3,8 @@
 # relative to this file so either works.
 #  - hostfile_fuzz_replay (any compiler): runs the fuzz function over the seed corpus; a ctest.
 #  - hostfile_parse_fuzz (clang only): the libFuzzer binary, with ASan and UBSan; ctest runs it for
-#    a few seconds. Configure a clang build to get it:
-#      cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang
-#      cmake --build build-fuzz --target hostfile_parse_fuzz
-#      build-fuzz/bin/hostfile_parse_fuzz -max_total_time=60 /tmp/work-corpus tests/fuzz/corpus
+#    a few seconds in a clang-configured tree. The usual g++ tree does not have it, so CI runs
+#    scripts/fuzz.sh (`make fuzz`), which compiles the same target with clang directly.
 # Add a crashing input to corpus/ after fixing it, so the replay keeps it fixed.
 set(FUZZ_CORPUS ${CMAKE_CURRENT_LIST_DIR}/corpus)
 set(FUZZ_WORK ${PROJECT_BINARY_DIR}/tests/fuzz/corpus-work)
