@@ -1,11 +1,10 @@
-/* mpi_pods_check: an MPI program for the pod tests. Every rank reports the network namespace it runs
- * in and its address in 198.18.0.0/15 (the pods' range), then checks an MPI_Allreduce whose exact
- * result is known, and rank 0 says how many distinct namespaces the ranks ran in. Output lines:
- *   mpi_pods_check: rank R of N addr A netns I
- *   mpi_pods_check: allreduce OK on N ranks in D network namespaces      (rank 0, on success)
- *   mpi_pods_check: WRONG ...                                            (exit 1)
- * The tests compare D with the number of pods: ranks that all ran on the launcher's host would
- * still get the sum right. */
+/* mpi_pods_check: an MPI program for the pod tests. Every rank reports the network namespace it
+ * runs in and its address in 198.18.0.0/15 (the pods' range), then checks an MPI_Allreduce whose
+ * exact result is known, and rank 0 says how many distinct namespaces the ranks ran in. Output
+ * lines: mpi_pods_check: rank R of N addr A netns I mpi_pods_check: allreduce OK on N ranks in D
+ * network namespaces      (rank 0, on success) mpi_pods_check: WRONG ... (exit 1) The tests compare
+ * D with the number of pods: ranks that all ran on the launcher's host would still get the sum
+ * right. */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <mpi.h>
@@ -48,7 +47,8 @@ int main(int argc, char** argv) {
   printf("mpi_pods_check: rank %d of %d addr %s netns %llu\n", rank, size, addr, netns);
   fflush(stdout);
 
-  /* Element i of rank r is r * kCount + i, so the sum is size * i + kCount * size * (size - 1) / 2. */
+  /* Element i of rank r is r * kCount + i, so the sum is size * i + kCount * size * (size - 1) / 2.
+   */
   static long long send[kCount], recv[kCount];
   for (int i = 0; i < kCount; ++i) send[i] = (long long)rank * kCount + i;
   MPI_Allreduce(send, recv, kCount, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
   unsigned long long all[1024];
   int distinct = 0;
   if (size <= 1024) {
-    MPI_Allgather(&netns, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+    MPI_Allgather(&netns, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG,
+                  MPI_COMM_WORLD);
     for (int r = 0; r < size; ++r) {
       int seen = 0;
       for (int q = 0; q < r; ++q) seen |= all[q] == all[r];

@@ -23,6 +23,7 @@ done
 
 # shellcheck source=pods.sh
 source "$HERE/pods.sh"
+pods_check_possible  # every case needs pods: skip (77) first, before any other check can fail
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-pods-$CASE.XXXXXX")
 pods_user_cleanup() { rm -rf "$WORK"; }
@@ -46,6 +47,8 @@ fail() {
   exit 1
 }
 note() { echo "[$CASE] $*"; }
+# show FILE REGEX: the matching lines, for the log.
+show() { grep -E -- "$2" "$WORK/$1" | head -n 5 | sed "s/^/[$CASE] $1: /"; }
 
 # run SECONDS CMD...: runs CMD under timeout with stdout/stderr to $WORK/out, $WORK/err, no stdin;
 # RC holds its status, ELAPSED its wall seconds.
@@ -250,6 +253,7 @@ EOF
     run 280 "$TUTTIRUN" --pods "$pods" --slots 2 "${common[@]}" -- "$CHECK" --counts 0,1,N-1,1000
     note "6 ranks in 3 pods: ${ELAPSED}s"
     expect_rc 0
+    show out 'collectives_check: '
     expect_out '^\[0\] collectives_check: 6 ranks, [0-9]+ checks per rank, 0 failed$'
     expect_no_leftovers sweep
     run 120 "$TUTTIRUN" --pods "$pods" --slots 1 -np 2 "${common[@]}" -- "$CHECK" --counts 1,1000
@@ -285,6 +289,7 @@ EOF
     RC=$?
     # Which failure tuttirun sees first (rank 1's death, or a peer's error about it) is a race, so
     # only "non-zero" is certain; the line about rank 1 must be there either way.
+    show err 'rank 1 on kill-worker-1|ranks failed'
     expect_fail
     expect_err 'rank 1 on kill-worker-1\b.*(status 137|signal 9|SIGKILL)'
     expect_no_leftovers kill
@@ -297,6 +302,7 @@ EOF
     # unreach-worker-2 has no namespace: nothing may start anywhere, exit 3 within the deadline.
     run 60 "$TUTTIRUN" "${common[@]}" --probe-timeout 3 -- "$PROBE" touch "$WORK/ran"
     note "unreachable pod: exit $RC after ${ELAPSED}s"
+    show err 'never became reachable'
     expect_rc 3
     [ "$ELAPSED" -le 15 ] || fail "took ${ELAPSED}s to give up; --probe-timeout was 3s"
     expect_err '^tuttirun: .*never became reachable within [^:]*: .*unreach-worker-2'
@@ -313,6 +319,7 @@ EOF
     run 90 "$TUTTIRUN" "${common[@]}" --probe-timeout 60 -- "$PROBE" touch "$WORK/late"
     wait $late || fail "could not add the late pod"
     note "late pod: exit $RC after ${ELAPSED}s"
+    show err 'waiting for'
     expect_rc 0
     expect_err '^tuttirun: waiting for 1/3 hosts: unreach-worker-2'
     for r in 0 1 2; do [ -e "$WORK/late.$r" ] || fail "rank $r did not run"; done
