@@ -293,6 +293,21 @@ EOF
     expect_fail
     expect_err 'rank 1 on kill-worker-1\b.*(status 137|signal 9|SIGKILL)'
     expect_no_leftovers kill
+    # --restarts: rank 1 fails in its pod on the first attempt only; the whole job is relaunched
+    # and TUTTI_RESTART_COUNT tells the ranks which attempt they are in.
+    flaky=(sh -c '[ "$TUTTI_RANK" = 1 ] && [ "$TUTTI_RESTART_COUNT" = 0 ] && exit 7; exec "$0" show TUTTI_RESTART_COUNT' "$PROBE")
+    run 120 "$TUTTIRUN" --pods "$(pod_names kill 3)" --exec kubexec --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" \
+      --probe-timeout 20 --restarts 2 --restart-backoff 0.5 -- "${flaky[@]}"
+    show err 'rank 1 on kill-worker-1'
+    expect_rc 0
+    expect_err 'rank 1 on kill-worker-1\b.*status 7'
+    for r in 0 1 2; do expect_out "^\[$r\] TUTTI_RESTART_COUNT=1\$"; done
+    # Without restarts the same failure is the job's status.
+    run 120 "$TUTTIRUN" --pods "$(pod_names kill 3)" --exec kubexec --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" \
+      --probe-timeout 20 -- "${flaky[@]}"
+    expect_rc 7
+    expect_err '^tuttirun: .*rank 1 on kill-worker-1 \(pid [0-9]+\) exited with status 7'
+    expect_no_leftovers kill
     ;;
 
   tuttirun_pods_unreachable)
@@ -361,6 +376,33 @@ EOF
     expect_rc 0
     check_rank 0 hostf-worker-0 0 2 0 1 2
     check_rank 1 hostf-worker-0 1 2 0 1 2
+    # --pods-file in `kubectl get pods -o name` form, and --output-dir's per-rank files.
+    printf 'pod/hostf-worker-1\npod/hostf-worker-0\n' >"$WORK/pods"
+    run 120 "$TUTTIRUN" --pods-file "$WORK/pods" --slots 1 --output-dir "$WORK/outdir" "${common[@]}" -- "${report[@]}"
+    expect_rc 0
+    check_rank 0 hostf-worker-1 0 1 0 2 2
+    check_rank 1 hostf-worker-0 0 1 1 2 2
+    grep -qx 'NETNS=hostf-worker-0' "$WORK/outdir/rank.1/stdout" 2>/dev/null ||
+      fail "--output-dir: rank.1/stdout lacks NETNS=hostf-worker-0"
+    grep -qx 'TUTTI_RANK=1' "$WORK/outdir/rank.1/stdout" || fail "--output-dir: rank.1/stdout lacks TUTTI_RANK=1"
+    [ -e "$WORK/outdir/rank.0/stderr" ] || fail "--output-dir: no rank.0/stderr"
+    # Hostile host lists: refused before anything runs, naming the file and line at fault; kubectl
+    # is never called.
+    printf '#!/usr/bin/env bash\ntouch %q\nexec %q "$@"\n' "$WORK/kubectl-called" "$HERE/kubectl" >"$WORK/kubectl-logged"
+    chmod +x "$WORK/kubectl-logged"
+    MARK="$WORK/marker"
+    printf 'hostf-worker-0 slots=2\nhostf-worker-1;touch %s slots=1\n' "$MARK" >"$WORK/bad"
+    run 60 env KUBEXEC_KUBECTL="$WORK/kubectl-logged" "$TUTTIRUN" --hostfile "$WORK/bad" "${common[@]}" -- touch "$MARK"
+    expect_rc 2
+    expect_err "$WORK/bad:2"
+    for pods in "hostf-worker-0,hostf-worker-1\$(touch $MARK)" "hostf-worker-0,-hostf-worker-1" \
+      "hostf-worker-0,hostf-worker-1 touch $MARK" "hostf-worker-0,hostf-worker-1"$'\n'"touch $MARK"; do
+      run 60 env KUBEXEC_KUBECTL="$WORK/kubectl-logged" "$TUTTIRUN" --pods "$pods" "${common[@]}" -- touch "$MARK"
+      expect_rc 2
+      expect_err 'not a valid pod name'
+    done
+    [ -e "$WORK/kubectl-called" ] && fail "a hostile host list reached kubectl"
+    [ -e "$MARK" ] && fail "a hostile host list ran a command"
     expect_no_leftovers hostf
     ;;
 
