@@ -48,7 +48,8 @@ class ChildProcess {
   // The read ends of the child's stdout/stderr pipes (non-blocking); each can be taken once.
   UniqueFd take_stdout() { return std::move(stdout_); }
   UniqueFd take_stderr() { return std::move(stderr_); }
-  // The write end of the child's stdin pipe (blocking), when SpawnRequest::pipe_stdin asked for one.
+  // The write end of the child's stdin pipe (blocking), when SpawnRequest::pipe_stdin asked for
+  // one.
   UniqueFd take_stdin() { return std::move(stdin_); }
 
   // waitpid(WNOHANG): the status when the process has ended (and it is now reaped), else nullopt.

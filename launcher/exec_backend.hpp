@@ -64,7 +64,8 @@ struct RemoteBackendOptions {
 };
 
 // Each rank is a local ssh/kubexec process running `tuttirun --rank-agent` on the rank's host; its
-// request goes over that process's stdin, which stays open until the job stops (see rank_agent.hpp).
+// request goes over that process's stdin, which stays open until the job stops (see
+// rank_agent.hpp).
 std::unique_ptr<ExecBackend> make_remote_backend(RemoteBackendOptions options);
 
 // Quotes a word for a POSIX shell (ssh and kubexec hand the remote command to `sh -c`).

@@ -31,8 +31,7 @@ std::string rank_and_host(int rank, const std::string& host) {
 
 std::string rank_failure_line(int rank, pid_t pid, const ExitStatus& status,
                               const std::string& host) {
-  return fmt::format("tuttirun: {} (pid {}) {}", rank_and_host(rank, host), pid,
-                     status.describe());
+  return fmt::format("tuttirun: {} (pid {}) {}", rank_and_host(rank, host), pid, status.describe());
 }
 
 }  // namespace tutti::launcher

@@ -1,6 +1,6 @@
 // Where the job's hosts come from: --hostfile, -H, --pods/--pods-file, or, with none of them, the
-// hostfile an MPIJob launcher pod already has (/etc/mpi/hostfile, or the one Open MPI / PRTE is told
-// about in the environment). No host source at all means this host only.
+// hostfile an MPIJob launcher pod already has (/etc/mpi/hostfile, or the one Open MPI / PRTE is
+// told about in the environment). No host source at all means this host only.
 #pragma once
 
 #include <functional>
@@ -13,11 +13,11 @@
 namespace tutti::launcher {
 
 struct HostOptions {
-  std::string hostfile;    // --hostfile
-  std::string host_list;   // -H
-  std::string pods;        // --pods
-  std::string pods_file;   // --pods-file
-  int slots = 0;           // --slots; 0: not given (1 for pods and -H entries without :N)
+  std::string hostfile;   // --hostfile
+  std::string host_list;  // -H
+  std::string pods;       // --pods
+  std::string pods_file;  // --pods-file
+  int slots = 0;          // --slots; 0: not given (1 for pods and -H entries without :N)
 };
 
 enum class HostOrigin { kThisHost, kHostfile, kHostList, kPods, kMpiJob };

@@ -26,7 +26,8 @@
 namespace tutti::launcher {
 namespace {
 
-// Removes the job's leftover shared memory on every way out of an attempt, after the ranks are gone.
+// Removes the job's leftover shared memory on every way out of an attempt, after the ranks are
+// gone.
 class SegmentSweep {
  public:
   explicit SegmentSweep(std::string job_id) : job_id_(std::move(job_id)) {}
@@ -107,9 +108,10 @@ StoreEndpoint choose_store(const LaunchOptions& options, const JobPlan& plan, bo
   const std::string& first = plan.slots.front().host;
   if (auto a = address_on_route_to(first)) return {*a, "0.0.0.0"};
   if (auto a = default_route_address()) {
-    log::info("tuttirun: {} does not resolve here; the store is at this machine's default-route "
-              "address {}",
-              first, *a);
+    log::info(
+        "tuttirun: {} does not resolve here; the store is at this machine's default-route "
+        "address {}",
+        first, *a);
     return {*a, "0.0.0.0"};
   }
   throw make_error(ErrorCode::kConfig,
@@ -242,9 +244,8 @@ int run_job(const LaunchOptions& options) {
   std::string exec;
   try {
     exports = resolve_exports(options.exports, launcher_env, &unset);
-    hosts = select_hosts(options.hosts, process_env, [](const std::string& path) {
-      return ::access(path.c_str(), R_OK) == 0;
-    });
+    hosts = select_hosts(options.hosts, process_env,
+                         [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; });
     if (hosts.origin == HostOrigin::kThisHost) {
       if (options.np < 1)
         throw make_error(ErrorCode::kConfig, "-np N is required when no hosts are given");
@@ -252,8 +253,8 @@ int run_job(const LaunchOptions& options) {
     } else {
       plan = plan_hosts(hosts.hosts, options.np);
       if (options.verbose || hosts.origin == HostOrigin::kMpiJob)
-        log::info("tuttirun: {} ranks on {} hosts from {}", plan.world_size(),
-                  plan.hosts().size(), hosts.source);
+        log::info("tuttirun: {} ranks on {} hosts from {}", plan.world_size(), plan.hosts().size(),
+                  hosts.source);
     }
     exec = choose_exec(options, hosts, plan);
   } catch (const Error& e) {
@@ -267,7 +268,7 @@ int run_job(const LaunchOptions& options) {
     std::string shell;
     if (exec == "kubexec") shell = options.kubexec.empty() ? default_kubexec() : options.kubexec;
     if (exec == "ssh" && options.ssh != "ssh") shell = options.ssh;
-    return run_mpirun(options, hosts, plan, shell, exports, launcher_env);
+    return run_mpirun(options, hosts, plan, shell, exec == "kubexec", exports, launcher_env);
   }
 
   JobSetup setup{options, std::move(plan), exec, {}, launcher_env, exports, {}};
@@ -299,8 +300,8 @@ int run_job(const LaunchOptions& options) {
     std::unique_ptr<ExecBackend> prober = make_backend(setup);
     prober->check_command(options.command, command_env);
     FdSink progress(STDOUT_FILENO, STDERR_FILENO);
-    ProbeResult probe = probe_hosts(*prober, setup.plan.hosts(), options.probe_timeout_seconds,
-                                    progress, signals);
+    ProbeResult probe =
+        probe_hosts(*prober, setup.plan.hosts(), options.probe_timeout_seconds, progress, signals);
     if (probe.interrupted_by) return 128 + *probe.interrupted_by;
     if (!probe.unreachable.empty()) {
       print_error(fmt::format(
@@ -308,8 +309,8 @@ int run_job(const LaunchOptions& options) {
           "tuttirun: no rank was started. Check that the pods run (kubectl get pods), the names, "
           "namespace and container (KUBEXEC_NAMESPACE, KUBEXEC_CONTAINER), or raise "
           "--probe-timeout.",
-          probe.unreachable.size(), setup.plan.hosts().size(), options.probe_timeout_seconds,
-          exec, describe_hosts(probe.unreachable, 20)));
+          probe.unreachable.size(), setup.plan.hosts().size(), options.probe_timeout_seconds, exec,
+          describe_hosts(probe.unreachable, 20)));
       return kExitHostsUnreachable;
     }
   }

@@ -28,6 +28,9 @@ MpirunCommand mpirun_command(const MpirunInputs& in) {
     else
       out.env.emplace_back("OMPI_MCA_plm_rsh_agent", in.remote_shell);
   }
+  if (in.no_tree_spawn)
+    out.env.emplace_back(
+        in.major >= 5 ? "PRTE_MCA_plm_ssh_no_tree_spawn" : "OMPI_MCA_plm_rsh_no_tree_spawn", "1");
   return out;
 }
 

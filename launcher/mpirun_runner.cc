@@ -30,7 +30,8 @@ void say(const std::string& text, Stream stream = Stream::kStderr) {
 
 // `mpirun --version`, within a deadline: a broken installation must not hang tuttirun.
 std::string version_output(const std::string& mpirun, const Environment& env) {
-  ChildProcess p = ChildProcess::spawn(SpawnRequest{mpirun, {mpirun, "--version"}, env.to_strings(), 0});
+  ChildProcess p =
+      ChildProcess::spawn(SpawnRequest{mpirun, {mpirun, "--version"}, env.to_strings(), 0});
   UniqueFd out = p.take_stdout();
   UniqueFd err = p.take_stderr();
   std::string text;
@@ -40,8 +41,10 @@ std::string version_output(const std::string& mpirun, const Environment& env) {
     pollfd fd{out.get(), POLLIN, 0};
     ::poll(&fd, 1, deadline.remaining_ms(200));
     ssize_t n = ::read(out.get(), buf, sizeof buf);
-    if (n > 0) text.append(buf, static_cast<size_t>(n));
-    else if (n == 0 || (errno != EAGAIN && errno != EINTR)) out.reset();
+    if (n > 0)
+      text.append(buf, static_cast<size_t>(n));
+    else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+      out.reset();
   }
   while (!p.try_reap() && !deadline.expired()) ::poll(nullptr, 0, 20);
   if (!p.reaped())
@@ -54,8 +57,8 @@ class TemporaryHostfile {
  public:
   explicit TemporaryHostfile(const std::string& text) {
     const char* dir = std::getenv("TMPDIR");
-    std::string pattern = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") +
-                          "/tuttirun-hostfile-XXXXXX";
+    std::string pattern =
+        std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/tuttirun-hostfile-XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
     int fd = ::mkstemp(name.data());
@@ -79,14 +82,15 @@ class TemporaryHostfile {
 }  // namespace
 
 int run_mpirun(const LaunchOptions& options, const HostSelection& hosts, const JobPlan& plan,
-               const std::string& remote_shell, const std::vector<EnvExport>& exports,
-               const Environment& launcher_env) {
+               const std::string& remote_shell, bool no_tree_spawn,
+               const std::vector<EnvExport>& exports, const Environment& launcher_env) {
   Environment env = launcher_env;
   for (const EnvExport& e : exports) env.set(e.name, e.value);
-  CommandLookup found = find_executable(
-      options.mpirun_path, env.get("PATH").value_or("/usr/local/bin:/usr/bin:/bin"));
+  CommandLookup found = find_executable(options.mpirun_path,
+                                        env.get("PATH").value_or("/usr/local/bin:/usr/bin:/bin"));
   if (!found.found()) {
-    say(fmt::format("tuttirun: --mpirun: {}; install Open MPI (openmpi-bin) or pass "
+    say(
+        fmt::format("tuttirun: --mpirun: {}; install Open MPI (openmpi-bin) or pass "
                     "--mpirun-path",
                     found.problem));
     return kExitCommandNotFound;
@@ -99,7 +103,8 @@ int run_mpirun(const LaunchOptions& options, const HostSelection& hosts, const J
     return 1;
   }
   if (!major) {
-    say(fmt::format("tuttirun: --mpirun: {} is not Open MPI ('--version' does not say "
+    say(
+        fmt::format("tuttirun: --mpirun: {} is not Open MPI ('--version' does not say "
                     "\"(Open MPI)\"); --mpirun drives Open MPI 4 and 5. For MPICH/Intel MPI, run "
                     "their mpiexec with -launcher-exec kubexec and a hostfile from tutti-hostfile "
                     "--format mpich",
@@ -117,6 +122,7 @@ int run_mpirun(const LaunchOptions& options, const HostSelection& hosts, const J
   in.hostfile_path = hostfile ? hostfile->path() : "";
   in.np = options.np > 0 ? options.np : plan.world_size();
   in.remote_shell = remote_shell;
+  in.no_tree_spawn = no_tree_spawn;
   for (const std::string& entry : launcher_env.to_strings())
     if (entry.starts_with("TUTTI_")) in.forwarded.push_back(entry.substr(0, entry.find('=')));
   for (const EnvExport& e : exports)

@@ -14,7 +14,7 @@
 namespace tutti::launcher {
 
 int run_mpirun(const LaunchOptions& options, const HostSelection& hosts, const JobPlan& plan,
-               const std::string& remote_shell, const std::vector<EnvExport>& exports,
-               const Environment& launcher_env);
+               const std::string& remote_shell, bool no_tree_spawn,
+               const std::vector<EnvExport>& exports, const Environment& launcher_env);
 
 }  // namespace tutti::launcher

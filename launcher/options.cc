@@ -1,13 +1,12 @@
 #include "launcher/options.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
 #include <string_view>
-
-#include <unistd.h>
 
 #include "core/env.hpp"
 #include "tutti/error.hpp"
@@ -18,11 +17,11 @@ namespace {
 // Options that consume the next argument unless written as --opt=value. Needed to find where the
 // rank command starts without letting CLI11 swallow the command's own options.
 constexpr std::array<std::string_view, 25> kValueOptions = {
-    "-np",         "-n",           "--np",        "--timeout",          "--grace",
-    "-x",          "--job-id",     "--store-port", "--hostfile",        "--machinefile",
-    "-H",          "--host",       "--pods",      "--pods-file",        "--slots",
-    "--exec",      "--kubexec",    "--ssh",       "--remote-tuttirun",  "--probe-timeout",
-    "--store-addr", "--output-dir", "--restarts", "--restart-backoff",  "--mpirun-path"};
+    "-np",          "-n",           "--np",         "--timeout",         "--grace",
+    "-x",           "--job-id",     "--store-port", "--hostfile",        "--machinefile",
+    "-H",           "--host",       "--pods",       "--pods-file",       "--slots",
+    "--exec",       "--kubexec",    "--ssh",        "--remote-tuttirun", "--probe-timeout",
+    "--store-addr", "--output-dir", "--restarts",   "--restart-backoff", "--mpirun-path"};
 
 bool takes_value(std::string_view arg) {
   return std::find(kValueOptions.begin(), kValueOptions.end(), arg) != kValueOptions.end();
@@ -118,8 +117,9 @@ ParseResult parse_options(std::span<const std::string> args) {
   app.add_option("--kubexec", opts.kubexec,
                  "The kubexec shim (default: kubexec beside tuttirun, else on PATH); it reads "
                  "KUBEXEC_NAMESPACE, KUBEXEC_CONTAINER, ... from this environment");
-  app.add_option("--ssh", opts.ssh, "ssh program (default ssh; run with BatchMode and a 10s "
-                                    "connect timeout)");
+  app.add_option("--ssh", opts.ssh,
+                 "ssh program (default ssh; run with BatchMode and a 10s "
+                 "connect timeout)");
   app.add_option("--remote-tuttirun", opts.remote_tuttirun,
                  "tuttirun's path on the hosts, which runs each remote rank (default: this "
                  "tuttirun's path)");
@@ -169,9 +169,8 @@ ParseResult parse_options(std::span<const std::string> args) {
   bool hosts_given =
       !h.hostfile.empty() || !h.host_list.empty() || !h.pods.empty() || !h.pods_file.empty();
   if (app.count("--np") == 0 && !hosts_given &&
-      !mpijob_hostfile(
-          process_env,
-          [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }))
+      !mpijob_hostfile(process_env,
+                       [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }))
     return usage_error(
         "-np N is required (the number of ranks to start) unless hosts are given (--hostfile, "
         "-H, --pods)");

@@ -19,13 +19,13 @@ inline constexpr int kExitCommandNotFound = 127;
 struct LaunchOptions {
   int np = 0;  // 0: not given (every slot of the hosts)
   HostOptions hosts;
-  std::string exec;             // local|ssh|kubexec; empty: chosen from the hosts
-  std::string kubexec;          // empty: kubexec next to tuttirun, else on PATH
+  std::string exec;     // local|ssh|kubexec; empty: chosen from the hosts
+  std::string kubexec;  // empty: kubexec next to tuttirun, else on PATH
   std::string ssh = "ssh";
   std::string remote_tuttirun;  // empty: this tuttirun's absolute path
   double probe_timeout_seconds = 120.0;
-  std::string store_addr;       // empty: the address on the route to the first host
-  std::string output_dir;       // empty: output only to the terminal
+  std::string store_addr;  // empty: the address on the route to the first host
+  std::string output_dir;  // empty: output only to the terminal
   int restarts = 0;
   double restart_backoff_seconds = 10.0;
   bool mpirun = false;

@@ -1,14 +1,13 @@
 #include "launcher/output_mux.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fcntl.h>
-#include <sys/stat.h>
 
 #include "core/error.hpp"
 
@@ -50,7 +49,8 @@ UniqueFd open_copy_file(const std::string& dir, int rank, Stream stream) {
       throw_system_error(fmt::format("tuttirun: --output-dir: cannot create {}", d), errno);
   std::string path = rank_dir + (stream == Stream::kStdout ? "/stdout" : "/stderr");
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) throw_system_error(fmt::format("tuttirun: --output-dir: cannot write {}", path), errno);
+  if (!fd.valid())
+    throw_system_error(fmt::format("tuttirun: --output-dir: cannot write {}", path), errno);
   return fd;
 }
 

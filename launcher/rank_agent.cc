@@ -103,12 +103,10 @@ class RankRunner {
                           status->describe()));
         return status->shell_code();
       }
-      pollfd fds[2] = {{stdin_open ? STDIN_FILENO : -1, POLLIN, 0},
-                       {signals_.fd(), POLLIN, 0}};
+      pollfd fds[2] = {{stdin_open ? STDIN_FILENO : -1, POLLIN, 0}, {signals_.fd(), POLLIN, 0}};
       int r = ::poll(fds, 2, kill_at.remaining_ms(200));
       if (r < 0 && errno != EINTR) break;
-      if (stdin_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
-          stdin_closed()) {
+      if (stdin_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 && stdin_closed()) {
         stdin_open = false;
         stop(&kill_at);
       }
@@ -149,10 +147,10 @@ class RankRunner {
 std::string encode_agent_request(const AgentRequest& request) {
   nlohmann::json env = nlohmann::json::array();
   for (const auto& [name, value] : request.env) env.push_back({name, value});
-  nlohmann::json j = {{"tutti_rank_request", 1},   {"rank", request.rank},
-                      {"host", request.host},       {"argv", request.argv},
-                      {"env", env},                 {"cwd", request.cwd},
-                      {"grace", request.grace_seconds}};
+  nlohmann::json j = {
+      {"tutti_rank_request", 1},       {"rank", request.rank}, {"host", request.host},
+      {"argv", request.argv},          {"env", env},           {"cwd", request.cwd},
+      {"grace", request.grace_seconds}};
   // Invalid UTF-8 in an argument is passed through byte for byte rather than refused.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
@@ -166,8 +164,8 @@ AgentRequest decode_agent_request(std::string_view line) {
     req.rank = j.at("rank").get<int>();
     req.host = j.at("host").get<std::string>();
     req.argv = j.at("argv").get<std::vector<std::string>>();
-    for (const auto& e : j.at("env")) req.env.emplace_back(e.at(0).get<std::string>(),
-                                                         e.at(1).get<std::string>());
+    for (const auto& e : j.at("env"))
+      req.env.emplace_back(e.at(0).get<std::string>(), e.at(1).get<std::string>());
     req.cwd = j.value("cwd", "");
     req.grace_seconds = j.value("grace", 5.0);
     if (req.argv.empty() || req.argv[0].empty())
@@ -184,7 +182,8 @@ int run_rank_agent(double request_timeout_seconds) {
   ::signal(SIGPIPE, SIG_IGN);
   AgentRequest request;
   try {
-    request = decode_agent_request(read_request_line(Deadline::after_seconds(request_timeout_seconds)));
+    request =
+        decode_agent_request(read_request_line(Deadline::after_seconds(request_timeout_seconds)));
   } catch (const Error& e) {
     say(fmt::format("tuttirun --rank-agent: {}", e.what()));
     return kBrokenRequest;

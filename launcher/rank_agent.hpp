@@ -16,11 +16,11 @@ namespace tutti::launcher {
 
 struct AgentRequest {
   int rank = 0;
-  std::string host;                                         // as tuttirun names it, for messages
-  std::vector<std::string> argv;                            // argv[0] looked up on the rank's PATH
-  std::vector<std::pair<std::string, std::string>> env;     // set over the host's environment
-  std::string cwd;                                          // used when it exists on the host
-  double grace_seconds = 5.0;                               // between SIGTERM and SIGKILL
+  std::string host;                                      // as tuttirun names it, for messages
+  std::vector<std::string> argv;                         // argv[0] looked up on the rank's PATH
+  std::vector<std::pair<std::string, std::string>> env;  // set over the host's environment
+  std::string cwd;                                       // used when it exists on the host
+  double grace_seconds = 5.0;                            // between SIGTERM and SIGKILL
 };
 
 // One line of JSON, '\n'-terminated.

@@ -1,7 +1,8 @@
-// The ssh and kubexec backends. Every rank is a local helper process (ssh or kubexec) in one process
-// group; what runs on the host is the rank agent, which gets the rank's request over the helper's
-// stdin. Stopping the job closes those stdins: each agent then stops its rank with SIGTERM and,
-// after the grace period, SIGKILL. SIGKILL to the helpers is the last step, for a stream that hangs.
+// The ssh and kubexec backends. Every rank is a local helper process (ssh or kubexec) in one
+// process group; what runs on the host is the rank agent, which gets the rank's request over the
+// helper's stdin. Stopping the job closes those stdins: each agent then stops its rank with SIGTERM
+// and, after the grace period, SIGKILL. SIGKILL to the helpers is the last step, for a stream that
+// hangs.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -145,7 +146,8 @@ class RemoteBackend : public ExecBackend {
 
 std::string shell_quote(const std::string& word) {
   if (!word.empty() &&
-      word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") ==
+      word.find_first_not_of(
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./=:,+@%") ==
           std::string::npos)
     return word;
   std::string out = "'";

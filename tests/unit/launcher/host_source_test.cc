@@ -45,8 +45,8 @@ TEST(HostList, SlotsAndDefaults) {
 }
 
 TEST(HostList, BadEntriesNameTheProblem) {
-  for (std::string bad : {"a:0", "a:-1", "a:x", "a:2:3", "A_B", "a,a", "$(reboot)", "a b", ",,",
-                          "-rf"}) {
+  for (std::string bad :
+       {"a:0", "a:-1", "a:x", "a:2:3", "A_B", "a,a", "$(reboot)", "a b", ",,", "-rf"}) {
     try {
       parse_host_list(bad, 1);
       ADD_FAILURE() << "accepted " << bad;
@@ -91,9 +91,10 @@ TEST(SelectHosts, OneSourceAtATime) {
 TEST(SelectHosts, MpiJobHostfileFromTheEnvironmentOrEtcMpi) {
   std::string path = ::testing::TempDir() + "/mpijob_hostfile";
   std::ofstream(path) << "pi-worker-0.pi.default.svc slots=2\npi-worker-1.pi.default.svc slots=2\n";
-  HostSelection s = select_hosts(
-      {}, env_of({{"OMPI_MCA_orte_default_hostfile", path}, {"OMPI_MCA_plm_rsh_agent", "/etc/mpi/kubexec.sh"}}),
-      files({}));
+  HostSelection s = select_hosts({},
+                                 env_of({{"OMPI_MCA_orte_default_hostfile", path},
+                                         {"OMPI_MCA_plm_rsh_agent", "/etc/mpi/kubexec.sh"}}),
+                                 files({}));
   EXPECT_EQ(s.origin, HostOrigin::kMpiJob);
   EXPECT_EQ(s.source, path);
   EXPECT_EQ(s.hosts.total_slots(), 4);

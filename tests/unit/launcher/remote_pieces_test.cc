@@ -32,9 +32,10 @@ TEST(AgentRequest, RoundTripsHostileText) {
 }
 
 TEST(AgentRequest, MalformedIsAConfigError) {
-  for (std::string bad : {"", "{", "[]", "{\"rank\":1}", "{\"tutti_rank_request\":2}",
-                          R"({"tutti_rank_request":1,"rank":0,"host":"h","argv":[],"env":[]})",
-                          R"({"tutti_rank_request":1,"rank":"x","host":"h","argv":["p"],"env":[]})"}) {
+  for (std::string bad :
+       {"", "{", "[]", "{\"rank\":1}", "{\"tutti_rank_request\":2}",
+        R"({"tutti_rank_request":1,"rank":0,"host":"h","argv":[],"env":[]})",
+        R"({"tutti_rank_request":1,"rank":"x","host":"h","argv":["p"],"env":[]})"}) {
     try {
       decode_agent_request(bad);
       ADD_FAILURE() << "accepted " << bad;
@@ -69,9 +70,9 @@ TEST(Mpirun, OpenMpi4And5GetTheirOwnRemoteShellVariable) {
   in.command = {"./train", "--epochs", "3"};
   in.major = 4;
   MpirunCommand four = mpirun_command(in);
-  EXPECT_EQ(four.argv, (std::vector<std::string>{"/usr/bin/mpirun", "--hostfile", "/tmp/h", "-np",
-                                                 "4", "-x", "TUTTI_TIMEOUT", "-x", "FOO", "./train",
-                                                 "--epochs", "3"}));
+  EXPECT_EQ(four.argv,
+            (std::vector<std::string>{"/usr/bin/mpirun", "--hostfile", "/tmp/h", "-np", "4", "-x",
+                                      "TUTTI_TIMEOUT", "-x", "FOO", "./train", "--epochs", "3"}));
   ASSERT_EQ(four.env.size(), 1u);
   EXPECT_EQ(four.env[0].first, "OMPI_MCA_plm_rsh_agent");
   in.major = 5;
@@ -81,6 +82,10 @@ TEST(Mpirun, OpenMpi4And5GetTheirOwnRemoteShellVariable) {
   EXPECT_EQ(five.env[0].second, "/usr/bin/kubexec");
   in.remote_shell.clear();
   EXPECT_TRUE(mpirun_command(in).env.empty());
+  in.no_tree_spawn = true;
+  EXPECT_EQ(mpirun_command(in).env.at(0).first, "PRTE_MCA_plm_ssh_no_tree_spawn");
+  in.major = 4;
+  EXPECT_EQ(mpirun_command(in).env.at(0).first, "OMPI_MCA_plm_rsh_no_tree_spawn");
 }
 
 TEST(LocalHost, LoopbackAndOwnNameAreThisHost) {
