@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "reduce/half.hpp"
@@ -24,10 +25,14 @@ void BM_AccumulateSum(benchmark::State& state) {
     auto* d = reinterpret_cast<float*>(dst.data());
     auto* s = reinterpret_cast<float*>(src.data());
     for (size_t i = 0; i < count; ++i) d[i] = 1.0f, s[i] = 0.0f;
-  } else {
+  } else if constexpr (Type == tutti::DataType::kBFloat16) {
     auto* d = reinterpret_cast<uint16_t*>(dst.data());
     auto* s = reinterpret_cast<uint16_t*>(src.data());
     for (size_t i = 0; i < count; ++i) d[i] = tutti::reduce::float_to_bf16(1.0f), s[i] = 0;
+  } else {
+    auto* d = reinterpret_cast<uint16_t*>(dst.data());
+    auto* s = reinterpret_cast<uint16_t*>(src.data());
+    for (size_t i = 0; i < count; ++i) d[i] = tutti::reduce::float_to_f16(1.0f), s[i] = 0;
   }
   for (auto _ : state) {
     tutti::reduce::accumulate(Type, tutti::ReduceOp::kSum, dst.data(), src.data(), count);
@@ -44,6 +49,49 @@ void Sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_TEMPLATE(BM_AccumulateSum, tutti::DataType::kFloat32)->Apply(Sizes);
 BENCHMARK_TEMPLATE(BM_AccumulateSum, tutti::DataType::kBFloat16)->Apply(Sizes);
+BENCHMARK_TEMPLATE(BM_AccumulateSum, tutti::DataType::kFloat16)->Apply(Sizes);
+
+// reduce_many as the shm allreduce runs it: range(1) float32 sources of range(0) bytes each into
+// an output plus a copy (the window), range(2) = 1 for streaming stores into the copy. bytes/s
+// counts one source's size per call.
+void BM_ReduceManyFloat(benchmark::State& state) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  const auto nsrc = static_cast<size_t>(state.range(1));
+  const auto stores = state.range(2) != 0 ? tutti::reduce::CopyStores::kStreaming
+                                          : tutti::reduce::CopyStores::kCached;
+  const size_t count = bytes / sizeof(float);
+  std::vector<std::vector<float>> srcs(nsrc, std::vector<float>(count, 0.0f));
+  std::vector<float> out(count, 0.0f), copy(count, 0.0f);
+  std::vector<const void*> pointers;
+  for (auto& s : srcs) pointers.push_back(s.data());
+  for (auto _ : state) {
+    tutti::reduce::reduce_many(tutti::DataType::kFloat32, tutti::ReduceOp::kSum, out.data(),
+                               copy.data(), pointers, count, stores);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+
+BENCHMARK(BM_ReduceManyFloat)->ArgsProduct({{256 << 10, 64 << 20}, {2, 4}, {0, 1}});
+
+// memcpy against stream_copy, the two ways the shm allreduce stages its input.
+void BM_Copy(benchmark::State& state) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  std::vector<std::byte> src(bytes, std::byte{1}), dst(bytes);
+  for (auto _ : state) {
+    if (state.range(1) != 0) {
+      tutti::reduce::stream_copy(dst.data(), src.data(), bytes);
+    } else {
+      std::memcpy(dst.data(), src.data(), bytes);
+    }
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+
+BENCHMARK(BM_Copy)->ArgsProduct({{256 << 10, 64 << 20}, {0, 1}});
 
 }  // namespace
 

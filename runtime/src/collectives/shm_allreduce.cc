@@ -1,21 +1,29 @@
 // Allreduce through the transport's LocalWindow (all ranks on one host).
 //
 // Large messages, per chunk: every rank copies its input (all but its own slice) into its window
-// area; then reduces its own slice straight from its own input plus the others' staged copies,
-// writing the result to its area; then copies every other slice's result from its owner's area
-// to its output. Each byte crosses between ranks once in each direction and nobody reduces more
-// than its share. The three stages run one chunk apart (stage j, reduce j-1, copy out j-2) with
-// per-chunk counters, so a rank that is ahead keeps working instead of waiting.
+// area; then reduces its own slice straight from its own input plus the others' staged copies in
+// one pass, storing the result both to its output and to its area; then copies every other
+// slice's result from its owner's area to its output. Each byte crosses between ranks once in each
+// direction and nobody reduces more than its share. The three stages overlap across chunks, with
+// per-chunk counters: each rank moves whichever chunk it can, so one that is ahead keeps working
+// instead of waiting.
 //
 // Small messages take one step: everyone stages everything, then everyone reduces everything
 // itself, one flag round instead of three.
 //
 // Every rank reduces in rank order, so all ranks get the same bits.
+//
+// Writes into the window use cached or streaming stores as ShmStoreTuner decides per size class
+// from this rank's own call times (TUTTI_SHM_STORES forces one).
+#include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
 #include "collectives/shm_plan.hpp"
+#include "collectives/shm_store_tuner.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "reduce/reduce.hpp"
 #include "transport/local_window.hpp"
@@ -30,10 +38,30 @@ enum Counter : int {
   kDone = 2,     // chunks this rank has finished reading from the others' areas
 };
 
+// What the algorithm keeps across calls on one window.
+struct ShmState {
+  ShmStoreTuner tuner;
+  std::vector<const void*> sources;  // reused per reduce, one per rank
+};
+
+ShmState& state_of(transport::LocalWindow& window) {
+  auto& slot = window.collective_state();
+  if (!slot) {
+    const std::string m = env::get_choice("TUTTI_SHM_STORES");
+    const auto mode = m == "cached"      ? ShmStoreTuner::Mode::kCached
+                      : m == "streaming" ? ShmStoreTuner::Mode::kStreaming
+                                         : ShmStoreTuner::Mode::kAuto;
+    auto state = std::make_shared<ShmState>(ShmState{ShmStoreTuner(mode), {}});
+    state->sources.resize(static_cast<size_t>(window.size()));
+    slot = state;
+  }
+  return *static_cast<ShmState*>(slot.get());
+}
+
 class ShmAllreduce {
  public:
-  ShmAllreduce(Context& ctx, transport::LocalWindow& window, const void* send, void* recv,
-               size_t count, DataType type, ReduceOp op)
+  ShmAllreduce(Context& ctx, transport::LocalWindow& window, ShmState& state, const void* send,
+               void* recv, size_t count, DataType type, ReduceOp op, reduce::CopyStores stores)
       : ctx_(ctx),
         w_(window),
         plan_(plan_shm(window.area_bytes(), window.size(), element_size(type))),
@@ -42,6 +70,8 @@ class ShmAllreduce {
         count_(count),
         type_(type),
         op_(op),
+        stores_(stores),
+        sources_(state.sources),
         // Every rank completed the same chunks before this call.
         first_(window.own_flag(kDone)) {}
 
@@ -50,11 +80,26 @@ class ShmAllreduce {
       single_step();
       return;
     }
+    // Greedy: finish the oldest chunk whose inputs are there (copy out, else reduce), else stage
+    // the next one while a slot is free. A rank whose peers are off the CPU (4 ranks on 2 vCPUs,
+    // or other jobs) does all the work it can before waiting, so when they run again they find
+    // up to a window of chunks ready instead of one.
     const size_t chunks = (count_ + plan_.chunk_elements - 1) / plan_.chunk_elements;
-    for (size_t j = 0; j < chunks + 2; ++j) {
-      if (j < chunks) stage(j);
-      if (j >= 1 && j - 1 < chunks) reduce_own_slice(j - 1);
-      if (j >= 2) copy_out(j - 2);
+    size_t staged = 0, reduced = 0, copied = 0;
+    while (copied < chunks) {
+      if (copied < reduced && w_.peers_reached(kReduced, chunk_id(copied) + 1)) {
+        copy_out(copied++);
+      } else if (reduced < staged && w_.peers_reached(kStaged, chunk_id(reduced) + 1)) {
+        reduce_own_slice(reduced++);
+      } else if (staged < chunks && slot_free(chunk_id(staged))) {
+        stage(staged++);
+      } else if (copied < reduced) {
+        copy_out(copied++);  // nothing else can move: wait for the oldest step outstanding
+      } else if (reduced < staged) {
+        reduce_own_slice(reduced++);
+      } else {
+        stage(staged++);
+      }
     }
   }
 
@@ -71,29 +116,45 @@ class ShmAllreduce {
   Slice slice(size_t n, int rank) const { return slice_of(n, w_.size(), rank, es()); }
 
   // Before overwriting slot g % slots, the chunk that used it last must be read by everyone.
+  bool slot_free(uint64_t g) {
+    return g + 1 <= plan_.slots || w_.peers_reached(kDone, g + 1 - plan_.slots);
+  }
   void claim_slot(uint64_t g) {
     if (g + 1 > plan_.slots)
       w_.wait_peers(kDone, g + 1 - plan_.slots, ctx_.deadline,
                     "the shm allreduce (peers still reading the window slot this rank reuses)");
   }
 
-  // dst = src(0) op src(1) op ... in rank order.
-  template <typename Source>
-  void reduce_in_rank_order(std::byte* dst, Source src, size_t n) {
-    reduce::combine(type_, op_, dst, src(0), src(1), n);
-    for (int r = 2; r < w_.size(); ++r) reduce::accumulate(type_, op_, dst, src(r), n);
+  // Up to LocalWindow::kInlineBytes the input rides in the kStaged counter's cache line, in bank
+  // g % 2. A bank is free again when every peer has read it: a peer stages chunk g - 1 only after
+  // finishing chunk g - 2, and this rank saw every peer's kStaged reach g before starting chunk g.
+  void inline_step() {
+    const uint64_t g = chunk_id(0);
+    const int bank = static_cast<int>(g % 2);
+    std::memcpy(w_.inline_bytes(w_.rank(), kStaged, bank), send_, count_ * es());
+    w_.publish(kStaged, g + 1);
+    w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging their input)");
+    for (int r = 0; r < w_.size(); ++r)
+      sources_[static_cast<size_t>(r)] = r == w_.rank() ? send_ : w_.inline_bytes(r, kStaged, bank);
+    reduce::reduce_many(type_, op_, recv_, nullptr, sources_, count_);
+    w_.publish(kDone, g + 1);
   }
 
   void single_step() {
     const uint64_t g = chunk_id(0);
     const size_t bytes = count_ * es();
+    if (bytes <= transport::LocalWindow::kInlineBytes) {
+      inline_step();
+      return;
+    }
     claim_slot(g);
     std::memcpy(slot(w_.rank(), g), send_, bytes);
     w_.publish(kStaged, g + 1);
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging their input)");
-    // Own data from the window too: in place, recv is overwritten before the last source is read.
-    reduce_in_rank_order(
-        recv_, [&](int r) -> const std::byte* { return slot(r, g); }, count_);
+    // Own data straight from the input: reduce_many reads every source's block before storing it.
+    for (int r = 0; r < w_.size(); ++r)
+      sources_[static_cast<size_t>(r)] = r == w_.rank() ? send_ : slot(r, g);
+    reduce::reduce_many(type_, op_, recv_, nullptr, sources_, count_);
     w_.publish(kDone, g + 1);
   }
 
@@ -104,9 +165,15 @@ class ShmAllreduce {
     claim_slot(g);
     std::byte* area = slot(w_.rank(), g);
     const std::byte* in = send_ + off * es();
-    std::memcpy(area, in, own.first * es());  // nobody reads this rank's copy of its own slice
-    size_t after = own.first + own.count;
-    std::memcpy(area + after * es(), in + after * es(), (n - after) * es());
+    // Nobody reads this rank's copy of its own slice.
+    const size_t after = own.first + own.count;
+    if (stores_ == reduce::CopyStores::kStreaming) {
+      reduce::stream_copy(area, in, own.first * es());
+      reduce::stream_copy(area + after * es(), in + after * es(), (n - after) * es());
+    } else {
+      std::memcpy(area, in, own.first * es());
+      std::memcpy(area + after * es(), in + after * es(), (n - after) * es());
+    }
     w_.publish(kStaged, g + 1);
   }
 
@@ -117,15 +184,13 @@ class ShmAllreduce {
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging a chunk)");
     if (own.count > 0) {
       const size_t at = own.first * es();
-      std::byte* result = slot(w_.rank(), g) + at;
-      // The result goes to the area first: in place, the output slice is also an input.
-      reduce_in_rank_order(
-          result,
-          [&](int r) -> const std::byte* {
-            return r == w_.rank() ? send_ + off * es() + at : slot(r, g) + at;
-          },
-          own.count);
-      std::memcpy(recv_ + off * es() + at, result, own.count * es());
+      for (int r = 0; r < w_.size(); ++r)
+        sources_[static_cast<size_t>(r)] =
+            r == w_.rank() ? send_ + off * es() + at : slot(r, g) + at;
+      // In place the output slice is also this rank's source; reduce_many reads each block of
+      // every source before it stores that block.
+      reduce::reduce_many(type_, op_, recv_ + off * es() + at, slot(w_.rank(), g) + at, sources_,
+                          own.count, stores_);
     }
     w_.publish(kReduced, g + 1);
   }
@@ -151,6 +216,8 @@ class ShmAllreduce {
   const size_t count_;
   const DataType type_;
   const ReduceOp op_;
+  const reduce::CopyStores stores_;
+  std::vector<const void*>& sources_;
   const uint64_t first_;
 };
 
@@ -173,7 +240,18 @@ void shm_allreduce(Context& ctx, const void* send, void* recv, size_t count, Dat
     copy_unless_same(send, recv, count * element_size(type));
     return;
   }
-  ShmAllreduce(ctx, *window, send, recv, count, type, op).run();
+  ShmState& state = state_of(*window);
+  const size_t bytes = count * element_size(type);
+  const reduce::CopyStores stores = state.tuner.choose(bytes);
+  if (!state.tuner.timed(bytes)) {
+    ShmAllreduce(ctx, *window, state, send, recv, count, type, op, stores).run();
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  ShmAllreduce(ctx, *window, state, send, recv, count, type, op, stores).run();
+  state.tuner.record(
+      bytes, stores,
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace tutti::collectives

@@ -52,6 +52,9 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_SHM_SPIN_ROUNDS", Kind::kInt, "", "",
              "Busy-wait rounds before a shared-memory window wait yields; default: 2000 when every local rank "
              "has a CPU of its own, else 0."},
+    Variable{"TUTTI_SHM_STORES", Kind::kChoice, "auto", "auto|cached|streaming",
+             "How the `shm` allreduce writes into the shared window: non-temporal (streaming) or ordinary "
+             "stores; auto times both per message size class and keeps the faster."},
     Variable{"TUTTI_ADDR", Kind::kString, "", "",
              "Address this rank listens on for peers. Default: the local address that reaches the store."},
     Variable{"TUTTI_LAUNCHER", Kind::kString, "", "",

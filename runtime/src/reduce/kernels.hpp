@@ -9,12 +9,16 @@
 #include <cstring>
 
 #include "reduce/half.hpp"
+#include "reduce/half_loops.hpp"
 #include "reduce/loops.hpp"
+#include "reduce/stream_stores.hpp"
 
 namespace tutti::reduce {
 
 // Elements per stack block: 256 floats per buffer keeps every block in L1 and the stack small.
 inline constexpr size_t kBlockElements = 256;
+// Bytes per block of reduce_many's partial result: two such stack blocks stay in a 32 KiB L1.
+inline constexpr size_t kManyBlockBytes = 4096;
 
 // float, double and the integer types: reduced in place, in their own type.
 template <typename T>
@@ -52,10 +56,18 @@ struct Float16Codec {
   static void narrow(const float* in, uint16_t* out, size_t n) { narrow_f16(in, out, n); }
 };
 
+// bfloat16 converts with a shift and an integer rounding step, which vectorize inside the reduce
+// loop itself: one pass per element instead of four passes over float blocks.
 struct BFloat16Codec {
+  static constexpr bool kFusedLoops = true;
+  static float widen1(uint16_t h) { return bf16_to_float(h); }
+  static uint16_t narrow1(float f) { return float_to_bf16(f); }
   static void widen(const uint16_t* in, float* out, size_t n) { widen_bf16(in, out, n); }
   static void narrow(const float* in, uint16_t* out, size_t n) { narrow_bf16(in, out, n); }
 };
+
+template <typename Codec>
+concept FusedHalfCodec = Codec::kFusedLoops;
 
 // float16/bfloat16: each block is widened to float, reduced there, and narrowed once (round to
 // nearest even), so every step rounds exactly like one float op followed by a conversion. Both
@@ -72,6 +84,19 @@ struct HalfElements {
 
   template <typename Op>
   static void combine(uint16_t* dst, const uint16_t* a, const uint16_t* b, size_t count) {
+    if constexpr (FusedHalfCodec<Codec>) {
+      // Exact aliasing is routed to the loop whose restrict promises hold.
+      if (dst == a && dst == b) {
+        half_self_loop<Codec, Op>(dst, count);
+      } else if (dst == a) {
+        half_accumulate_loop<Codec, Op>(dst, b, count);
+      } else if (dst == b) {
+        half_accumulate_reversed_loop<Codec, Op>(dst, a, count);
+      } else {
+        half_combine_loop<Codec, Op>(dst, a, b, count);
+      }
+      return;
+    }
     alignas(64) float fa[kBlockElements];
     alignas(64) float fb[kBlockElements];
     for (size_t done = 0; done < count; done += kBlockElements) {
@@ -122,6 +147,45 @@ struct Kernel {
     } else {
       combine_misaligned(dst, a, b, count);
     }
+  }
+
+  // out = srcs[0] op ... op srcs[n-1] (and the same to copy), block by block: each block's partial
+  // result lives in an L1-sized stack buffer, so every source is read once from memory and every
+  // output written once. Sources not aligned for S are copied into an aligned block first.
+  static void many(void* out, void* copy, const void* const* srcs, size_t nsrc, size_t count,
+                   bool stream) {
+    constexpr size_t kMany = kManyBlockBytes / kSize;
+    alignas(64) S acc[kMany];
+    alignas(64) S tmp[kMany];
+    auto* o = static_cast<std::byte*>(out);
+    auto* c = static_cast<std::byte*>(copy);
+    for (size_t done = 0; done < count; done += kMany) {
+      const size_t n = std::min(kMany, count - done);
+      const size_t at = done * kSize, bytes = n * kSize;
+      auto source = [&](size_t k) -> const S* {
+        const std::byte* p = static_cast<const std::byte*>(srcs[k]) + at;
+        if (is_aligned_for<S>(p)) return reinterpret_cast<const S*>(p);
+        std::memcpy(tmp, p, bytes);
+        return tmp;
+      };
+      const std::byte* first = static_cast<const std::byte*>(srcs[0]) + at;
+      if (nsrc >= 2 && is_aligned_for<S>(first)) {
+        Elements::template combine<Op>(acc, reinterpret_cast<const S*>(first), source(1), n);
+      } else {
+        std::memcpy(acc, first, bytes);
+        if (nsrc >= 2) Elements::template accumulate<Op>(acc, source(1), n);
+      }
+      for (size_t k = 2; k < nsrc; ++k) Elements::template accumulate<Op>(acc, source(k), n);
+      std::memcpy(o + at, acc, bytes);
+      if (c != nullptr) {
+        if (stream) {
+          stream_copy_unfenced(c + at, acc, bytes);
+        } else {
+          std::memcpy(c + at, acc, bytes);
+        }
+      }
+    }
+    if (c != nullptr && stream) store_fence();
   }
 
   static void divide(void* buf, size_t count, int divisor) {

@@ -48,6 +48,7 @@ using KernelFor = Kernel<typename ElementsFor<D>::type, typename OpFor<O>::type>
 using AccumulateFn = void (*)(void*, const void*, size_t);
 using CombineFn = void (*)(void*, const void*, const void*, size_t);
 using DivideFn = void (*)(void*, size_t, int);
+using ManyFn = void (*)(void*, void*, const void* const*, size_t, size_t, bool);
 
 // Function tables indexed [type][op], built from the enums' values at compile time: the (type, op)
 // switch happens once per call, never per element.
@@ -58,6 +59,10 @@ constexpr std::array<AccumulateFn, kNumReduceOps> accumulate_row(std::integer_se
 template <int D, int... O>
 constexpr std::array<CombineFn, kNumReduceOps> combine_row(std::integer_sequence<int, O...>) {
   return {&KernelFor<static_cast<DataType>(D), static_cast<ReduceOp>(O)>::combine...};
+}
+template <int D, int... O>
+constexpr std::array<ManyFn, kNumReduceOps> many_row(std::integer_sequence<int, O...>) {
+  return {&KernelFor<static_cast<DataType>(D), static_cast<ReduceOp>(O)>::many...};
 }
 
 template <int... D>
@@ -71,6 +76,11 @@ constexpr auto make_combine_table(std::integer_sequence<int, D...>) {
       combine_row<D>(std::make_integer_sequence<int, kNumReduceOps>())...};
 }
 template <int... D>
+constexpr auto make_many_table(std::integer_sequence<int, D...>) {
+  return std::array<std::array<ManyFn, kNumReduceOps>, kNumDataTypes>{
+      many_row<D>(std::make_integer_sequence<int, kNumReduceOps>())...};
+}
+template <int... D>
 constexpr auto make_divide_table(std::integer_sequence<int, D...>) {
   // The op does not matter for division; kSum picks the element policy's divide.
   return std::array<DivideFn, kNumDataTypes>{
@@ -80,6 +90,7 @@ constexpr auto make_divide_table(std::integer_sequence<int, D...>) {
 constexpr auto kAccumulate =
     make_accumulate_table(std::make_integer_sequence<int, kNumDataTypes>());
 constexpr auto kCombine = make_combine_table(std::make_integer_sequence<int, kNumDataTypes>());
+constexpr auto kMany = make_many_table(std::make_integer_sequence<int, kNumDataTypes>());
 constexpr auto kDivide = make_divide_table(std::make_integer_sequence<int, kNumDataTypes>());
 
 void check_type(std::string_view call, DataType type) {
@@ -127,6 +138,21 @@ void combine(DataType type, ReduceOp op, void* dst, const void* a, const void* b
   check_buffer("combine", "a", a, type, count);
   check_buffer("combine", "b", b, type, count);
   kCombine[static_cast<int>(type)][static_cast<int>(op)](dst, a, b, count);
+}
+
+void reduce_many(DataType type, ReduceOp op, void* out, void* copy,
+                 std::span<const void* const> srcs, size_t count, CopyStores stores) {
+  check_type("reduce_many", type);
+  check_op("reduce_many", op);
+  if (srcs.empty())
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "reduce::reduce_many: no sources for {} elements of {}; pass at least one",
+                     count, to_string(type));
+  if (count == 0) return;
+  check_buffer("reduce_many", "out", out, type, count);
+  for (const void* src : srcs) check_buffer("reduce_many", "srcs[]", src, type, count);
+  kMany[static_cast<int>(type)][static_cast<int>(op)](out, copy, srcs.data(), srcs.size(), count,
+                                                      stores == CopyStores::kStreaming);
 }
 
 void divide(DataType type, void* buf, size_t count, int divisor) {

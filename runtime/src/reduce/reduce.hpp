@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "tutti/types.hpp"
 
@@ -14,6 +15,25 @@ void accumulate(DataType type, ReduceOp op, void* dst, const void* src, size_t c
 
 // dst[i] = a[i] op b[i]; dst may alias a or b.
 void combine(DataType type, ReduceOp op, void* dst, const void* a, const void* b, size_t count);
+
+// How reduce_many writes its second copy of the result.
+enum class CopyStores {
+  kCached,     // ordinary stores: the lines stay in this core's cache
+  kStreaming,  // non-temporal stores: straight to memory, no read-for-ownership, cache untouched
+};
+
+// out[i] = srcs[0][i] op srcs[1][i] op ... op srcs[n-1][i], left to right, each step rounded like
+// combine(), and the same values to `copy` unless it is null. One pass over the sources: the
+// partial result of each block stays in L1 between steps and is stored once. `out` may alias any
+// source exactly; `copy` must not overlap `out` or a source. Streaming stores are fenced before
+// the call returns, so a release store after it publishes them.
+void reduce_many(DataType type, ReduceOp op, void* out, void* copy,
+                 std::span<const void* const> srcs, size_t count,
+                 CopyStores stores = CopyStores::kCached);
+
+// memcpy with non-temporal stores (fenced before returning) for buffers another core reads next:
+// no read-for-ownership of the destination and no eviction of this core's working set.
+void stream_copy(void* dst, const void* src, size_t bytes);
 
 // buf[i] /= divisor (integers: truncating division), for kAvg.
 void divide(DataType type, void* buf, size_t count, int divisor);

@@ -17,6 +17,8 @@ using Clock = std::chrono::steady_clock;
 // Each counter on its own pair of cache lines: a rank storing one counter must not evict the line
 // another rank polls, and 128 bytes also keeps the adjacent-line prefetcher from pairing them.
 constexpr size_t kFlagStride = 128;
+static_assert(sizeof(uint64_t) + 2 * LocalWindow::kInlineBytes <= 64,
+              "a counter's inline banks must share its cache line");
 constexpr size_t kPage = 4096;
 // Spin rounds a decayed budget still tries, and what a success adds back.
 constexpr int kSpinRegrowth = 8;

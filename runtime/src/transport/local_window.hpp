@@ -47,6 +47,20 @@ class LocalWindow {
   // `rank`'s area: area_bytes(), page-aligned.
   std::byte* area(int rank) const { return areas_ + static_cast<size_t>(rank) * area_stride_; }
 
+  // Bytes a rank may attach to its counter `index`, in the counter's own cache line, in two banks
+  // that callers alternate: a waiter that sees the counter move already holds the line with the
+  // bytes (one line transfer instead of two). Only `rank` writes them, before publishing; the
+  // caller decides when a bank is free again.
+  static constexpr size_t kInlineBytes = 24;
+  std::byte* inline_bytes(int rank, int index, int bank) const {
+    return reinterpret_cast<std::byte*>(&flag_word(rank, index)) + sizeof(uint64_t) +
+           static_cast<size_t>(bank) * kInlineBytes;
+  }
+
+  // A slot where the collectives layer keeps what it learns across calls on this window (timings,
+  // choices); it lives exactly as long as the window.
+  std::shared_ptr<void>& collective_state() { return collective_state_; }
+
   // This rank's counter `index` (as it last published it).
   uint64_t own_flag(int index) const {
     return std::atomic_ref<uint64_t>(flag_word(rank_, index)).load(std::memory_order_relaxed);
@@ -90,6 +104,7 @@ class LocalWindow {
   // Per counter, a value every peer has been seen to reach: waits below it need no shared load.
   uint64_t known_[kFlags] = {};
   std::vector<int> pending_;  // reused by wait_slow
+  std::shared_ptr<void> collective_state_;
 };
 
 }  // namespace tutti::transport

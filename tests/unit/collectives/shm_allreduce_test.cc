@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <tuple>
 
 #include "collectives/collectives.hpp"
@@ -124,11 +125,41 @@ TEST(ShmAllreduce, MessageLargerThanTheDefaultWindow) {
   for (const auto& e : errors) EXPECT_EQ(e, "");
 }
 
+// Every way of storing into the window (TUTTI_SHM_STORES, read when a window first runs the
+// algorithm): messages above the size where auto starts timing, so auto alternates both kinds.
+class ShmStoresTest : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+
+TEST_P(ShmStoresTest, LargeMessagesMatchExactReduction) {
+  const auto [stores, size] = GetParam();
+  ASSERT_EQ(setenv("TUTTI_SHM_STORES", stores, 1), 0);
+  std::vector<std::string> errors(static_cast<size_t>(size));
+  auto failures = testing::run_shm_world(size, 1 << 20, [&](ShmRank& rank) {
+    int call = 0;
+    for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat64})
+      for (size_t bytes : {size_t{300} << 10, (size_t{3} << 20) + 68})
+        for (bool in_place : {false, true}) {
+          const ReduceOp op = call++ % 2 == 0 ? ReduceOp::kSum : ReduceOp::kMax;
+          auto e = check_one(rank, type, op, bytes / element_size(type), in_place);
+          if (!e.empty() && errors[rank.rank].empty()) errors[rank.rank] = e;
+        }
+  });
+  unsetenv("TUTTI_SHM_STORES");
+  EXPECT_EQ(describe(failures), "");
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, ShmStoresTest,
+                         ::testing::Combine(::testing::Values("auto", "cached", "streaming"),
+                                            ::testing::Values(2, 3, 4)),
+                         [](const auto& info) {
+                           return fmt::format("{}_np{}", std::get<0>(info.param),
+                                              std::get<1>(info.param));
+                         });
+
 TEST(ShmAllreduce, AutoPicksShmWhenTheWindowExists) {
   std::vector<Algorithm> picked(3);
   auto failures = testing::run_shm_world(3, kSmallWindow, [&](ShmRank& rank) {
-    picked[rank.rank] =
-        select_allreduce(1 << 20, rank.size, rank.transport.local_window() != nullptr);
+    picked[rank.rank] = select_allreduce(rank.context(), 1 << 20);
     EXPECT_EQ(check_one(rank, DataType::kInt32, ReduceOp::kMax, 1000, false), "");
   });
   EXPECT_EQ(describe(failures), "");

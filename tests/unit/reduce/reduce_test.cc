@@ -411,6 +411,124 @@ INSTANTIATE_TEST_SUITE_P(AllTypesOps, AccumulateSelfTest,
                                             ::testing::ValuesIn(kAllOps)),
                          type_op_name);
 
+// ---- reduce_many: N sources in one pass, an optional second copy, cached or streaming ----
+
+// Which buffer reduce_many's out is: its own, or exactly one of the sources (in place).
+enum class ManyOut { kSeparate, kFirstSource, kLastSource };
+constexpr ManyOut kAllManyOuts[] = {ManyOut::kSeparate, ManyOut::kFirstSource,
+                                    ManyOut::kLastSource};
+constexpr CopyStores kAllStores[] = {CopyStores::kCached, CopyStores::kStreaming};
+
+using ManyParam = std::tuple<DataType, ReduceOp, size_t, ManyOut, CopyStores, Placement>;
+
+class ReduceManyTest : public ::testing::TestWithParam<ManyParam> {};
+
+TEST_P(ReduceManyTest, FoldsSourcesLeftToRightIntoOutAndCopy) {
+  const auto [type, op, nsrc, out_kind, stores, placement] = GetParam();
+  const size_t size = element_size(type);
+  // Around the kernel's 4 KiB block for every element size, and a tail that is not whole vectors.
+  for (size_t count : {size_t{1}, size_t{1023}, 4096 / size + 3, 3 * 4096 / size + 17}) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    std::mt19937_64 rng(seed_for(type, op, count, placement) ^ (nsrc << 4) ^
+                        static_cast<uint64_t>(out_kind));
+    std::vector<Region> srcs;
+    srcs.reserve(nsrc);
+    for (size_t k = 0; k < nsrc; ++k) {
+      srcs.emplace_back(type, count, offset_for(placement, type, static_cast<int>(k % 3)));
+      fill_random(type, srcs.back().data(), count, rng);
+    }
+    Region out(type, count, offset_for(placement, type, 1));
+    Region copy(type, count, offset_for(placement, type, 2));
+    fill_random(type, out.data(), count, rng);
+
+    // Left-to-right fold with the pairwise reference, rounding every step.
+    std::vector<std::byte> expected(srcs[0].data(), srcs[0].data() + count * size);
+    for (size_t k = 1; k < nsrc; ++k)
+      for (size_t i = 0; i < count; ++i)
+        reference_element(type, op, expected.data() + i * size, expected.data() + i * size,
+                          srcs[k].data() + i * size);
+
+    std::vector<const void*> pointers;
+    for (auto& r : srcs) pointers.push_back(r.data());
+    std::byte* dst = out.data();
+    if (out_kind == ManyOut::kFirstSource) dst = srcs.front().data();
+    if (out_kind == ManyOut::kLastSource) dst = srcs.back().data();
+    reduce_many(type, op, dst, copy.data(), pointers, count, stores);
+
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_TRUE(same_element(type, op, expected.data() + i * size, dst + i * size, i));
+      ASSERT_EQ(0, std::memcmp(dst + i * size, copy.data() + i * size, size))
+          << "copy differs from out at element " << i;
+    }
+    for (auto& r : srcs) EXPECT_TRUE(r.guards_intact());
+    EXPECT_TRUE(out.guards_intact());
+    EXPECT_TRUE(copy.guards_intact());
+  }
+}
+
+std::string many_name(const ::testing::TestParamInfo<ManyParam>& info) {
+  const auto [type, op, nsrc, out_kind, stores, placement] = info.param;
+  const char* outs[] = {"separate", "out_is_first", "out_is_last"};
+  return std::string(to_string(type)) + "_" + std::string(to_string(op)) + "_" +
+         std::to_string(nsrc) + "src_" + outs[static_cast<int>(out_kind)] + "_" +
+         (stores == CopyStores::kStreaming ? "streaming" : "cached") + "_" +
+         placement_name(placement);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypesOpsSources, ReduceManyTest,
+    ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::ValuesIn(kAllOps),
+                       ::testing::Values(size_t{1}, size_t{2}, size_t{3}, size_t{5}),
+                       ::testing::ValuesIn(kAllManyOuts), ::testing::ValuesIn(kAllStores),
+                       ::testing::Values(Placement::kAligned, Placement::kByteMisaligned)),
+    many_name);
+
+TEST(ReduceMany, WithoutCopyWritesOnlyOut) {
+  const size_t count = 5000;
+  std::vector<float> a(count, 1.5f), b(count, 2.0f), c(count, -0.5f), out(count, 0.0f);
+  const void* srcs[] = {a.data(), b.data(), c.data()};
+  reduce_many(DataType::kFloat32, ReduceOp::kSum, out.data(), nullptr, srcs, count);
+  for (size_t i = 0; i < count; ++i) ASSERT_EQ(3.0f, out[i]) << i;
+}
+
+// Whether reduce_many refuses these sources as an invalid argument.
+bool many_rejects(const void* const* srcs, size_t nsrc) {
+  float out = 0;
+  try {
+    reduce_many(DataType::kFloat32, ReduceOp::kSum, &out, nullptr, {srcs, nsrc}, 1);
+  } catch (const Error& e) {
+    return e.code() == ErrorCode::kInvalidArgument;
+  }
+  return false;
+}
+
+TEST(ReduceMany, RejectsEmptySourcesAndNullBuffers) {
+  EXPECT_TRUE(many_rejects(nullptr, 0));
+  const void* srcs[] = {nullptr};
+  EXPECT_TRUE(many_rejects(srcs, 1));
+}
+
+// ---- stream_copy: same bytes as memcpy for every length and destination offset ----
+
+class StreamCopyTest : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
+
+TEST_P(StreamCopyTest, CopiesExactlyTheBytes) {
+  const auto [bytes, offset] = GetParam();
+  std::mt19937_64 rng(bytes * 131 + offset);
+  std::vector<std::byte> src(bytes + 7);
+  for (auto& b : src) b = static_cast<std::byte>(rng());
+  Region dst(DataType::kUInt8, bytes, offset);
+  stream_copy(dst.data(), src.data() + offset % 7, bytes);
+  EXPECT_EQ(0, std::memcmp(dst.data(), src.data() + offset % 7, bytes));
+  EXPECT_TRUE(dst.guards_intact());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    LengthsOffsets, StreamCopyTest,
+    ::testing::Combine(::testing::Values(size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{63},
+                                         size_t{64}, size_t{65}, size_t{4099}, size_t{65536} + 33),
+                       ::testing::Values(size_t{0}, size_t{1}, size_t{8}, size_t{15})));
+
 // ---- divide ----
 
 using DivideParam = std::tuple<DataType, int, Placement>;
