@@ -11,8 +11,8 @@
 #   pod_add NAME K I     one more pod (also used for a pod that appears late)
 #   pod_ip K I           the address of pod I
 #   pods_down            remove every pod and the bridge made here, kill what still runs in them;
-#                        runs on EXIT/INT/TERM (trap set by pods_up, which afterwards calls the case
-#                        script's pods_user_cleanup if defined). Prints any leftover.
+#                        runs on EXIT/INT/TERM (trap set by pods_up, between the case script's
+#                        pods_user_stop and pods_user_cleanup, if defined). Prints any leftover.
 #   pods_pids            PIDs running in any pod made here (empty when none)
 #
 # All traffic stays in 198.18.0.0/15 (RFC 2544 benchmarking range) and on loopback.
@@ -125,8 +125,10 @@ pods_up() {
   done
 }
 
-# The EXIT trap: the pods go, then the case script's own pods_user_cleanup (if it defines one).
+# The EXIT trap: the case script's pods_user_stop (stop what it started on the host side), the
+# pods, then its pods_user_cleanup (files); each only if the script defines it.
 pods_on_exit() {
+  if declare -F pods_user_stop >/dev/null; then pods_user_stop; fi
   pods_down
   if declare -F pods_user_cleanup >/dev/null; then pods_user_cleanup; fi
 }

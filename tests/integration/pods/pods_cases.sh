@@ -27,6 +27,18 @@ pods_check_possible  # every case needs pods: skip (77) first, before any other 
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-pods-$CASE.XXXXXX")
 pods_user_cleanup() { rm -rf "$WORK"; }
+# The command run() (or a case) has in the background; stopped first when the script is stopped.
+RUN_PID=
+pods_user_stop() {
+  [ -n "$RUN_PID" ] && kill -0 "$RUN_PID" 2>/dev/null || return 0
+  kill -TERM "$RUN_PID" 2>/dev/null  # timeout passes it on to tuttirun/mpirun, which stop the ranks
+  for _ in $(seq 1 50); do
+    kill -0 "$RUN_PID" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  kill -KILL "$RUN_PID" 2>/dev/null
+  return 0
+}
 trap pods_user_cleanup EXIT  # replaced by pods_up's trap, which still calls it
 
 # The stand-in kubectl, first on PATH and named explicitly for kubexec, for this script only.
@@ -51,13 +63,17 @@ note() { echo "[$CASE] $*"; }
 show() { grep -E -- "$2" "$WORK/$1" | head -n 5 | sed "s/^/[$CASE] $1: /"; }
 
 # run SECONDS CMD...: runs CMD under timeout with stdout/stderr to $WORK/out, $WORK/err, no stdin;
-# RC holds its status, ELAPSED its wall seconds.
+# RC holds its status, ELAPSED its wall seconds. In the background with `wait`, so that a signal
+# to this script runs its trap (and stops CMD) at once rather than after CMD.
 run() {
   local limit=$1
   shift
   local start=$SECONDS
-  timeout -k 5 "$limit" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
+  timeout -k 5 "$limit" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null &
+  RUN_PID=$!
+  wait "$RUN_PID"
   RC=$?
+  RUN_PID=
   ELAPSED=$((SECONDS - start))
   [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ] && [ "$ELAPSED" -ge "$limit" ] && fail "timed out after ${limit}s: $*"
   return 0
@@ -270,6 +286,7 @@ EOF
       --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" --probe-timeout 20 -- \
       "$CHECK" --loop-seconds 120 --pid-dir "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
     launcher=$!
+    RUN_PID=$launcher
     for _ in $(seq 1 600); do
       [ "$(ls "$WORK/pids"/*.pid 2>/dev/null | wc -l)" -eq 3 ] && break
       kill -0 $launcher 2>/dev/null || break

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# tuttirun --exec ssh across network-namespace "hosts", each running a real OpenSSH sshd (the MPIJob
+# v2beta1 style). Nothing is stood in: real sshd, real ssh client, real tuttirun, ranks and TCP.
+#   ssh_pods.sh K tuttirun=P check=P probe=P
+# K is the subnet index (198.18.K.0/24). Exits 77 (ctest SKIPPED) without root/netns or sshd.
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+K=$1
+shift
+TUTTIRUN= CHECK= PROBE=
+for arg in "$@"; do
+  case $arg in
+    tuttirun=*) TUTTIRUN=${arg#*=} ;;
+    check=*) CHECK=${arg#*=} ;;
+    probe=*) PROBE=${arg#*=} ;;
+    *) echo "ssh_pods.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+CASE=tuttirun_pods_ssh
+# shellcheck source=pods.sh
+source "$HERE/pods.sh"
+pods_check_possible
+[ -x /usr/sbin/sshd ] || pods_skip "no /usr/sbin/sshd (Debian package openssh-server; make deps installs it)"
+command -v ssh >/dev/null || pods_skip "no ssh client (openssh-client)"
+command -v ssh-keygen >/dev/null || pods_skip "no ssh-keygen"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-pods-ssh.XXXXXX")
+chmod 700 "$WORK"
+pods_user_cleanup() { rm -rf "$WORK"; }
+trap pods_user_cleanup EXIT
+
+fail() {
+  echo "FAIL [$CASE]: $*" >&2
+  for f in out err; do
+    [ -s "$WORK/$f" ] || continue
+    echo "--- $f (last 40 lines)" >&2
+    tail -n 40 "$WORK/$f" >&2
+  done
+  for log in "$WORK"/sshd.*.log; do
+    [ -s "$log" ] && { echo "--- $log" >&2; tail -n 10 "$log" >&2; }
+  done
+  exit 1
+}
+run() {
+  local limit=$1
+  shift
+  timeout -k 5 "$limit" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
+  RC=$?
+}
+expect_rc() { [ "$RC" -eq "$1" ] || fail "exit code $RC, expected $1"; }
+expect_out() { grep -qE -- "$1" "$WORK/out" || fail "stdout lacks /$1/"; }
+expect_err() { grep -qE -- "$1" "$WORK/err" || fail "stderr lacks /$1/"; }
+
+pods_up sshp 2 "$K"
+HOST0=$(pod_ip "$K" 0)
+HOST1=$(pod_ip "$K" 1)
+
+# Keys and configs of this test only: a host key for the sshds, a client key authorized for root.
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/host_key" || fail "ssh-keygen (host key)"
+ssh-keygen -q -t ed25519 -N '' -f "$WORK/client_key" || fail "ssh-keygen (client key)"
+cp "$WORK/client_key.pub" "$WORK/authorized_keys"
+mkdir -p /run/sshd  # sshd's privilege separation directory
+SSHD_PIDS=()
+for i in 0 1; do
+  addr=$(pod_ip "$K" "$i")
+  cat >"$WORK/sshd_config.$i" <<CONF
+ListenAddress $addr
+Port 22
+HostKey $WORK/host_key
+AuthorizedKeysFile $WORK/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+AcceptEnv none
+CONF
+  ip netns exec "sshp-worker-$i" /usr/sbin/sshd -D -e -f "$WORK/sshd_config.$i" 2>"$WORK/sshd.$i.log" &
+  SSHD_PIDS+=($!)
+done
+cat >"$WORK/ssh_config" <<CONF
+Host *
+  User root
+  IdentityFile $WORK/client_key
+  IdentitiesOnly yes
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  LogLevel ERROR
+CONF
+# The user's ssh configuration, as ~/.ssh/config would give it; tuttirun adds its own options.
+cat >"$WORK/ssh" <<WRAP
+#!/bin/sh
+exec ssh -F "$WORK/ssh_config" "\$@"
+WRAP
+chmod +x "$WORK/ssh"
+
+# Processes in the pods other than the sshds: what a finished job must not leave.
+job_leftovers() {
+  local sshd_list=" ${SSHD_PIDS[*]} " p
+  for p in $(pods_pids); do
+    case $sshd_list in *" $p "*) continue ;; esac
+    # sshd's own per-connection children are gone once the sessions close.
+    echo "$p"
+  done
+}
+expect_no_leftovers() {
+  for _ in $(seq 1 100); do
+    [ -z "$(job_leftovers)" ] && return 0
+    sleep 0.1
+  done
+  fail "processes of the job remain in the pods: $(ps -o pid=,args= -p "$(job_leftovers | tr '\n' ',' | sed 's/,$//')")"
+}
+
+# The probe waits until the sshds answer: no sleep needed, and it shows the probe over real ssh.
+common=(-H "$HOST0:2,$HOST1:2" --ssh "$WORK/ssh" --probe-timeout 30)
+run 60 "$TUTTIRUN" "${common[@]}" --dry-run -- "$CHECK"
+expect_rc 0
+# The default store address is this machine's address on the route to the first host: the bridge.
+expect_out "via ssh; store at 198\.18\.$K\.1:"
+
+export TUTTI_TRANSPORT=tcp
+run 280 "$TUTTIRUN" "${common[@]}" -- "$CHECK" --counts 0,1,N-1,1000
+expect_rc 0
+expect_out '^\[0\] collectives_check: 4 ranks, [0-9]+ checks per rank, 0 failed$'
+expect_no_leftovers
+
+# Each rank runs on its host: TUTTI_HOST is the host, and the rank sees that host's address.
+run 60 "$TUTTIRUN" "${common[@]}" -- sh -c 'echo "rank=$TUTTI_RANK host=$TUTTI_HOST addr=$(ip -o -4 addr show eth0 | awk "{print \$4}")"'
+expect_rc 0
+expect_out "^\[1\] rank=1 host=$HOST0 addr=$HOST0/24$"
+expect_out "^\[3\] rank=3 host=$HOST1 addr=$HOST1/24$"
+
+# A rank that dies by SIGKILL on the second host: named with its host; the rest are stopped
+# through their ssh sessions and nothing remains in either namespace.
+run 120 "$TUTTIRUN" "${common[@]}" --grace 1 -- "$PROBE" on 2 kill 9 grandchild 60 sleep 60
+[ "$RC" -ne 0 ] || fail "tuttirun succeeded although rank 2 was killed"
+expect_err "rank 2 on $HOST1 \(pid [0-9]+\) exited with status 137"
+expect_no_leftovers
+
+# A host without sshd: refused by the probe, exit 3, no rank runs.
+run 60 "$TUTTIRUN" -H "$HOST0,198.18.$K.99" --ssh "$WORK/ssh" --probe-timeout 3 -- touch "$WORK/ran"
+expect_rc 3
+expect_err "never became reachable within 3s through ssh: 198\.18\.$K\.99"
+[ ! -e "$WORK/ran" ] || fail "a rank ran although a host was unreachable"
+echo "PASS [$CASE]"
