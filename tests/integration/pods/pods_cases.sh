@@ -44,7 +44,7 @@ trap pods_user_cleanup EXIT  # replaced by pods_up's trap, which still calls it
 # The stand-in kubectl, first on PATH and named explicitly for kubexec, for this script only.
 export PATH="$HERE:$PATH"
 export KUBEXEC_KUBECTL="$HERE/kubectl"
-# No kubexec retries: a pod that is not there is not there (NotFound is not transient anyway).
+# kubexec retries transient kubectl failures only until this, well inside each case's timeout.
 export KUBEXEC_TIMEOUT=20
 SUBNET="198.18.$K.0/24"
 HOST_ADDR="198.18.$K.1"
@@ -82,7 +82,6 @@ expect_rc() { [ "$RC" -eq "$1" ] || fail "exit code $RC, expected $1"; }
 expect_fail() { [ "$RC" -ne 0 ] || fail "exit code 0, expected a failure"; }
 expect_out() { grep -qE -- "$1" "$WORK/out" || fail "stdout lacks /$1/"; }
 expect_err() { grep -qE -- "$1" "$WORK/err" || fail "stderr lacks /$1/"; }
-not_err() { ! grep -qE -- "$1" "$WORK/err" || fail "stderr has /$1/"; }
 
 require() {
   local what
@@ -99,7 +98,8 @@ require() {
         mpirun --version 2>/dev/null | grep -q 'Open MPI) 4' || pods_skip "mpirun is not Open MPI 4"
         ;;
       remote-tuttirun)
-        # The remote modes are being built; until tuttirun knows --pods these cases fail (not skip).
+        # A tuttirun without the remote modes fails these cases (it is a missing feature, not a
+        # missing capability of the machine).
         "$TUTTIRUN" --help 2>&1 | grep -q -- '--pods' || fail "this tuttirun has no --pods (remote modes not built yet)"
         ;;
     esac
@@ -128,8 +128,8 @@ expect_no_leftovers() {
     "on the host: $(pgrep -af -- "$prefix-worker-[0-9]" | head -5)"
 }
 
-# expect_mpi_output N PREFIX: every rank's line with a distinct pod address, and the allreduce OK in
-# N namespaces.
+# expect_mpi_output N: every rank's line with a distinct pod address, and the allreduce OK in N
+# network namespaces.
 expect_mpi_output() {
   local n=$1 r
   expect_out "mpi_pods_check: allreduce OK on $n ranks in $n network namespaces$"
@@ -435,6 +435,12 @@ EOF
     cat "$WORK/out"
     expect_rc 0
     expect_mpi_output 2
+    # TUTTI_* of tuttirun's environment reach the ranks (mpirun -x); each rank runs in its pod.
+    export TUTTI_PODS_FORWARDED="yes it is"
+    run 120 "$TUTTIRUN" --mpirun --pods "$(pod_names mpimode 2)" --exec kubexec --kubexec "$KUBEXEC" \
+      --probe-timeout 20 -- sh -c 'echo "rank $OMPI_COMM_WORLD_RANK in $(hostname): $TUTTI_PODS_FORWARDED"'
+    expect_rc 0
+    for r in 0 1; do expect_out "rank $r in mpimode-worker-$r: yes it is\$"; done
     expect_no_leftovers mpimode
     ;;
 
