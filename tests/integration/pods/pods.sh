@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # pods.sh: Kubernetes-like worker "pods" as Linux network namespaces, for the integration tests.
 # Sourced by the case scripts (bash). Each pod is a netns PREFIX-worker-I with its own address on a
 # bridge; processes in a pod share this machine's filesystem and PIDs, as containers of one image

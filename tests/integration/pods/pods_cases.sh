@@ -8,7 +8,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CASE=$1
 K=$2
 shift 2
-TUTTIRUN= KUBEXEC= HOSTFILE= CHECK= PROBE= MPI=
+TUTTIRUN='' KUBEXEC='' HOSTFILE='' CHECK='' PROBE='' MPI=''
 for arg in "$@"; do
   case $arg in
     tuttirun=*) TUTTIRUN=${arg#*=} ;;
