@@ -10,6 +10,9 @@ packages=(
   # Boost.Process (kubexec) needs Boost.Filesystem.
   libboost-filesystem1.74-dev
   iproute2 procps psmisc
+  # tuttirun --exec ssh is tested against real sshds that the test starts inside network-namespace
+  # pods (tests/integration/pods/ssh_pods.sh); the package's own service is not needed.
+  openssh-client openssh-server
   # Peers for tutti-bench --baseline mpi|gloo, and gnuplot for bench/plot.sh (make bench).
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
   # clang with libFuzzer (scripts/fuzz.sh, make fuzz): the hostfile parser is fuzzed in CI.

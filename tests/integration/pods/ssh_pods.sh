@@ -26,7 +26,12 @@ command -v ssh-keygen >/dev/null || pods_skip "no ssh-keygen"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-pods-ssh.XXXXXX")
 chmod 700 "$WORK"
-pods_user_cleanup() { rm -rf "$WORK"; }
+SSHD_PIDS=()
+# The sshds are the test's own servers, not leftovers of a job: stop them before pods_down looks.
+pods_user_cleanup() {
+  [ ${#SSHD_PIDS[@]} -gt 0 ] && kill "${SSHD_PIDS[@]}" 2>/dev/null
+  rm -rf "$WORK"
+}
 trap pods_user_cleanup EXIT
 
 fail() {
@@ -60,7 +65,6 @@ ssh-keygen -q -t ed25519 -N '' -f "$WORK/host_key" || fail "ssh-keygen (host key
 ssh-keygen -q -t ed25519 -N '' -f "$WORK/client_key" || fail "ssh-keygen (client key)"
 cp "$WORK/client_key.pub" "$WORK/authorized_keys"
 mkdir -p /run/sshd  # sshd's privilege separation directory
-SSHD_PIDS=()
 for i in 0 1; do
   addr=$(pod_ip "$K" "$i")
   cat >"$WORK/sshd_config.$i" <<CONF
@@ -143,4 +147,6 @@ run 60 "$TUTTIRUN" -H "$HOST0,198.18.$K.99" --ssh "$WORK/ssh" --probe-timeout 3 
 expect_rc 3
 expect_err "never became reachable within 3s through ssh: 198\.18\.$K\.99"
 [ ! -e "$WORK/ran" ] || fail "a rank ran although a host was unreachable"
+kill "${SSHD_PIDS[@]}" 2>/dev/null
+wait "${SSHD_PIDS[@]}" 2>/dev/null
 echo "PASS [$CASE]"
