@@ -67,6 +67,9 @@ constexpr std::string_view kUsage =
     "                          per-round ratios). PEER: mpi (run under Open MPI's mpirun) or gloo\n"
     "                          (Gloo ring_chunked over tcp on loopback; any launcher)\n"
     "      --rounds N          with --baseline: rounds of -n iterations per side (default 5)\n"
+    "      --tune FILE         allreduce only, with TUTTI_ALGO set: fit time = alpha + bytes*beta\n"
+    "                          to the in-place times and merge the line into FILE, the tuning file\n"
+    "                          the runtime reads from TUTTI_TUNE_FILE (bench/tune.sh: all algorithms)\n"
     "  -h, --help              this help\n\n"
     "Output columns follow nccl-tests: time is the average per iteration in microseconds, the\n"
     "slowest rank's; algbw = size / time; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n "
@@ -244,6 +247,7 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   std::string baseline = "none";
   app.add_option("--baseline", baseline);
   app.add_option("--rounds", o.rounds);
+  app.add_option("--tune", o.tune_path);
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
   try {
     app.parse(reversed);
@@ -287,6 +291,8 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
         fmt::format("--baseline {} compares allreduce only; run tutti-bench allreduce", baseline));
   if (!baseline_built(o.baseline)) return usage_error(baseline_missing_reason(o.baseline));
   if (o.rounds < 1) return usage_error(fmt::format("--rounds {}: need at least 1 round", o.rounds));
+  if (!o.tune_path.empty() && o.collective != Collective::kAllreduce)
+    return usage_error("--tune fits allreduce algorithms; run tutti-bench allreduce --tune FILE");
 
   auto type_list = parse_list<DataType>(types, kAllTypes, &parse_type);
   if (!type_list)

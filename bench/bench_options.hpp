@@ -32,6 +32,9 @@ struct BenchOptions {
   // tutti's in-place allreduce then n of the peer's, on the same buffer.
   BaselineKind baseline = BaselineKind::kNone;
   int rounds = 5;
+  // allreduce only: fit alpha + bytes * beta to the in-place times of the algorithm this job runs
+  // (TUTTI_ALGO) and merge the line into this tuning file (rank 0); empty: no tuning.
+  std::string tune_path;
 };
 
 struct BenchParse {

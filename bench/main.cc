@@ -6,6 +6,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <sstream>
+#include <set>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -18,6 +22,7 @@
 #include "collective_runner.hpp"
 #include "pair_stats.hpp"
 #include "report.hpp"
+#include "tune.hpp"
 #include "tutti/tutti.hpp"
 
 namespace tutti::bench {
@@ -41,6 +46,62 @@ std::vector<RankInfo> gather_ranks(Communicator& comm) {
     out.push_back(RankInfo{r, rec.pid, std::string(rec.host, strnlen(rec.host, sizeof rec.host))});
   }
   return out;
+}
+
+void print(const std::string& text);
+
+// Distinct hosts as the runtime sees them: TUTTI_HOST where set, else the host name.
+int count_hosts(Communicator& comm) {
+  std::array<char, 64> mine{};
+  const char* host = std::getenv("TUTTI_HOST");
+  if (host && *host)
+    std::strncpy(mine.data(), host, mine.size() - 1);
+  else
+    ::gethostname(mine.data(), mine.size() - 1);
+  std::vector<std::array<char, 64>> all(static_cast<size_t>(comm.size()));
+  comm.allgather(mine.data(), all.data(), mine.size(), DataType::kUInt8);
+  std::set<std::string> distinct;
+  for (const auto& h : all) distinct.emplace(h.data(), strnlen(h.data(), h.size()));
+  return static_cast<int>(distinct.size());
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+// Rank 0 fits the in-place times and merges the line into the tuning file (tune.hpp).
+int write_tune_line(const BenchOptions& o, const std::vector<TunePoint>& points, int ranks,
+                    int hosts) {
+  TuneLine key;
+  key.algorithm = env_or("TUTTI_ALGO", "auto");
+  key.ranks = ranks;
+  key.hosts = hosts;
+  key.transport = env_or("TUTTI_TRANSPORT", "auto");
+  auto line = fit_tune_line(points, key);
+  if (!line) {
+    std::fprintf(stderr, "tutti-bench: --tune needs at least two sizes (-b < -e)\n");
+    return 2;
+  }
+  std::string existing;
+  if (std::ifstream in(o.tune_path); in) {
+    std::stringstream text;
+    text << in.rdbuf();
+    existing = text.str();
+  }
+  std::string merged = merge_tune_file(existing, *line, points, o.tune_path);
+  std::ofstream out(o.tune_path);
+  out << merged;
+  if (!out) {
+    std::fprintf(stderr, "tutti-bench: cannot write --tune %s: %s\n", o.tune_path.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  print(fmt::format("# Tuned {} on {} ranks, {} host(s), TUTTI_TRANSPORT={}: alpha {:.2f} us, "
+                    "beta {:.4f} ns/B -> {}\n",
+                    line->algorithm, ranks, hosts, line->transport, line->alpha_us,
+                    line->beta_ns_per_byte, o.tune_path));
+  return 0;
 }
 
 double max_over_ranks(Communicator& comm, double v) {
@@ -147,6 +208,17 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
     comm.barrier();
     return 2;
   }
+  const std::string tune_algo = env_or("TUTTI_ALGO", "auto");
+  if (!o.tune_path.empty() && (tune_algo == "auto" || tune_algo.empty())) {
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "tutti-bench: --tune fits one algorithm: run it with TUTTI_ALGO=ring, tree, hd, "
+                   "shm or hier (bench/tune.sh runs them all)\n");
+    comm.barrier();
+    return 2;
+  }
+  const int hosts = o.tune_path.empty() ? 0 : count_hosts(comm);
+  std::vector<TunePoint> tune_points;
   std::vector<RankInfo> ranks = gather_ranks(comm);
   const std::string baseline_label = baseline ? std::string(baseline_name(o.baseline)) : "";
   if (rank == 0) {
@@ -190,6 +262,8 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
         } else {
           row.in_place = measure(comm, runner, spec, o);
         }
+        if (type == o.types.front() && op == o.ops.front())
+          tune_points.push_back({static_cast<double>(row.size_bytes), row.in_place.time_us * 1e-6});
         for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
           total_wrong += std::max<int64_t>(m->wrong, 0);
           busbw_sum += m->busbw;
@@ -217,6 +291,9 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
   const double avg_busbw = busbw_count > 0 ? busbw_sum / busbw_count : 0;
   if (rank == 0) {
     print(footer_text(total_wrong, avg_busbw));
+    if (!o.tune_path.empty()) {
+      if (int rc = write_tune_line(o, tune_points, n, hosts); rc != 0) return rc;
+    }
     if (!o.json_path.empty()) {
       nlohmann::json doc = {{"collective", collective_name(o.collective)},
                             {"nranks", n},

@@ -106,6 +106,11 @@ double hierarchical_time(const CostModel& m, double bytes, const Placement& p) {
     else
       t += (local - 1) * (l.alpha_s + fill * l.beta_s_per_byte) + bytes * l.beta_s_per_byte;
   }
+  // Two hand-offs between phases (on-host reduce -> leaders, leaders -> on-host broadcast): the
+  // ranks waiting for them have been idle and must be woken, which costs about a flat-link
+  // message each. Measured: on 2 pretend hosts x 2 ranks (one 2-vCPU machine) hier took 2-3x
+  // hd's time at 8 B; docs/PERFORMANCE.md, "Hierarchical allreduce".
+  t += 2 * link_cost(m, p.flat).alpha_s;
   if (p.hosts > 1) {
     Placement leaders = p;
     leaders.ranks = p.hosts;

@@ -56,7 +56,8 @@ bool log_decision_table_once(const CostModel& model, const Placement& p) {
     std::lock_guard lock(mutex);
     if (!printed.insert(key).second) return false;
   }
-  log::debug("{}", table);
+  log::debug("{}",
+             std::string_view(table).substr(0, table.size() - 1));  // the log adds the newline
   return true;
 }
 
