@@ -25,8 +25,9 @@ class ExecBackend {
   // environment then starts from the host's own, not from tuttirun's.
   virtual bool remote() const { return false; }
 
-  // Starts `true` on `host` the way ranks will be started there, to find out whether the host can
-  // run them yet. Its stderr says why not. Local backends have nothing to probe: nullopt.
+  // Starts a trivial command on `host` the way ranks will be started there, to find out whether the
+  // host can run them yet; its stderr says why not, and exit status 127 means it never will (the
+  // command or the exec tool is missing). Local backends have nothing to probe: nullopt.
   virtual std::optional<ChildProcess> start_probe(const std::string& host) {
     (void)host;
     return std::nullopt;

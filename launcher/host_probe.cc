@@ -28,6 +28,7 @@ struct HostState {
   UniqueFd out;
   UniqueFd err;
   std::string err_text;
+  bool hopeless = false;
   Deadline attempt_deadline = Deadline::never();
   Deadline next_attempt = Deadline::after_seconds(0);
 };
@@ -69,6 +70,7 @@ void finish_attempt(HostState& h, const ExitStatus& status) {
   }
   std::string line = last_line(h.err_text);
   h.reason = line.empty() ? "probe " + status.describe() : line;
+  h.hopeless = status.kind == ExitStatus::Kind::kExited && status.value == 127;
   h.next_attempt = Deadline::after_seconds(kRetryPauseSeconds);
 }
 
@@ -153,6 +155,13 @@ ProbeResult probe_hosts(ExecBackend& backend, const std::vector<std::string>& ho
       }
     }
 
+    auto hopeless =
+        std::find_if(state.begin(), state.end(), [](const HostState& h) { return h.hopeless; });
+    if (hopeless != state.end()) {
+      result.hopeless = true;
+      result.unreachable = {{hopeless->host, hopeless->reason}};
+      break;
+    }
     pending = waiting();
     if (pending.empty()) break;
     std::string line = fmt::format("tuttirun: waiting for {}/{} hosts: {}", pending.size(),

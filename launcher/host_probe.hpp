@@ -1,7 +1,8 @@
 // Waiting for the hosts before launch. In an MPIJob the launcher pod often starts before the worker
 // pods run (image pull, scheduling, DNS); starting ranks then fails in confusing ways. tuttirun
-// instead runs `true` on every host through the exec backend until each one answers, shows who it
-// still waits for and why, and gives up at a deadline with the list of hosts that never came.
+// instead runs `tuttirun --version` on every host through the exec backend until each one answers
+// (which also shows the rank agent can run there), shows who it still waits for and why, and gives
+// up at a deadline with the list of hosts that never came.
 #pragma once
 
 #include <optional>
@@ -21,7 +22,10 @@ struct UnreachableHost {
 
 struct ProbeResult {
   std::vector<UnreachableHost> unreachable;  // empty: every host answered
-  std::optional<int> interrupted_by;         // SIGINT/SIGTERM/SIGHUP to tuttirun while waiting
+  // Set when a probe exited 127 (command not found): waiting longer cannot help, so the probe
+  // stops at once; `unreachable` then holds that host.
+  bool hopeless = false;
+  std::optional<int> interrupted_by;  // SIGINT/SIGTERM/SIGHUP to tuttirun while waiting
 };
 
 // At most this many probes run at once, so that 100 pods do not mean 100 kubectl processes.

@@ -303,6 +303,18 @@ int run_job(const LaunchOptions& options) {
     ProbeResult probe =
         probe_hosts(*prober, setup.plan.hosts(), options.probe_timeout_seconds, progress, signals);
     if (probe.interrupted_by) return 128 + *probe.interrupted_by;
+    if (probe.hopeless) {
+      const UnreachableHost& h = probe.unreachable.front();
+      print_error(fmt::format(
+          "tuttirun: {} cannot run ranks: {}\n"
+          "tuttirun: no rank was started. tuttirun must be installed on every host at the same "
+          "path as here ({}), or pass --remote-tuttirun PATH; the {} command must exist here.",
+          h.host, h.reason,
+          setup.options.remote_tuttirun.empty() ? "this tuttirun's path"
+                                                : setup.options.remote_tuttirun,
+          exec));
+      return kExitHostsUnreachable;
+    }
     if (!probe.unreachable.empty()) {
       print_error(fmt::format(
           "tuttirun: {} of {} hosts never became reachable within {}s through {}: {}\n"

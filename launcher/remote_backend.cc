@@ -81,7 +81,10 @@ class RemoteBackend : public ExecBackend {
     // The probe loop retries by itself and reports each host's state; kubexec's own retries would
     // only hide that state for longer.
     env.set("KUBEXEC_RETRIES", "0");
-    SpawnRequest req{program(), helper_argv(host, "true"), env.to_strings(), 0};
+    // `tuttirun --version` rather than `true`: it also proves the rank agent can run there.
+    SpawnRequest req{program(),
+                     helper_argv(host, shell_quote(options_.remote_tuttirun) + " --version"),
+                     env.to_strings(), 0};
     return ChildProcess::spawn(req);
   }
 

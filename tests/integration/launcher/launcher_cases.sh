@@ -273,6 +273,13 @@ case "$CASE" in
     expect_rc 3
     expect_err 'never became reachable within 2s through kubexec: job-worker-1 \(Error from server \(NotFound\): pods "job-worker-1" not found\)'
     [ ! -e "$WORK/ran" ] || fail "a rank ran although a pod was unreachable"
+    # tuttirun missing on the host: refused at once (not after the probe timeout), with the fix.
+    run --pods job-worker-0 --remote-tuttirun /nonexistent/tuttirun --probe-timeout 60 \
+      --store-addr 127.0.0.1 -- touch "$WORK/ran"
+    expect_rc 3
+    expect_err '^tuttirun: job-worker-0 cannot run ranks: .*/nonexistent/tuttirun: not found'
+    expect_err 'pass --remote-tuttirun'
+    [ ! -e "$WORK/ran" ] || fail "a rank ran although tuttirun is missing on the host"
     ;;
   restarts_and_output_dir)
     export KUBEXEC_KUBECTL="$(dirname "$0")/local_kubectl.sh"
