@@ -150,8 +150,9 @@ struct Kernel {
   }
 
   // out = srcs[0] op ... op srcs[n-1] (and the same to copy), block by block: each block's partial
-  // result lives in an L1-sized stack buffer, so every source is read once from memory and every
-  // output written once. Sources not aligned for S are copied into an aligned block first.
+  // result stays in L1 (in out itself, or in a stack buffer when out is also a later source), so
+  // every source is read once from memory and every output written once. On the stack-buffer path
+  // sources not aligned for S are copied into an aligned block first.
   static void many(void* out, void* copy, const void* const* srcs, size_t nsrc, size_t count,
                    bool stream) {
     constexpr size_t kMany = kManyBlockBytes / kSize;
@@ -159,6 +160,29 @@ struct Kernel {
     alignas(64) S tmp[kMany];
     auto* o = static_cast<std::byte*>(out);
     auto* c = static_cast<std::byte*>(copy);
+    // Straight into out unless out is a later source (storing a block of it before reading it).
+    bool direct = nsrc >= 2;
+    for (size_t k = 2; k < nsrc; ++k) direct = direct && srcs[k] != out;
+    if (direct) {
+      const auto* s0 = static_cast<const std::byte*>(srcs[0]);
+      const auto* s1 = static_cast<const std::byte*>(srcs[1]);
+      for (size_t done = 0; done < count; done += kMany) {
+        const size_t n = std::min(kMany, count - done);
+        const size_t at = done * kSize, bytes = n * kSize;
+        combine(o + at, s0 + at, s1 + at, n);
+        for (size_t k = 2; k < nsrc; ++k)
+          accumulate(o + at, static_cast<const std::byte*>(srcs[k]) + at, n);
+        if (c != nullptr) {
+          if (stream) {
+            stream_copy_unfenced(c + at, o + at, bytes);
+          } else {
+            std::memcpy(c + at, o + at, bytes);
+          }
+        }
+      }
+      if (c != nullptr && stream) store_fence();
+      return;
+    }
     for (size_t done = 0; done < count; done += kMany) {
       const size_t n = std::min(kMany, count - done);
       const size_t at = done * kSize, bytes = n * kSize;
