@@ -16,11 +16,8 @@ namespace {
 
 using testing::Rank;
 
-constexpr DataType kTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
-                               DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
-                               DataType::kUInt8};
-constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
-                             ReduceOp::kAvg};
+constexpr auto& kTypes = testing::kAllTypes;
+constexpr auto& kOps = testing::kAllOps;
 
 struct Case {
   size_t count;

@@ -10,6 +10,13 @@
 
 namespace tutti::testing {
 
+// Every dtype and every op, which the collective tests sweep.
+inline constexpr DataType kAllTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
+                                         DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
+                                         DataType::kUInt8};
+inline constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
+                                       ReduceOp::kMax, ReduceOp::kAvg};
+
 double get_value(DataType type, const void* buf, size_t index);
 void set_value(DataType type, void* buf, size_t index, double value);
 
