@@ -34,27 +34,13 @@ pods_user_cleanup() {
 }
 trap pods_user_cleanup EXIT
 
-fail() {
-  echo "FAIL [$CASE]: $*" >&2
-  for f in out err; do
-    [ -s "$WORK/$f" ] || continue
-    echo "--- $f (last 40 lines)" >&2
-    tail -n 40 "$WORK/$f" >&2
-  done
+fail_details() {
   for log in "$WORK"/sshd.*.log; do
-    [ -s "$log" ] && { echo "--- $log" >&2; tail -n 10 "$log" >&2; }
+    [ -s "$log" ] && { echo "--- $log"; tail -n 10 "$log"; }
   done
-  exit 1
 }
-run() {
-  local limit=$1
-  shift
-  timeout -k 5 "$limit" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
-  RC=$?
-}
-expect_rc() { [ "$RC" -eq "$1" ] || fail "exit code $RC, expected $1"; }
-expect_out() { grep -qE -- "$1" "$WORK/out" || fail "stdout lacks /$1/"; }
-expect_err() { grep -qE -- "$1" "$WORK/err" || fail "stderr lacks /$1/"; }
+# shellcheck source=checks.sh
+source "$HERE/checks.sh"
 
 pods_up sshp 2 "$K"
 HOST0=$(pod_ip "$K" 0)
