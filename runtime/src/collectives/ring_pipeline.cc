@@ -1,7 +1,11 @@
 #include "collectives/ring_pipeline.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "collectives/scratch_slots.hpp"
@@ -16,6 +20,16 @@ namespace {
 constexpr size_t kWindow = 4;
 // Completed send requests are dropped once this many pile up, so long pipelines stay small.
 constexpr size_t kPruneSends = 256;
+// Before sleeping in the transport's wait, poll the channels (yielding between polls) this long: a
+// TCP wait that sleeps in poll() pays a wake-up per segment, which on this kind of machine (HZ=250,
+// no preemption) can cost a scheduler tick when the CPUs are busy. Only when every rank can have a
+// CPU of its own; otherwise polling steals the CPU from the rank we wait for.
+constexpr auto kSpinBudget = std::chrono::microseconds(200);
+
+bool may_spin(int ranks) {
+  static const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(ranks) <= cpus;
+}
 
 struct Item {
   int step = 0;
@@ -37,14 +51,15 @@ class RingRun {
         per_segment_(segment_elements(ctx.segment_bytes, element_bytes_)),
         steps_(plan.reduce_steps + plan.gather_steps),
         next_(&ctx.transport.channel(wrap(ctx.rank + 1, ctx.size))),
-        prev_(&ctx.transport.channel(wrap(ctx.rank - 1, ctx.size))) {
+        prev_(&ctx.transport.channel(wrap(ctx.rank - 1, ctx.size))),
+        spin_(may_spin(ctx.size)) {
     if (plan_.reduce_steps > 0) {
       staging_ = ctx.scratch.get(kStagingSlot, kWindow * per_segment_ * element_bytes_).data();
     }
   }
 
   void run() {
-    send_first_chunk();
+    send_first_chunk(kWindow);
     Item post = first_item({0, 0});
     std::array<transport::Request, kWindow> pending;
     std::array<Item, kWindow> pending_items;
@@ -61,13 +76,16 @@ class RingRun {
     post_more();
     while (processed < posted) {
       const size_t slot = processed % kWindow;
-      ctx_.transport.wait(std::span(&pending[slot], 1), ctx_.deadline, what_);
+      await(pending[slot]);
       const Item item = pending_items[slot];
       // The receive of the following segments is already posted; reduce this one meanwhile.
       finish(item, slot);
       ++processed;
+      // Step 0's sends are paced by step 0's receives (see send_first_chunk).
+      send_first_chunk(item.step == 0 ? item.segment + 1 + kWindow : kAll);
       post_more();
     }
+    send_first_chunk(kAll);
     ctx_.transport.wait(sends_, ctx_.deadline, what_);
   }
 
@@ -107,12 +125,35 @@ class RingRun {
                                         : buffers_.output + chunk_offset_bytes(chunk);
   }
 
-  void send_first_chunk() {
+  static constexpr size_t kAll = ~size_t{0};
+
+  // Sends the first chunk's segments up to (not including) `until`. The next rank posts only
+  // kWindow receives ahead, so a segment sent far earlier lands in its channel's unexpected
+  // stash: a fresh allocation (page faults) and one more copy per segment. Pacing step 0 by this
+  // rank's own step 0 receives keeps the ring in step without any extra message: every rank sends
+  // its first kWindow segments unconditionally, so each later one only waits on earlier ones.
+  void send_first_chunk(size_t until) {
     const int chunk = send_chunk(0);
-    for (size_t s = 0; s < chunk_segments(chunk); ++s) {
-      const std::byte* data = buffers_.first_send + segment_begin(s) * element_bytes_;
-      sends_.push_back(next_->isend(tag(0), {data, segment_size(chunk, s) * element_bytes_}));
+    const size_t end = std::min(until, chunk_segments(chunk));
+    for (; first_sent_ < end; ++first_sent_) {
+      const std::byte* data = buffers_.first_send + segment_begin(first_sent_) * element_bytes_;
+      sends_.push_back(
+          next_->isend(tag(0), {data, segment_size(chunk, first_sent_) * element_bytes_}));
     }
+  }
+
+  // Waits for one receive: polls the channels for up to kSpinBudget first (see there).
+  void await(const transport::Request& request) {
+    if (spin_ && !request.complete()) {
+      const auto until = std::chrono::steady_clock::now() + kSpinBudget;
+      do {
+        if (ctx_.transport.progress_all()) continue;
+        if (std::chrono::steady_clock::now() > until) break;
+        // Free on an idle CPU; on a busy one it lets whoever is runnable (the peer) go first.
+        sched_yield();
+      } while (!request.complete());
+    }
+    ctx_.transport.wait(std::span(&request, 1), ctx_.deadline, what_);
   }
 
   transport::Request post_receive(const Item& item, size_t slot) {
@@ -152,6 +193,8 @@ class RingRun {
   int steps_;
   transport::Channel* next_;
   transport::Channel* prev_;
+  bool spin_;
+  size_t first_sent_ = 0;  // segments of step 0's chunk handed to next_
   std::byte* staging_ = nullptr;
   std::vector<transport::Request> sends_;
 };

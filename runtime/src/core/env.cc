@@ -55,6 +55,12 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_SHM_STORES", Kind::kChoice, "auto", "auto|cached|streaming",
              "How the `shm` allreduce writes into the shared window: non-temporal (streaming) or ordinary "
              "stores; auto times both per message size class and keeps the faster."},
+    Variable{"TUTTI_TCP_STREAMS", Kind::kInt, "1", "",
+             "TCP connections per pair of ranks; messages of 32 KiB and more are cut across them. Every rank "
+             "of a job must use the same value."},
+    Variable{"TUTTI_TCP_BUFFER_BYTES", Kind::kBytes, "4M", "",
+             "Send and receive buffer of each TCP data socket (capped by net.core.wmem_max/rmem_max); 0 leaves "
+             "the kernel's autotuning on."},
     Variable{"TUTTI_ADDR", Kind::kString, "", "",
              "Address this rank listens on for peers. Default: the local address that reaches the store."},
     Variable{"TUTTI_LAUNCHER", Kind::kString, "", "",

@@ -1,12 +1,16 @@
 #include "transport/tcp/tcp_mesh.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstring>
 
 #include "bootstrap/handshake.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "transport/framed_channel.hpp"
+#include "transport/tcp/striped_channel.hpp"
 #include "transport/tcp/tcp_stream.hpp"
 
 namespace tutti::transport {
@@ -14,11 +18,46 @@ namespace {
 
 // An accepted connection must say Hello promptly; a silent stranger may not hold up the mesh.
 constexpr auto kHelloBudget = std::chrono::seconds(10);
+// More streams than this only multiply sockets; loopback and NICs gain nothing beyond a few.
+constexpr int64_t kMaxStreams = 16;
+
+// After the Hello, the connecting side says which of how many streams this connection is, so the
+// accepting side can order them however they arrive and refuse a peer configured differently.
+using StreamHeader = std::array<std::byte, 8>;
+
+StreamHeader encode_stream_header(uint32_t index, uint32_t count) {
+  StreamHeader h;
+  std::memcpy(h.data(), &index, 4);
+  std::memcpy(h.data() + 4, &count, 4);
+  return h;
+}
+
+int streams_from_env() {
+  const int64_t k = env::get_int("TUTTI_TCP_STREAMS");
+  if (k < 1 || k > kMaxStreams)
+    throw make_error(ErrorCode::kConfig,
+                     "TUTTI_TCP_STREAMS={} is out of range; use 1 to {} TCP connections per peer",
+                     k, kMaxStreams);
+  return static_cast<int>(k);
+}
+
+int buffer_bytes_from_env() {
+  const uint64_t bytes = env::get_bytes("TUTTI_TCP_BUFFER_BYTES");
+  if (bytes > (1u << 30))
+    throw make_error(ErrorCode::kConfig,
+                     "TUTTI_TCP_BUFFER_BYTES={} is above 1G; use a smaller socket buffer, or 0 for "
+                     "the kernel's autotuning",
+                     bytes);
+  return static_cast<int>(bytes);
+}
 
 }  // namespace
 
 TcpMesh::TcpMesh(const MeshContext& context, std::vector<int> peers)
-    : context_(context), peers_(std::move(peers)) {
+    : context_(context),
+      peers_(std::move(peers)),
+      streams_(streams_from_env()),
+      buffer_bytes_(buffer_bytes_from_env()) {
   const MeshConfig& c = context_.config;
   endpoint_.host = c.listen_address.empty() ? "127.0.0.1" : c.listen_address;
   listener_ = bootstrap::listen_tcp(endpoint_.host, 0, &endpoint_.port);
@@ -50,31 +89,54 @@ void TcpMesh::connect_to(int peer, std::vector<std::unique_ptr<Channel>>& channe
   hello.kind = bootstrap::ConnectionKind::kData;
   hello.rank = c.rank;
   hello.token = c.job_token;
-  bootstrap::Fd socket;
-  try {
-    socket = bootstrap::connect_tcp(endpoint, context_.deadline);
-    bootstrap::client_handshake(socket.get(), hello, context_.deadline, who);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kTimeout) throw;
-    context_.throw_missing({peer}, "accept this rank's data connection", text);
+  std::vector<bootstrap::Fd> sockets;
+  for (int i = 0; i < streams_; ++i) {
+    bootstrap::Fd socket;
+    try {
+      socket = bootstrap::connect_tcp(endpoint, context_.deadline);
+      bootstrap::client_handshake(socket.get(), hello, context_.deadline, who);
+      StreamHeader header = encode_stream_header(i, streams_);
+      bootstrap::write_all(socket.get(), header, context_.deadline, who);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kTimeout) throw;
+      context_.throw_missing({peer}, "accept this rank's data connection", text);
+    }
+    sockets.push_back(std::move(socket));
   }
-  channels[peer] = std::make_unique<FramedChannel>(
-      peer, std::make_unique<TcpStream>(std::move(socket), peer, context_.host(peer), text));
+  channels[peer] = make_channel(peer, std::move(sockets), text);
+}
+
+std::unique_ptr<Channel> TcpMesh::make_channel(int peer, std::vector<bootstrap::Fd> sockets,
+                                               const std::string& address) const {
+  std::vector<std::unique_ptr<Channel>> streams;
+  for (auto& socket : sockets) {
+    streams.push_back(std::make_unique<FramedChannel>(
+        peer, std::make_unique<TcpStream>(std::move(socket), peer, context_.host(peer), address,
+                                          buffer_bytes_)));
+  }
+  if (streams.size() == 1) return std::move(streams[0]);
+  return std::make_unique<StripedChannel>(peer, std::move(streams));
 }
 
 void TcpMesh::accept_from(const std::vector<int>& higher,
                           std::vector<std::unique_ptr<Channel>>& channels) {
   const MeshConfig& c = context_.config;
   std::vector<int> missing = higher;
+  // Per expected peer: its streams by index, as they arrive in any order.
+  std::vector<std::vector<bootstrap::Fd>> arrived(c.size);
+  std::vector<int> arrived_count(c.size, 0);
+  std::vector<std::string> addresses(c.size);
   while (!missing.empty()) {
     std::string address;
     bootstrap::Fd socket = bootstrap::accept_tcp(listener_.get(), context_.deadline, &address);
     if (!socket.valid()) context_.throw_missing(missing, "connect", endpoint_.to_string());
     bootstrap::Hello hello;
+    StreamHeader header{};
     try {
-      hello = bootstrap::server_handshake(socket.get(), c.job_token,
-                                          context_.deadline.earlier(Deadline::after(kHelloBudget)),
-                                          address);
+      const Deadline hello_deadline = context_.deadline.earlier(Deadline::after(kHelloBudget));
+      hello = bootstrap::server_handshake(socket.get(), c.job_token, hello_deadline, address);
+      if (hello.kind == bootstrap::ConnectionKind::kData)
+        bootstrap::read_exact(socket.get(), header, hello_deadline, address);
     } catch (const Error& e) {
       log::warn("rank {} refused a data connection from {}: {}", c.rank, address, e.what());
       continue;
@@ -89,10 +151,28 @@ void TcpMesh::accept_from(const std::vector<int>& higher,
                     : "no such peer rank expected here");
       continue;
     }
+    const int peer = hello.rank;
+    uint32_t index = 0, count = 0;
+    std::memcpy(&index, header.data(), 4);
+    std::memcpy(&count, header.data() + 4, 4);
+    if (count != static_cast<uint32_t>(streams_))
+      throw make_error(ErrorCode::kConfig,
+                       "rank {} (host {}) opens {} TCP streams per peer but rank {} (host {}) "
+                       "expects {}: set the same TUTTI_TCP_STREAMS for every rank of the job",
+                       peer, context_.host(peer), count, c.rank, context_.host(c.rank), streams_);
+    std::vector<bootstrap::Fd>& streams = arrived[peer];
+    streams.resize(streams_);
+    if (index >= count || streams[index].valid()) {
+      log::warn(
+          "rank {} refused a data connection from {} claiming to be stream {} of {} of rank {}",
+          c.rank, address, index, count, peer);
+      continue;
+    }
+    streams[index] = std::move(socket);
+    if (index == 0) addresses[peer] = address;
+    if (++arrived_count[peer] < streams_) continue;
     missing.erase(it);
-    int peer = hello.rank;
-    channels[peer] = std::make_unique<FramedChannel>(
-        peer, std::make_unique<TcpStream>(std::move(socket), peer, context_.host(peer), address));
+    channels[peer] = make_channel(peer, std::move(streams), addresses[peer]);
   }
 }
 

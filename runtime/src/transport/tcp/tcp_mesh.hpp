@@ -1,9 +1,12 @@
 // The TCP half of connect_mesh: listen and publish "<job>/tcp/<rank>" = "addr:port"; then connect
 // to every lower TCP peer and accept every higher one, each connection opening with a Hello that
-// carries the job token. Strangers and wrong tokens are refused while accepting goes on.
+// carries the job token, then a stream header (index, count): with TUTTI_TCP_STREAMS=K each pair of
+// ranks opens K connections, joined into one StripedChannel. Strangers and wrong tokens are refused
+// while accepting goes on; a peer with another stream count is a configuration error.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bootstrap/socket.hpp"
@@ -23,11 +26,15 @@ class TcpMesh {
  private:
   void connect_to(int peer, std::vector<std::unique_ptr<Channel>>& channels);
   void accept_from(const std::vector<int>& higher, std::vector<std::unique_ptr<Channel>>& channels);
+  std::unique_ptr<Channel> make_channel(int peer, std::vector<bootstrap::Fd> sockets,
+                                        const std::string& address) const;
 
   const MeshContext& context_;
   std::vector<int> peers_;
   bootstrap::Fd listener_;
   bootstrap::Endpoint endpoint_;
+  int streams_;       // TUTTI_TCP_STREAMS
+  int buffer_bytes_;  // TUTTI_TCP_BUFFER_BYTES; 0 leaves the kernel's autotuning on
 };
 
 }  // namespace tutti::transport

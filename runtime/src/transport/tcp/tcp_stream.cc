@@ -16,7 +16,6 @@
 namespace tutti::transport {
 namespace {
 
-constexpr int kSocketBufferBytes = 4 << 20;
 constexpr size_t kMaxIov = 64;
 
 bool peer_gone(int err) {
@@ -27,7 +26,7 @@ bool peer_gone(int err) {
 }  // namespace
 
 TcpStream::TcpStream(bootstrap::Fd socket, int peer, std::string peer_host,
-                     std::string peer_address)
+                     std::string peer_address, int buffer_bytes)
     : socket_(std::move(socket)),
       peer_(peer),
       peer_host_(std::move(peer_host)),
@@ -37,8 +36,11 @@ TcpStream::TcpStream(bootstrap::Fd socket, int peer, std::string peer_host,
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
     throw_system_error(fmt::format("fcntl(O_NONBLOCK) on the socket to {}", describe()), errno);
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // best effort
-  bootstrap::set_bulk_buffers(fd, kSocketBufferBytes);
+  // Best effort: a frame header must not wait for Nagle behind the previous payload's ACK.
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // Explicit sizes turn the kernel's autotuning off: worth it only when they are large enough
+  // to hold a few pipeline segments in flight, which the default is.
+  if (buffer_bytes > 0) bootstrap::set_bulk_buffers(fd, buffer_bytes);
 }
 
 std::string TcpStream::describe() const {

@@ -10,8 +10,12 @@ namespace tutti::transport {
 
 class TcpStream final : public ByteStream {
  public:
-  // Takes a connected socket; makes it non-blocking with TCP_NODELAY and large buffers.
-  TcpStream(bootstrap::Fd socket, int peer, std::string peer_host, std::string peer_address);
+  // Takes a connected socket; makes it non-blocking with TCP_NODELAY and, when buffer_bytes > 0,
+  // send and receive buffers of that size (capped by net.core.{w,r}mem_max).
+  TcpStream(bootstrap::Fd socket, int peer, std::string peer_host, std::string peer_address,
+            int buffer_bytes = kDefaultBufferBytes);
+
+  static constexpr int kDefaultBufferBytes = 4 << 20;
 
   size_t write_some(ConstPieces pieces) override;
   size_t read_some(Pieces pieces) override;

@@ -1,0 +1,63 @@
+// StripedChannel: one Channel to a peer over several TCP connections (TUTTI_TCP_STREAMS). A large
+// message is cut into equal parts, part i travelling on stream i with the message's tag; smaller
+// messages use stream 0 alone. The cut depends only on the message size and the stream count, so
+// sender and receiver agree without a word, and every stream keeps the per-tag order of its parts.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/socket.hpp"
+#include "transport/channel.hpp"
+
+namespace tutti::transport {
+
+// How a message of `bytes` is cut over `streams` streams: parts of equal size (the last one
+// shorter), each at least kMinStripePartBytes, so small messages are not torn into syscalls.
+inline constexpr size_t kMinStripePartBytes = 16 << 10;
+size_t stripe_parts(size_t bytes, size_t streams);
+size_t stripe_part_bytes(size_t bytes, size_t parts);
+
+class StripedChannel final : public Channel {
+ public:
+  // streams[0..K) all connect this rank to `peer`; K >= 1.
+  StripedChannel(int peer, std::vector<std::unique_ptr<Channel>> streams);
+  ~StripedChannel() override;
+
+  int peer() const override { return peer_; }
+  std::string describe() const override;
+  std::string_view kind() const override { return "tcp"; }
+
+  Request isend(Tag tag, std::span<const std::byte> data) override;
+  Request irecv(Tag tag, std::span<std::byte> data) override;
+  bool progress() override;
+  void send_abort(const std::string& reason) noexcept override;
+  // An epoll fd over the streams' sockets: readable when any of them has bytes or, while it has
+  // sends queued, room for them. Poll it for POLLIN only.
+  int wait_fd() const override { return epoll_.get(); }
+  bool busy() const override;
+  bool wants_writable() const override { return false; }
+
+ private:
+  // A message cut into parts: complete once every part is.
+  struct Striped {
+    std::shared_ptr<Operation> op;
+    std::vector<Request> parts;
+  };
+
+  template <typename Span, typename Post>
+  Request post(Tag tag, Span data, bool is_send, Post&& post_part);
+  void settle();
+  void update_interest();
+
+  int peer_;
+  std::vector<std::unique_ptr<Channel>> streams_;
+  std::vector<Striped> striped_;
+  bootstrap::Fd epoll_;
+  std::vector<int> registered_fd_;       // per stream: the fd in epoll_, or -1
+  std::vector<uint32_t> registered_ev_;  // per stream: its epoll events
+};
+
+}  // namespace tutti::transport
