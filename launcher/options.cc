@@ -35,17 +35,26 @@ ParseResult usage_error(std::string message) {
 constexpr std::string_view kDescription =
     "tuttirun: start the ranks of a tutti program on this host or on remote hosts and pods, serve\n"
     "their rendezvous store, tag their output with [rank], and stop the whole job when one rank\n"
-    "fails.\n\n"
+    "fails. Inside an MPIJob launcher pod the hosts come from /etc/mpi/hostfile by themselves.\n";
+
+constexpr std::string_view kUsage =
     "Usage: tuttirun -np N [options] [--] COMMAND [ARGS...]            (this host)\n"
     "       tuttirun --pods a,b,c [--slots S] [options] [--] COMMAND    (Kubernetes pods)\n"
-    "       tuttirun --hostfile F | -H h1:2,h2:2 [options] [--] COMMAND (hosts, via ssh)\n"
-    "Inside an MPIJob launcher pod the hosts come from /etc/mpi/hostfile by themselves.\n";
+    "       tuttirun --hostfile F | -H h1:2,h2:2 [options] [--] COMMAND (hosts, via ssh)";
 
 constexpr std::string_view kFooter =
     "\nExit status: 0 when every rank succeeded; else the first failed rank's status (128+N when\n"
     "killed by signal N); 1 when tuttirun itself failed; 2 for a usage error; 3 when hosts never\n"
     "became reachable; 127 when the command is not found (local mode); 128+N when tuttirun was\n"
     "interrupted by signal N.\n";
+
+// CLI11 2.1 would print "Usage: tuttirun [OPTIONS]"; tuttirun's three forms say more.
+class UsageFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return std::string(kUsage) + "\n";
+  }
+};
 
 }  // namespace
 
@@ -96,6 +105,7 @@ ParseResult parse_options(std::span<const std::string> args) {
 
   CLI::App app{std::string(kDescription), "tuttirun"};
   app.footer(std::string(kFooter));
+  app.formatter(std::make_shared<UsageFormatter>());
   app.set_help_flag();  // handled below so --help works even without -np
   app.add_flag("-h,--help", help, "Print this help and exit");
   app.add_flag("--version", version, "Print the version and exit");
@@ -154,7 +164,7 @@ ParseResult parse_options(std::span<const std::string> args) {
       ->allow_extra_args(false);
   app.add_option("--job-id", opts.job_id, "Job name (default tuttirun-<random>)");
   app.add_option("--store-port", store_port,
-                 "Port of the rendezvous store on 127.0.0.1 (default: any)");
+                 "Port of the rendezvous store (default: any free port)");
   app.add_flag("--verbose", opts.verbose, "Say what tuttirun does");
 
   try {
