@@ -46,7 +46,7 @@ constexpr std::array kVariables = {
              "Pipeline segment size of ring and tree collectives."},
     Variable{"TUTTI_SHM_RING_BYTES", Kind::kBytes, "1M", "",
              "Size of each shared-memory ring buffer between two local ranks (one per direction)."},
-    Variable{"TUTTI_SHM_WINDOW_BYTES", Kind::kBytes, "32M", "",
+    Variable{"TUTTI_SHM_WINDOW_BYTES", Kind::kBytes, "4M", "",
              "Per-rank area of the shared-memory window of the `shm` allreduce when all ranks share a host "
              "(larger messages go through in pieces); 0 turns the window off."},
     Variable{"TUTTI_SHM_SPIN_ROUNDS", Kind::kInt, "", "",
