@@ -17,7 +17,7 @@ namespace {
 
 // Receives posted ahead of the one being reduced. Two is the minimum for overlap; four hides the
 // jitter of a busy peer without holding much scratch.
-constexpr size_t kWindow = 4;
+constexpr size_t kWindow = 16;
 // Completed send requests are dropped once this many pile up, so long pipelines stay small.
 constexpr size_t kPruneSends = 256;
 // Before sleeping in the transport's wait, poll the channels (yielding between polls) this long: a

@@ -17,6 +17,10 @@ namespace {
 constexpr size_t kMaxGatherFrames = 32;
 // An abort reason longer than this is a corrupted stream, not a reason.
 constexpr size_t kMaxControlPayload = 1 << 20;
+// Stash buffers kept for reuse: a pipeline that runs ahead of its peer stashes segment after
+// segment, and a fresh allocation of that size is a fresh mmap, one page fault per 4 KiB.
+constexpr size_t kMaxSpareStash = 16;
+constexpr size_t kMaxSpareStashBytes = 8 << 20;
 // send_abort is best effort while the process is failing: it may not stall the exit for long.
 constexpr auto kAbortFlushBudget = std::chrono::milliseconds(50);
 
@@ -92,6 +96,7 @@ Request FramedChannel::irecv(Tag tag, std::span<std::byte> data) {
     if (stash->data.size() != data.size()) fail(mismatch(tag, stash->data.size(), data.size()));
     if (stash->complete) {
       if (!data.empty()) std::memcpy(data.data(), stash->data.data(), data.size());
+      recycle(std::move(stash->data));
       op->done = op->size;
       op->complete = true;
     } else {
@@ -231,6 +236,10 @@ void FramedChannel::on_header() {
     in_dest_ = in_op_->data;
   } else {
     in_stash_ = std::make_shared<Stash>();
+    if (!spare_stash_.empty()) {
+      in_stash_->data = std::move(spare_stash_.back());
+      spare_stash_.pop_back();
+    }
     in_stash_->data.resize(length);
     in_dest_ = in_stash_->data.data();
     unexpected_[tag].push_back(in_stash_);
@@ -255,6 +264,7 @@ void FramedChannel::on_payload_complete() {
     in_stash_->complete = true;
     if (auto& op = in_stash_->claimed) {
       if (op->size > 0) std::memcpy(op->data, in_stash_->data.data(), op->size);
+      recycle(std::move(in_stash_->data));
       op->done = op->size;
       op->complete = true;
       op.reset();
@@ -262,6 +272,11 @@ void FramedChannel::on_payload_complete() {
     }
     in_stash_.reset();
   }
+}
+
+void FramedChannel::recycle(std::vector<std::byte> buffer) {
+  if (spare_stash_.size() < kMaxSpareStash && buffer.capacity() <= kMaxSpareStashBytes)
+    spare_stash_.push_back(std::move(buffer));
 }
 
 void FramedChannel::send_abort(const std::string& reason) noexcept {

@@ -65,6 +65,7 @@ class FramedChannel final : public Channel {
   void on_header();
   void on_payload_complete();
   Error mismatch(Tag tag, size_t sent, size_t expected) const;
+  void recycle(std::vector<std::byte> buffer);  // a consumed stash buffer, kept for reuse
 
   int peer_;
   std::unique_ptr<ByteStream> stream_;
@@ -85,6 +86,7 @@ class FramedChannel final : public Channel {
   std::shared_ptr<Operation> in_op_;
   std::shared_ptr<Stash> in_stash_;
   std::vector<std::byte> control_payload_;
+  std::vector<std::vector<std::byte>> spare_stash_;
 
   std::optional<Error> failure_;  // every later call rethrows it
   // The peer closed between frames while nothing was pending: maybe a clean shutdown, so this only
