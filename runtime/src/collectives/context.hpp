@@ -12,6 +12,8 @@
 
 namespace tutti::collectives {
 
+struct SelectionCache;
+
 struct Context {
   transport::Transport& transport;
   int rank;
@@ -24,6 +26,9 @@ struct Context {
   // lowest rank. Empty when the caller does not know the placement (the hierarchical allreduce
   // then refuses and selection treats the world as flat).
   std::span<const int> host_of_rank = {};
+  // Where select_allreduce keeps its placement and last choice across this communicator's calls;
+  // null makes it work them out every call.
+  SelectionCache* selection = nullptr;
 };
 
 }  // namespace tutti::collectives

@@ -10,6 +10,7 @@
 #include "collectives/collectives.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/placement.hpp"
+#include "collectives/selection_cache.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -64,9 +65,22 @@ bool log_decision_table_once(const CostModel& model, const Placement& p) {
 Algorithm select_allreduce(const Context& ctx, size_t bytes) {
   if (ctx.size <= 1) return Algorithm::kRing;  // no communication at all; any algorithm will do
   const CostModel& model = CostModel::from_env();
-  const Placement p = placement_of(ctx);
-  if (ctx.rank == 0 && log::enabled(log::Level::kDebug)) log_decision_table_once(model, p);
-  return cheapest(model, bytes, p);
+  if (ctx.selection == nullptr) {
+    const Placement p = placement_of(ctx);
+    if (ctx.rank == 0 && log::enabled(log::Level::kDebug)) log_decision_table_once(model, p);
+    return cheapest(model, bytes, p);
+  }
+  SelectionCache& cache = *ctx.selection;
+  if (cache.last_bytes == bytes) return cache.last;
+  if (!cache.placement) cache.placement = placement_of(ctx);
+  if (!cache.logged) {
+    if (ctx.rank == 0 && log::enabled(log::Level::kDebug))
+      log_decision_table_once(model, *cache.placement);
+    cache.logged = true;
+  }
+  cache.last = cheapest(model, bytes, *cache.placement);
+  cache.last_bytes = bytes;
+  return cache.last;
 }
 
 }  // namespace tutti::collectives

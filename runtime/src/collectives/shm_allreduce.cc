@@ -42,6 +42,9 @@ enum Counter : int {
 struct ShmState {
   ShmStoreTuner tuner;
   std::vector<const void*> sources;  // reused per reduce, one per rank
+  // The chunk counter after the last pipelined call. Pipelined calls start at slot 0, so a
+  // single-step call's slot may have been written by one of those chunks however recent.
+  uint64_t pipelined_end = 0;
 };
 
 ShmState& state_of(transport::LocalWindow& window) {
@@ -51,7 +54,7 @@ ShmState& state_of(transport::LocalWindow& window) {
     const auto mode = m == "cached"      ? ShmStoreTuner::Mode::kCached
                       : m == "streaming" ? ShmStoreTuner::Mode::kStreaming
                                          : ShmStoreTuner::Mode::kAuto;
-    auto state = std::make_shared<ShmState>(ShmState{ShmStoreTuner(mode), {}});
+    auto state = std::make_shared<ShmState>(ShmState{ShmStoreTuner(mode), {}, 0});
     state->sources.resize(static_cast<size_t>(window.size()));
     slot = state;
   }
@@ -71,6 +74,7 @@ class ShmAllreduce {
         type_(type),
         op_(op),
         stores_(stores),
+        state_(state),
         sources_(state.sources),
         // Every rank completed the same chunks before this call.
         first_(window.own_flag(kDone)) {}
@@ -85,13 +89,14 @@ class ShmAllreduce {
     // or other jobs) does all the work it can before waiting, so when they run again they find
     // up to a window of chunks ready instead of one.
     const size_t chunks = (count_ + plan_.chunk_elements - 1) / plan_.chunk_elements;
+    state_.pipelined_end = first_ + chunks;
     size_t staged = 0, reduced = 0, copied = 0;
     while (copied < chunks) {
       if (copied < reduced && w_.peers_reached(kReduced, chunk_id(copied) + 1)) {
         copy_out(copied++);
       } else if (reduced < staged && w_.peers_reached(kStaged, chunk_id(reduced) + 1)) {
         reduce_own_slice(reduced++);
-      } else if (staged < chunks && slot_free(chunk_id(staged))) {
+      } else if (staged < chunks && slot_free(staged)) {
         stage(staged++);
       } else if (copied < reduced) {
         copy_out(copied++);  // nothing else can move: wait for the oldest step outstanding
@@ -106,8 +111,11 @@ class ShmAllreduce {
  private:
   size_t es() const { return plan_.element_bytes; }
   uint64_t chunk_id(size_t j) const { return first_ + j; }
-  std::byte* slot(int rank, uint64_t g) const {
-    return w_.area(rank) + (g % plan_.slots) * plan_.slot_bytes;
+  // Single-step calls rotate through the slots by chunk counter; pipelined calls start at slot 0
+  // every time, so a message that fits the window finds its slots still in cache from the last
+  // call instead of cycling through the whole window.
+  std::byte* slot(int rank, uint64_t index) const {
+    return w_.area(rank) + (index % plan_.slots) * plan_.slot_bytes;
   }
   size_t chunk_offset(size_t j) const { return j * plan_.chunk_elements; }
   size_t chunk_size(size_t j) const {
@@ -115,14 +123,18 @@ class ShmAllreduce {
   }
   Slice slice(size_t n, int rank) const { return slice_of(n, w_.size(), rank, es()); }
 
-  // Before overwriting slot g % slots, the chunk that used it last must be read by everyone.
-  bool slot_free(uint64_t g) {
-    return g + 1 <= plan_.slots || w_.peers_reached(kDone, g + 1 - plan_.slots);
+  // Before overwriting a slot, the chunk that used it last must be read by everyone. Chunk j of a
+  // pipelined call takes slot j % slots: the first `slots` chunks reuse slots of earlier calls,
+  // which are free once every peer finished those calls; later ones reuse this call's chunk
+  // j - slots.
+  uint64_t free_after(size_t j) const {
+    return j < plan_.slots ? first_ : chunk_id(j) + 1 - plan_.slots;
   }
-  void claim_slot(uint64_t g) {
-    if (g + 1 > plan_.slots)
-      w_.wait_peers(kDone, g + 1 - plan_.slots, ctx_.deadline,
-                    "the shm allreduce (peers still reading the window slot this rank reuses)");
+  bool slot_free(size_t j) { return w_.peers_reached(kDone, free_after(j)); }
+  void claim_slot(size_t j) { wait_slot_readers(free_after(j)); }
+  void wait_slot_readers(uint64_t done) {
+    w_.wait_peers(kDone, done, ctx_.deadline,
+                  "the shm allreduce (peers still reading the window slot this rank reuses)");
   }
 
   // Up to LocalWindow::kInlineBytes the input rides in the kStaged counter's cache line, in bank
@@ -147,7 +159,11 @@ class ShmAllreduce {
       inline_step();
       return;
     }
-    claim_slot(g);
+    // Slot g % slots last held chunk g - slots of a single-step call, or any chunk of a recent
+    // pipelined call.
+    wait_slot_readers(state_.pipelined_end + plan_.slots > g + 1 ? state_.pipelined_end
+                      : g + 1 > plan_.slots                      ? g + 1 - plan_.slots
+                                                                 : 0);
     std::memcpy(slot(w_.rank(), g), send_, bytes);
     w_.publish(kStaged, g + 1);
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging their input)");
@@ -162,8 +178,8 @@ class ShmAllreduce {
     const uint64_t g = chunk_id(j);
     const size_t off = chunk_offset(j), n = chunk_size(j);
     const Slice own = slice(n, w_.rank());
-    claim_slot(g);
-    std::byte* area = slot(w_.rank(), g);
+    claim_slot(j);
+    std::byte* area = slot(w_.rank(), j);
     const std::byte* in = send_ + off * es();
     // Nobody reads this rank's copy of its own slice.
     const size_t after = own.first + own.count;
@@ -186,10 +202,10 @@ class ShmAllreduce {
       const size_t at = own.first * es();
       for (int r = 0; r < w_.size(); ++r)
         sources_[static_cast<size_t>(r)] =
-            r == w_.rank() ? send_ + off * es() + at : slot(r, g) + at;
+            r == w_.rank() ? send_ + off * es() + at : slot(r, j) + at;
       // In place the output slice is also this rank's source; reduce_many reads each block of
       // every source before it stores that block.
-      reduce::reduce_many(type_, op_, recv_ + off * es() + at, slot(w_.rank(), g) + at, sources_,
+      reduce::reduce_many(type_, op_, recv_ + off * es() + at, slot(w_.rank(), j) + at, sources_,
                           own.count, stores_);
     }
     w_.publish(kReduced, g + 1);
@@ -203,7 +219,7 @@ class ShmAllreduce {
     for (int r = 0; r < w_.size(); ++r) {
       if (r == w_.rank()) continue;
       const Slice s = slice(n, r);
-      std::memcpy(recv_ + (off + s.first) * es(), slot(r, g) + s.first * es(), s.count * es());
+      std::memcpy(recv_ + (off + s.first) * es(), slot(r, j) + s.first * es(), s.count * es());
     }
     w_.publish(kDone, g + 1);
   }
@@ -217,6 +233,7 @@ class ShmAllreduce {
   const DataType type_;
   const ReduceOp op_;
   const reduce::CopyStores stores_;
+  ShmState& state_;
   std::vector<const void*>& sources_;
   const uint64_t first_;
 };

@@ -155,7 +155,7 @@ void Communicator::run(std::string_view name, Body&& body) {
   uint64_t sequence = ++sequence_;
   collectives::Context ctx{*transport_, rank_, size_, sequence,
                            Deadline::after_seconds(settings_.collective_timeout_s), settings_.segment_bytes,
-                           scratch_, host_of_rank_};
+                           scratch_, host_of_rank_, &selection_};
   try {
     body(ctx);
   } catch (const Error& e) {

@@ -14,6 +14,7 @@
 #include "bootstrap/store_factory.hpp"
 #include "bootstrap/world_info.hpp"
 #include "collectives/collectives.hpp"
+#include "collectives/selection_cache.hpp"
 #include "comm/topology.hpp"
 #include "transport/transport.hpp"
 #include "tutti/error.hpp"
@@ -72,6 +73,7 @@ class Communicator {
   std::unique_ptr<bootstrap::StoreLifeline> lifeline_;
   std::unique_ptr<transport::Transport> transport_;
   collectives::Scratch scratch_;
+  collectives::SelectionCache selection_;
   uint64_t sequence_ = 0;
   std::optional<Error> failure_;
 };

@@ -6,6 +6,7 @@
 #include "collectives/collectives.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/placement.hpp"
+#include "collectives/selection_cache.hpp"
 #include "collectives/tune_file.hpp"
 #include "core/error.hpp"
 #include "unit/collectives/support/thread_ranks.hpp"
@@ -215,6 +216,33 @@ TEST(SelectAllreduce, ReadsThePlacementFromTheContext) {
     Context flat = rank.context();
     EXPECT_EQ(placement_of(flat).hosts, 1);
     EXPECT_NE(select_allreduce(flat, 8), Algorithm::kHierarchical);
+  });
+  EXPECT_EQ(testing::describe_failures(failures), "");
+}
+
+// A communicator's SelectionCache: the placement is read once and the answer for every size is
+// the model's, whatever order the sizes come in.
+TEST(SelectAllreduce, CachedSelectionAnswersLikeTheModel) {
+  auto failures = testing::run_ranks(4, [&](testing::Rank& rank) {
+    const std::vector<int> two_hosts = {0, 0, 1, 1};
+    SelectionCache cache;
+    Context ctx = rank.context();
+    ctx.host_of_rank = two_hosts;
+    ctx.selection = &cache;
+    const Placement p = placement_of(ctx);
+    for (size_t bytes : {size_t{8}, size_t{8}, size_t{1} << 20, size_t{8}, size_t{256} << 20,
+                         size_t{256} << 20, size_t{4096}}) {
+      EXPECT_EQ(select_allreduce(ctx, bytes), cheapest(CostModel::from_env(), bytes, p)) << bytes;
+      EXPECT_EQ(cache.last_bytes, bytes);
+    }
+    ASSERT_TRUE(cache.placement.has_value());
+    EXPECT_EQ(cache.placement->hosts, 2);
+    EXPECT_EQ(cache.placement->max_local, 2);
+    // The cached placement is what answers: a context with other hosts but the same cache keeps
+    // the first placement (a communicator's placement never changes).
+    Context flat = rank.context();
+    flat.selection = &cache;
+    EXPECT_EQ(select_allreduce(flat, 12345), cheapest(CostModel::from_env(), 12345, p));
   });
   EXPECT_EQ(testing::describe_failures(failures), "");
 }
