@@ -11,19 +11,15 @@ shift $(($# < 4 ? $# : 4))
 flags=("$@")
 [ ${#flags[@]} -eq 0 ] && flags=(-b 8 -e 16M -f 16 -n 5 -w 2 -c 1)
 mkdir -p "$out"
+scripts=$(cd "$(dirname "$0")/../scripts" && pwd)
 np=0
 for n in ${layout//,/ }; do np=$((np + n)); done
 export TUTTI_LAYOUT="${layout//,/ }" TUTTI_LOG_LEVEL=${TUTTI_LOG_LEVEL:-error}
 algos="hier ring tree hd auto"
 for round in $(seq 1 "$rounds"); do
   for algo in $algos; do
-    TUTTI_ALGO=$algo "$build/bin/tuttirun" -np "$np" --no-tag-output -- sh -c '
-      r=$TUTTI_RANK h=0
-      for n in $TUTTI_LAYOUT; do
-        [ "$r" -lt "$n" ] && break
-        r=$((r - n)) h=$((h + 1))
-      done
-      TUTTI_HOST=host$h exec "$0" "$@"' "$build/bin/tutti-bench" allreduce \
+    TUTTI_ALGO=$algo "$build/bin/tuttirun" -np "$np" --no-tag-output -- \
+      "$scripts/on_pretend_host.sh" "$build/bin/tutti-bench" allreduce \
       --csv "$out/$algo-$round.csv" "${flags[@]}" > "$out/$algo-$round.txt"
   done
 done

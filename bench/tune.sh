@@ -17,13 +17,9 @@ algos="ring tree hd"
 [ "$hosts" -gt 1 ] && [ "$np" -gt "$hosts" ] && algos="$algos hier"
 export TUTTI_LOG_LEVEL=${TUTTI_LOG_LEVEL:-error}
 export TUTTI_LAYOUT="${layout//,/ }"
+scripts=$(cd "$(dirname "$0")/../scripts" && pwd)
 for algo in $algos; do
-  TUTTI_ALGO=$algo "$build/bin/tuttirun" -np "$np" --no-tag-output -- sh -c '
-    r=$TUTTI_RANK h=0
-    for n in $TUTTI_LAYOUT; do
-      [ "$r" -lt "$n" ] && break
-      r=$((r - n)) h=$((h + 1))
-    done
-    TUTTI_HOST=host$h exec "$0" "$@"' "$build/bin/tutti-bench" allreduce --tune "$file" "${flags[@]}" \
+  TUTTI_ALGO=$algo "$build/bin/tuttirun" -np "$np" --no-tag-output -- \
+    "$scripts/on_pretend_host.sh" "$build/bin/tutti-bench" allreduce --tune "$file" "${flags[@]}" \
     | grep '^# Tuned'
 done

@@ -26,7 +26,10 @@ std::string failure_summary(const std::vector<RankOutcome>& failed, int world_si
   for (size_t i = 0; i < failed.size(); ++i) {
     const RankOutcome& f = failed[i];
     out += fmt::format("{} {} (pid {}) {}{}", i == 0 ? "" : ";", rank_and_host(f.rank, f.host),
-                       f.pid, f.status.describe(), f.signaled_by_us ? " sent by tuttirun" : "");
+                       f.pid, f.status.describe(),
+                       !f.signaled_by_us                              ? ""
+                       : f.status.kind == ExitStatus::Kind::kSignaled ? " sent by tuttirun"
+                                                                      : " (stopped by tuttirun)");
   }
   return out;
 }
@@ -55,8 +58,11 @@ void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
   if (options_.verbose)
     log::info("tuttirun: rank {} (pid {}) {}", r.slot.rank, r.process.pid(), status.describe());
   if (status.success()) return;
-  bool ours = sent_signal_.has_value() && status.kind == ExitStatus::Kind::kSignaled &&
-              (status.value == SIGTERM || status.value == SIGKILL);
+  // A remote rank's signal comes back through kubectl or ssh as exit status 128 + signal.
+  const auto stop_signal = [](int s) { return s == SIGTERM || s == SIGKILL; };
+  bool ours = sent_signal_.has_value() &&
+              ((status.kind == ExitStatus::Kind::kSignaled && stop_signal(status.value)) ||
+               (status.kind == ExitStatus::Kind::kExited && stop_signal(status.value - 128)));
   std::string host = options_.name_hosts ? r.slot.host : "";
   failed_.push_back(RankOutcome{r.slot.rank, r.process.pid(), status, ours, host});
   if (phase_ != Phase::kRunning) return;

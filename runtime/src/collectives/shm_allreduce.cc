@@ -42,9 +42,9 @@ enum Counter : int {
 struct ShmState {
   ShmStoreTuner tuner;
   std::vector<const void*> sources;  // reused per reduce, one per rank
-  // The chunk counter after the last pipelined call. Pipelined calls start at slot 0, so a
-  // single-step call's slot may have been written by one of those chunks however recent.
-  uint64_t pipelined_end = 0;
+  // Per window slot, the kDone count at which every peer has read the slot's last occupant, so
+  // the slot may be written again (0: never used). Slots are assigned the same way on every rank.
+  std::vector<uint64_t> slot_release;
 };
 
 ShmState& state_of(transport::LocalWindow& window) {
@@ -54,8 +54,10 @@ ShmState& state_of(transport::LocalWindow& window) {
     const auto mode = m == "cached"      ? ShmStoreTuner::Mode::kCached
                       : m == "streaming" ? ShmStoreTuner::Mode::kStreaming
                                          : ShmStoreTuner::Mode::kAuto;
-    auto state = std::make_shared<ShmState>(ShmState{ShmStoreTuner(mode), {}, 0});
+    auto state = std::make_shared<ShmState>(ShmState{ShmStoreTuner(mode), {}, {}});
     state->sources.resize(static_cast<size_t>(window.size()));
+    // Slot sizes do not depend on the element size (plan_shm), so neither does their number.
+    state->slot_release.resize(plan_shm(window.area_bytes(), window.size(), 1).slots);
     slot = state;
   }
   return *static_cast<ShmState*>(slot.get());
@@ -89,7 +91,6 @@ class ShmAllreduce {
     // or other jobs) does all the work it can before waiting, so when they run again they find
     // up to a window of chunks ready instead of one.
     const size_t chunks = (count_ + plan_.chunk_elements - 1) / plan_.chunk_elements;
-    state_.pipelined_end = first_ + chunks;
     size_t staged = 0, reduced = 0, copied = 0;
     while (copied < chunks) {
       if (copied < reduced && w_.peers_reached(kReduced, chunk_id(copied) + 1)) {
@@ -111,11 +112,12 @@ class ShmAllreduce {
  private:
   size_t es() const { return plan_.element_bytes; }
   uint64_t chunk_id(size_t j) const { return first_ + j; }
-  // Single-step calls rotate through the slots by chunk counter; pipelined calls start at slot 0
-  // every time, so a message that fits the window finds its slots still in cache from the last
-  // call instead of cycling through the whole window.
+  // Single-step calls rotate through the slots by chunk counter; chunk j of a pipelined call
+  // takes slot j % slots, so a message that fits the window finds its slots still in cache from
+  // the last call instead of cycling through the whole window.
+  size_t slot_index(uint64_t index) const { return index % plan_.slots; }
   std::byte* slot(int rank, uint64_t index) const {
-    return w_.area(rank) + (index % plan_.slots) * plan_.slot_bytes;
+    return w_.area(rank) + slot_index(index) * plan_.slot_bytes;
   }
   size_t chunk_offset(size_t j) const { return j * plan_.chunk_elements; }
   size_t chunk_size(size_t j) const {
@@ -123,18 +125,16 @@ class ShmAllreduce {
   }
   Slice slice(size_t n, int rank) const { return slice_of(n, w_.size(), rank, es()); }
 
-  // Before overwriting a slot, the chunk that used it last must be read by everyone. Chunk j of a
-  // pipelined call takes slot j % slots: the first `slots` chunks reuse slots of earlier calls,
-  // which are free once every peer finished those calls; later ones reuse this call's chunk
-  // j - slots.
-  uint64_t free_after(size_t j) const {
-    return j < plan_.slots ? first_ : chunk_id(j) + 1 - plan_.slots;
+  // Before overwriting a slot, every peer must have read the chunk that used it last (tracked
+  // per slot, so a call waits only for that chunk, never for the whole previous call).
+  bool slot_free(uint64_t index) {
+    return w_.peers_reached(kDone, state_.slot_release[slot_index(index)]);
   }
-  bool slot_free(size_t j) { return w_.peers_reached(kDone, free_after(j)); }
-  void claim_slot(size_t j) { wait_slot_readers(free_after(j)); }
-  void wait_slot_readers(uint64_t done) {
-    w_.wait_peers(kDone, done, ctx_.deadline,
+  void claim_slot(uint64_t index, uint64_t g) {
+    uint64_t& release = state_.slot_release[slot_index(index)];
+    w_.wait_peers(kDone, release, ctx_.deadline,
                   "the shm allreduce (peers still reading the window slot this rank reuses)");
+    release = g + 1;
   }
 
   // Up to LocalWindow::kInlineBytes the input rides in the kStaged counter's cache line, in bank
@@ -159,11 +159,7 @@ class ShmAllreduce {
       inline_step();
       return;
     }
-    // Slot g % slots last held chunk g - slots of a single-step call, or any chunk of a recent
-    // pipelined call.
-    wait_slot_readers(state_.pipelined_end + plan_.slots > g + 1 ? state_.pipelined_end
-                      : g + 1 > plan_.slots                      ? g + 1 - plan_.slots
-                                                                 : 0);
+    claim_slot(g, g);
     std::memcpy(slot(w_.rank(), g), send_, bytes);
     w_.publish(kStaged, g + 1);
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging their input)");
@@ -178,7 +174,7 @@ class ShmAllreduce {
     const uint64_t g = chunk_id(j);
     const size_t off = chunk_offset(j), n = chunk_size(j);
     const Slice own = slice(n, w_.rank());
-    claim_slot(j);
+    claim_slot(j, g);
     std::byte* area = slot(w_.rank(), j);
     const std::byte* in = send_ + off * es();
     // Nobody reads this rank's copy of its own slice.

@@ -8,10 +8,5 @@ shift 3
 np=0
 for n in ${layout//,/ }; do np=$((np + n)); done
 export TUTTI_LAYOUT="${layout//,/ }"
-exec "$tuttirun" -np "$np" -- sh -c '
-  r=$TUTTI_RANK h=0
-  for n in $TUTTI_LAYOUT; do
-    [ "$r" -lt "$n" ] && break
-    r=$((r - n)) h=$((h + 1))
-  done
-  TUTTI_HOST=host$h exec "$0" "$@"' "$check" "$@"
+exec "$tuttirun" -np "$np" -- "$(cd "$(dirname "$0")/../../../scripts" && pwd)/on_pretend_host.sh" \
+  "$check" "$@"

@@ -80,6 +80,9 @@ TEST(ExitStatusText, Summary) {
             "tuttirun: 2 of 4 ranks failed: rank 1 (pid 10) exited with status 3; rank 2 (pid 11) "
             "was killed by "
             "signal 15 (SIGTERM) sent by tuttirun");
+  EXPECT_EQ(failure_summary({{4, 12, ExitStatus::exited(143), true, "job-worker-2"}}, 8),
+            "tuttirun: 1 of 8 ranks failed: rank 4 on job-worker-2 (pid 12) exited with status 143 "
+            "(stopped by tuttirun)");
   EXPECT_EQ(failure_summary({{0, 5, ExitStatus::exited(1), false, ""}}, 1),
             "tuttirun: 1 of 1 rank failed: rank 0 (pid 5) exited with status 1");
   EXPECT_EQ(failure_summary({{3, 6, ExitStatus::exited(137), false, "job-worker-1"}}, 4),

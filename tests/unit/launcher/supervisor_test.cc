@@ -81,6 +81,15 @@ TEST(Supervisor, FirstFailureStatusAndItsLastWordsFirst) {
   EXPECT_NE(job.sink.err.find("(SIGTERM) sent by tuttirun"), std::string::npos) << job.sink.err;
 }
 
+// How a remote rank stopped by tuttirun comes back: kubectl or ssh exits 128 + the signal.
+TEST(Supervisor, ExitStatusOfAStopSignalCountsAsStoppedByTuttirun) {
+  Job job({"trap 'exit 143' TERM; sleep 30 & wait", "exit 2"});
+  EXPECT_EQ(job.run(0.2), 2);
+  EXPECT_EQ(job.backend.signals, std::vector<int>{SIGTERM});
+  EXPECT_NE(job.sink.err.find("exited with status 143 (stopped by tuttirun)"), std::string::npos)
+      << job.sink.err;
+}
+
 TEST(Supervisor, RanksThatExitDuringGraceAreNotSignaled) {
   Job job({"exit 4", "read x; exit 0"});  // stdin is /dev/null: exits at once by itself
   EXPECT_EQ(job.run(30), 4);
