@@ -6,6 +6,9 @@
 #   FAKE_KUBECTL_CALLS       file counting the calls
 #   FAKE_KUBECTL_FAIL_TIMES  the first N calls fail like kubectl does for a pod not yet running
 #   FAKE_KUBECTL_PODS        pods that exist (default: job-worker-0 job-worker-1)
+#   FAKE_KUBECTL_TMPDIR      give each pod its own TMPDIR under this directory, as real pods have
+#                            their own /tmp (Open MPI's orteds of one job keep session directories
+#                            there; two sharing one host name and /tmp race and can hang)
 if [ -n "$FAKE_KUBECTL_LOG" ]; then
   : >"$FAKE_KUBECTL_LOG"
   for arg in "$@"; do printf '%s\0' "$arg" >>"$FAKE_KUBECTL_LOG"; done
@@ -35,4 +38,8 @@ case " ${FAKE_KUBECTL_PODS:-job-worker-0 job-worker-1} " in
   *" $pod "*) ;;
   *) echo "Error from server (NotFound): pods \"$pod\" not found" >&2; exit 1 ;;
 esac
+if [ -n "$FAKE_KUBECTL_TMPDIR" ]; then
+  export TMPDIR="$FAKE_KUBECTL_TMPDIR/$pod"
+  mkdir -p "$TMPDIR"
+fi
 exec "$@"
