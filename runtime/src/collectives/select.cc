@@ -65,12 +65,8 @@ bool log_decision_table_once(const CostModel& model, const Placement& p) {
 Algorithm select_allreduce(const Context& ctx, size_t bytes) {
   if (ctx.size <= 1) return Algorithm::kRing;  // no communication at all; any algorithm will do
   const CostModel& model = CostModel::from_env();
-  if (ctx.selection == nullptr) {
-    const Placement p = placement_of(ctx);
-    if (ctx.rank == 0 && log::enabled(log::Level::kDebug)) log_decision_table_once(model, p);
-    return cheapest(model, bytes, p);
-  }
-  SelectionCache& cache = *ctx.selection;
+  SelectionCache uncached;  // for contexts without a communicator's cache
+  SelectionCache& cache = ctx.selection != nullptr ? *ctx.selection : uncached;
   if (cache.last_bytes == bytes) return cache.last;
   if (!cache.placement) cache.placement = placement_of(ctx);
   if (!cache.logged) {

@@ -105,4 +105,21 @@ std::vector<std::byte> pattern(int from, int to, size_t size, int salt) {
   return bytes;
 }
 
+std::string error_mismatch(const std::exception_ptr& error, ErrorCode code,
+                           std::string_view needle) {
+  if (!error) return "nothing was thrown";
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    if (e.code() != code)
+      return fmt::format("error code {} instead of {}: {}", static_cast<int>(e.code()),
+                         static_cast<int>(code), e.what());
+    if (std::string_view(e.what()).find(needle) == std::string_view::npos)
+      return fmt::format("the message lacks '{}': {}", needle, e.what());
+    return "";
+  } catch (const std::exception& e) {
+    return fmt::format("not a tutti::Error: {}", e.what());
+  }
+}
+
 }  // namespace tutti::transport::test_support

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bootstrap/store.hpp"
+#include "core/error.hpp"
 #include "transport/mesh.hpp"
 
 namespace tutti::transport::test_support {
@@ -30,6 +31,11 @@ std::vector<std::exception_ptr> run_ranks(int size, const std::function<void(int
 
 // Like run_ranks but rethrows the first failure.
 void run_ranks_or_throw(int size, const std::function<void(int)>& fn);
+
+// "" when `error` is a tutti::Error with `code` whose message contains `needle`; otherwise what
+// it is instead (nothing thrown, another exception, another code, or the message).
+std::string error_mismatch(const std::exception_ptr& error, ErrorCode code,
+                           std::string_view needle);
 
 // The /dev/shm files of this job (there must be none once the mesh is built).
 std::vector<std::string> leftover_segments(const std::string& job_id);
