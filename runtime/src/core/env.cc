@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/parse.hpp"
 
 namespace tutti::env {
 namespace {
@@ -104,55 +105,14 @@ std::string get_string(std::string_view name) { return value_or_default(name); }
 int64_t get_int(std::string_view name) {
   std::string text = value_or_default(name);
   if (text.empty()) throw make_error(ErrorCode::kConfig, "{} is not set", name);
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size())
-    throw make_error(ErrorCode::kConfig, "{}='{}' is not an integer", name, text);
-  return value;
+  return parse::integer(text, name);
 }
 
-double parse_seconds(std::string_view text, std::string_view what) {
-  std::string t(text);
-  double scale = 1.0;
-  if (t.size() > 2 && t.ends_with("ms")) {
-    scale = 1e-3;
-    t.resize(t.size() - 2);
-  } else if (t.size() > 1 && t.back() == 's') {
-    t.pop_back();
-  } else if (t.size() > 1 && t.back() == 'm') {
-    scale = 60.0;
-    t.pop_back();
-  }
-  char* end = nullptr;
-  double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || end != t.c_str() + t.size() || !(v >= 0))
-    throw make_error(ErrorCode::kConfig, "{}='{}' is not a duration (examples: 30, 2.5s, 500ms, 5m)", what,
-                     text);
-  return v * scale;
-}
+double parse_seconds(std::string_view text, std::string_view what) { return parse::seconds(text, what); }
 
 double get_seconds(std::string_view name) { return parse_seconds(value_or_default(name), name); }
 
-uint64_t parse_bytes(std::string_view text, std::string_view what) {
-  std::string t = lowercase(text);
-  if (!t.empty() && t.back() == 'b') t.pop_back();
-  if (!t.empty() && t.back() == 'i') t.pop_back();
-  uint64_t scale = 1;
-  if (!t.empty()) {
-    switch (t.back()) {
-      case 'k': scale = 1ull << 10; break;
-      case 'm': scale = 1ull << 20; break;
-      case 'g': scale = 1ull << 30; break;
-      default: break;
-    }
-    if (scale != 1) t.pop_back();
-  }
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (t.empty() || ec != std::errc() || end != t.data() + t.size())
-    throw make_error(ErrorCode::kConfig, "{}='{}' is not a byte size (examples: 4096, 64K, 1M, 2G)", what, text);
-  return value * scale;
-}
+uint64_t parse_bytes(std::string_view text, std::string_view what) { return parse::bytes(text, what); }
 
 uint64_t get_bytes(std::string_view name) { return parse_bytes(value_or_default(name), name); }
 
