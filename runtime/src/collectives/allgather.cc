@@ -6,8 +6,9 @@
 namespace tutti::collectives {
 
 void allgather(Context& ctx, const void* send, void* recv, size_t count, DataType type) {
-  check_buffers(ctx, "allgather", send, recv, count, type);
-  if (count == 0) return;
+  bound_segment(
+      ctx, check_buffers(ctx, "allgather", send, recv, count, type, static_cast<size_t>(ctx.size)));
+  if (count == 0) return barrier(ctx);  // meets the peers: see allreduce
   const size_t block_bytes = count * element_size(type);
   std::byte* own_block = bytes_of(recv) + static_cast<size_t>(ctx.rank) * block_bytes;
   // The ring never writes this rank's own block, so the copy may happen before the ring starts.

@@ -9,16 +9,23 @@ namespace tutti::collectives {
 
 void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, size_t count,
                DataType type, ReduceOp op) {
-  check_buffers(ctx, "allreduce", send, recv, count, type);
+  const size_t bytes = check_buffers(ctx, "allreduce", send, recv, count, type);
   check_op(ctx, "allreduce", op);
-  if (count == 0) return;
+  bound_segment(ctx, bytes);
+  // A count of 0 still meets the peers (an empty barrier under this call's signature), so a rank
+  // that passed 0 while the others passed more fails with kMismatch instead of leaving them
+  // waiting.
+  if (count == 0) return barrier(ctx);
   if (ctx.size == 1) {
-    copy_unless_same(send, recv, count * element_size(type));
+    copy_unless_same(send, recv, bytes);
     return;
   }
   const ReduceOp reduce_op = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
-  if (algorithm == Algorithm::kAuto)
-    algorithm = select_allreduce(ctx, count * element_size(type));
+  if (algorithm == Algorithm::kAuto) algorithm = select_allreduce(ctx, bytes);
+  static_assert(
+      static_cast<int>(Algorithm::kRing) == 1 && static_cast<int>(Algorithm::kHierarchical) == 5,
+      "transport/call_signature.cc names the algorithms by these numbers");
+  ctx.transport.set_call_algorithm(static_cast<uint8_t>(algorithm));
   switch (algorithm) {
     case Algorithm::kRing:
       ring_allreduce(ctx, send, recv, count, type, reduce_op);
@@ -38,8 +45,8 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
     default:
       throw make_error(
           ErrorCode::kInvalidArgument,
-          "allreduce on rank {}: unknown algorithm {}; pass ring, tree, hd, shm, hier or auto", ctx.rank,
-          static_cast<int>(algorithm));
+          "allreduce on rank {}: unknown algorithm {}; pass ring, tree, hd, shm, hier or auto",
+          ctx.rank, static_cast<int>(algorithm));
   }
   if (op == ReduceOp::kAvg) reduce::divide(type, recv, count, ctx.size);
 }

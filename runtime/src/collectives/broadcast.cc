@@ -1,6 +1,10 @@
 // Broadcast from any root. Small messages take a binomial tree (log2(size) rounds); large ones a
 // chain root -> root+1 -> ... pipelined in segments, where every rank receives and forwards each
 // byte once, so the time approaches one message transfer plus (size-1) segment hops.
+//
+// The root's children answer with an empty acknowledgement. It costs the root one hop, and it is
+// what lets a root notice a peer in another call: without it a root receives nothing, so two ranks
+// that each believed themselves the root would both return as if all went well.
 #include <vector>
 
 #include "collectives/checks.hpp"
@@ -14,6 +18,20 @@ namespace {
 constexpr std::string_view kWhat = "broadcast";
 // Below this the chain's size-1 hops of latency cost more than the binomial tree's repeated sends.
 constexpr size_t kBinomialMaxBytes = 64 << 10;
+constexpr uint32_t kAckStep = 2;
+
+void acknowledge_root(Context& ctx, int root) {
+  auto request = ctx.transport.channel(root).isend(transport::make_tag(ctx.sequence, kAckStep), {});
+  ctx.transport.wait(std::span(&request, 1), ctx.deadline, kWhat);
+}
+
+void await_acknowledgements(Context& ctx, std::span<const int> children) {
+  std::vector<transport::Request> acks;
+  for (int child : children)
+    acks.push_back(
+        ctx.transport.channel(child).irecv(transport::make_tag(ctx.sequence, kAckStep), {}));
+  ctx.transport.wait(acks, ctx.deadline, kWhat);
+}
 
 void binomial_broadcast(Context& ctx, std::byte* buf, size_t bytes, int root) {
   const int relative = wrap(ctx.rank - root, ctx.size);
@@ -29,13 +47,17 @@ void binomial_broadcast(Context& ctx, std::byte* buf, size_t bytes, int root) {
     mask <<= 1;
   }
   std::vector<transport::Request> sends;
+  std::vector<int> children;
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (relative + mask < ctx.size) {
-      sends.push_back(
-          ctx.transport.channel(wrap(relative + mask + root, ctx.size)).isend(tag, {buf, bytes}));
+      children.push_back(wrap(relative + mask + root, ctx.size));
+      sends.push_back(ctx.transport.channel(children.back()).isend(tag, {buf, bytes}));
     }
   }
+  // The root's children are the powers of two.
+  if (relative != 0 && (relative & (relative - 1)) == 0) acknowledge_root(ctx, root);
   ctx.transport.wait(sends, ctx.deadline, kWhat);
+  if (relative == 0) await_acknowledgements(ctx, children);
 }
 
 void chain_broadcast(Context& ctx, std::byte* buf, size_t bytes, int root) {
@@ -62,22 +84,28 @@ void chain_broadcast(Context& ctx, std::byte* buf, size_t bytes, int root) {
       ctx.transport.wait(std::span(&receives[s], 1), ctx.deadline, kWhat);
       if (has_next) sends.push_back(next->isend(tag, segment(s)));
     }
+    if (relative == 1) acknowledge_root(ctx, root);
   }
   ctx.transport.wait(sends, ctx.deadline, kWhat);
+  if (relative == 0) {
+    const int child = wrap(root + 1, ctx.size);
+    await_acknowledgements(ctx, std::span(&child, 1));
+  }
 }
 
 }  // namespace
 
 void broadcast(Context& ctx, void* buf, size_t count, DataType type, int root) {
-  check_buffers(ctx, kWhat, buf, buf, count, type);
+  const size_t bytes = check_buffers(ctx, kWhat, buf, buf, count, type);
+  bound_segment(ctx, bytes);
   if (root < 0 || root >= ctx.size) {
     throw make_error(ErrorCode::kInvalidArgument,
                      "broadcast on rank {}: root {} is outside the world of {} ranks; pass a root "
                      "in 0..{}",
                      ctx.rank, root, ctx.size, ctx.size - 1);
   }
-  const size_t bytes = count * element_size(type);
-  if (bytes == 0 || ctx.size == 1) return;
+  if (ctx.size == 1) return;
+  if (bytes == 0) return barrier(ctx);  // meets the peers: see allreduce
   if (bytes <= kBinomialMaxBytes || ctx.size == 2) {
     binomial_broadcast(ctx, bytes_of(buf), bytes, root);
   } else {

@@ -1,13 +1,16 @@
 #include "collectives/checks.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <limits>
 
 #include "core/error.hpp"
 
 namespace tutti::collectives {
 
-void check_buffers(const Context& ctx, std::string_view what, const void* send, const void* recv,
-                   size_t count, DataType type) {
+size_t check_buffers(const Context& ctx, std::string_view what, const void* send, const void* recv,
+                     size_t count, DataType type, size_t blocks) {
   if (!valid(type)) {
     throw make_error(ErrorCode::kInvalidArgument,
                      "{} on rank {}: unknown data type {}; pass one of the tutti DataType values",
@@ -18,6 +21,21 @@ void check_buffers(const Context& ctx, std::string_view what, const void* send, 
                      "{} on rank {}: null buffer with count {}; pass valid send and recv buffers",
                      what, ctx.rank, count);
   }
+  const size_t element_bytes = element_size(type);
+  constexpr size_t kMaxBytes = static_cast<size_t>(std::numeric_limits<ptrdiff_t>::max());
+  if (blocks == 0 || count > kMaxBytes / element_bytes / blocks) {
+    throw make_error(
+        ErrorCode::kInvalidArgument,
+        "{} on rank {}: count {} of {} ({} block{}) is more bytes than any buffer can hold; "
+        "pass the number of elements, not bytes, and check it for overflow",
+        what, ctx.rank, count, to_string(type), blocks, blocks == 1 ? "" : "s");
+  }
+  return count * element_bytes * blocks;
+}
+
+void bound_segment(Context& ctx, size_t message_bytes) {
+  constexpr size_t kMinSegment = 64;
+  ctx.segment_bytes = std::min(ctx.segment_bytes, std::max(message_bytes, kMinSegment));
 }
 
 void check_op(const Context& ctx, std::string_view what, ReduceOp op) {

@@ -9,10 +9,15 @@
 
 namespace tutti::collectives {
 
-// Throws Error(kInvalidArgument) naming the collective and the rank when the data type is unknown
-// or a buffer is null while count > 0.
-void check_buffers(const Context& ctx, std::string_view what, const void* send, const void* recv,
-                   size_t count, DataType type);
+// Throws Error(kInvalidArgument) naming the collective and the rank when the data type is unknown,
+// a buffer is null while count > 0, or the largest buffer (`blocks` blocks of `count` elements)
+// has more bytes than an address space can hold. Returns that buffer's size in bytes.
+size_t check_buffers(const Context& ctx, std::string_view what, const void* send, const void* recv,
+                     size_t count, DataType type, size_t blocks = 1);
+
+// Caps ctx.segment_bytes at the message: a segment beyond it changes nothing but the scratch
+// memory the pipelines set aside (16 segments), which would otherwise grow with the setting.
+void bound_segment(Context& ctx, size_t message_bytes);
 void check_op(const Context& ctx, std::string_view what, ReduceOp op);
 
 // Copies count elements unless the buffers are the same (in place).

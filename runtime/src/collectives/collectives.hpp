@@ -33,8 +33,8 @@ void shm_allreduce(Context& ctx, const void* send, void* recv, size_t count, Dat
                    ReduceOp op);
 // Reduce on each host, allreduce among one leader per host, broadcast on each host; needs
 // ctx.host_of_rank (Error(kConfig) without it).
-void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t count,
-                            DataType type, ReduceOp op);
+void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
+                            ReduceOp op);
 void halving_doubling_allreduce(Context& ctx, const void* send, void* recv, size_t count,
                                 DataType type, ReduceOp op);
 

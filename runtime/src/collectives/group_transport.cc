@@ -22,11 +22,16 @@ class ChannelView final : public transport::Channel {
     return inner_.irecv(tag, data);
   }
   bool progress() override { return inner_.progress(); }
-  void send_abort(const std::string& reason) noexcept override { inner_.send_abort(reason); }
+  void send_abort(ErrorCode code, const std::string& reason) noexcept override {
+    inner_.send_abort(code, reason);
+  }
   int wait_fd() const override { return inner_.wait_fd(); }
   int liveness_fd() const override { return inner_.liveness_fd(); }
   bool busy() const override { return inner_.busy(); }
   bool wants_writable() const override { return inner_.wants_writable(); }
+  // The world transport bound the real channel to its own call; a group never rebinds it.
+  void check_early_messages() override { inner_.check_early_messages(); }
+  void announce_call() override { inner_.announce_call(); }
 
  private:
   transport::Channel& inner_;

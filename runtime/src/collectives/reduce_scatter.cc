@@ -11,9 +11,10 @@ namespace tutti::collectives {
 
 void reduce_scatter(Context& ctx, const void* send, void* recv, size_t recv_count, DataType type,
                     ReduceOp op) {
-  check_buffers(ctx, "reduce_scatter", send, recv, recv_count, type);
+  bound_segment(ctx, check_buffers(ctx, "reduce_scatter", send, recv, recv_count, type,
+                                   static_cast<size_t>(ctx.size)));
   check_op(ctx, "reduce_scatter", op);
-  if (recv_count == 0) return;
+  if (recv_count == 0) return barrier(ctx);  // meets the peers: see allreduce
   const size_t element_bytes = element_size(type);
   const auto size = static_cast<size_t>(ctx.size);
   if (ctx.size == 1) {

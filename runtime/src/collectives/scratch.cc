@@ -32,4 +32,10 @@ std::span<std::byte> Scratch::get(size_t slot, size_t bytes) {
   return {buffer.aligned, bytes};
 }
 
+size_t Scratch::bytes_held() const {
+  size_t total = 0;
+  for (const Buffer& b : buffers_) total += b.capacity;
+  return total;
+}
+
 }  // namespace tutti::collectives

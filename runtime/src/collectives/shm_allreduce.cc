@@ -79,7 +79,8 @@ class ShmAllreduce {
         state_(state),
         sources_(state.sources),
         // Every rank completed the same chunks before this call.
-        first_(window.own_flag(kDone)) {}
+        first_(window.own_flag(kDone)),
+        fingerprint_(ctx.transport.current_call().fingerprint()) {}
 
   void run() {
     if (count_ <= plan_.single_step_elements) {
@@ -137,6 +138,37 @@ class ShmAllreduce {
     release = g + 1;
   }
 
+  // The call's fingerprint rides with its first chunk, in the word after bank g % 2 of the kStaged
+  // line (freed by the same argument as the inline bytes below: a peer cannot start another call
+  // until this rank has staged in a later one). A peer that saw every kStaged reach the first chunk
+  // compares them all: a rank in another call (count, type, op, or a call it skipped) is a
+  // mismatch, not a wrong sum.
+  void post_fingerprint() {
+    const uint64_t g = chunk_id(0);
+    w_.inline_word(w_.rank(), kStaged, static_cast<int>(g % 2)) = fingerprint_;
+  }
+  void check_fingerprints() {
+    const int bank = static_cast<int>(chunk_id(0) % 2);
+    for (int r = 0; r < w_.size(); ++r) {
+      if (r == w_.rank()) continue;
+      const uint64_t theirs = std::atomic_ref<uint64_t>(w_.inline_word(r, kStaged, bank))
+                                  .load(std::memory_order_relaxed);
+      if (theirs != fingerprint_) fail_mismatch(r);
+    }
+  }
+  [[noreturn]] void fail_mismatch(int peer) {
+    const transport::CallSignature& mine = ctx_.transport.current_call();
+    transport::CallSignature theirs;
+    if (w_.find_disagreement(mine, theirs) == peer)
+      throw transport::call_mismatch(ctx_.rank, mine, peer, theirs);
+    throw make_error(
+        ErrorCode::kMismatch,
+        "collective mismatch: rank {} is not in {} as this rank {} is (it passed another count, "
+        "dtype or op, or made a different number of calls). Every rank must make the same "
+        "collective calls in the same order with the same count, dtype, op and root",
+        peer, mine.describe(), ctx_.rank);
+  }
+
   // Up to LocalWindow::kInlineBytes the input rides in the kStaged counter's cache line, in bank
   // g % 2. A bank is free again when every peer has read it: a peer stages chunk g - 1 only after
   // finishing chunk g - 2, and this rank saw every peer's kStaged reach g before starting chunk g.
@@ -144,8 +176,10 @@ class ShmAllreduce {
     const uint64_t g = chunk_id(0);
     const int bank = static_cast<int>(g % 2);
     std::memcpy(w_.inline_bytes(w_.rank(), kStaged, bank), send_, count_ * es());
+    post_fingerprint();
     w_.publish(kStaged, g + 1);
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging their input)");
+    check_fingerprints();
     for (int r = 0; r < w_.size(); ++r)
       sources_[static_cast<size_t>(r)] = r == w_.rank() ? send_ : w_.inline_bytes(r, kStaged, bank);
     reduce::reduce_many(type_, op_, recv_, nullptr, sources_, count_);
@@ -161,8 +195,10 @@ class ShmAllreduce {
     }
     claim_slot(g, g);
     std::memcpy(slot(w_.rank(), g), send_, bytes);
+    post_fingerprint();
     w_.publish(kStaged, g + 1);
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging their input)");
+    check_fingerprints();
     // Own data straight from the input: reduce_many reads every source's block before storing it.
     for (int r = 0; r < w_.size(); ++r)
       sources_[static_cast<size_t>(r)] = r == w_.rank() ? send_ : slot(r, g);
@@ -186,6 +222,7 @@ class ShmAllreduce {
       std::memcpy(area, in, own.first * es());
       std::memcpy(area + after * es(), in + after * es(), (n - after) * es());
     }
+    if (j == 0) post_fingerprint();
     w_.publish(kStaged, g + 1);
   }
 
@@ -194,6 +231,7 @@ class ShmAllreduce {
     const size_t off = chunk_offset(j), n = chunk_size(j);
     const Slice own = slice(n, w_.rank());
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging a chunk)");
+    if (j == 0) check_fingerprints();
     if (own.count > 0) {
       const size_t at = own.first * es();
       for (int r = 0; r < w_.size(); ++r)
@@ -232,6 +270,7 @@ class ShmAllreduce {
   ShmState& state_;
   std::vector<const void*>& sources_;
   const uint64_t first_;
+  const uint64_t fingerprint_;
 };
 
 }  // namespace

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -35,8 +37,9 @@ std::string join_ranks(const std::vector<int>& ranks) {
 
 // Every rank publishes its host id; this both tells us who shares memory and is the point where a
 // rank that never started is noticed, so the error lists exactly the missing ranks.
-std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::string& job_id, int rank, int size,
-                                           const std::string& host_id, Deadline deadline, double timeout_s) {
+std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::string& job_id,
+                                           int rank, int size, const std::string& host_id,
+                                           Deadline deadline, double timeout_s) {
   auto key = [&](int r) { return fmt::format("{}/host/{}", job_id, r); };
   store.set(key(rank), host_id);
   std::vector<std::string> keys;
@@ -48,30 +51,17 @@ std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::s
     std::vector<std::string> missing_keys = store.missing(keys);
     std::vector<int> missing;
     for (int r = 0; r < size; ++r)
-      if (std::find(missing_keys.begin(), missing_keys.end(), key(r)) != missing_keys.end()) missing.push_back(r);
-    throw make_error(ErrorCode::kTimeout,
-                     "init: timed out after {} s (TUTTI_TIMEOUT) waiting for rank{} {} of {} to join the store "
-                     "at {}; check that every rank was started and can reach the store",
-                     timeout_s, missing.size() == 1 ? "" : "s", join_ranks(missing), size, store.describe());
+      if (std::find(missing_keys.begin(), missing_keys.end(), key(r)) != missing_keys.end())
+        missing.push_back(r);
+    throw make_error(
+        ErrorCode::kTimeout,
+        "init: timed out after {} s (TUTTI_TIMEOUT) waiting for rank{} {} of {} to join the store "
+        "at {}; check that every rank was started and can reach the store",
+        timeout_s, missing.size() == 1 ? "" : "s", join_ranks(missing), size, store.describe());
   }
   std::vector<std::string> hosts;
   for (int r = 0; r < size; ++r) hosts.push_back(store.get(key(r), deadline));
   return hosts;
-}
-
-void check_buffer(const void* p, size_t count, std::string_view what, std::string_view call) {
-  if (p == nullptr && count > 0)
-    throw make_error(ErrorCode::kInvalidArgument, "{}: {} is null but count is {}", call, what, count);
-}
-
-void check_type(DataType type, std::string_view call) {
-  if (!valid(type))
-    throw make_error(ErrorCode::kInvalidArgument, "{}: unknown data type {}", call, static_cast<int>(type));
-}
-
-void check_op(ReduceOp op, std::string_view call) {
-  if (!valid(op))
-    throw make_error(ErrorCode::kInvalidArgument, "{}: unknown reduce op {}", call, static_cast<int>(op));
 }
 
 }  // namespace
@@ -89,7 +79,8 @@ Settings Settings::from_env() {
   return s;
 }
 
-std::unique_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& info, const Settings& settings) {
+std::unique_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& info,
+                                                   const Settings& settings) {
   auto c = std::make_unique<Communicator>(Key{});
   c->rank_ = info.rank;
   c->size_ = info.size;
@@ -108,13 +99,16 @@ std::unique_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& i
     c->job_id_ = store.get("tutti/job_id", deadline);
   }
 
-  std::vector<std::string> hosts =
-      exchange_host_ids(store, c->job_id_, info.rank, info.size, info.host_id, deadline, settings.init_timeout_s);
+  std::vector<std::string> hosts = exchange_host_ids(
+      store, c->job_id_, info.rank, info.size, info.host_id, deadline, settings.init_timeout_s);
   c->topology_ = topology_from_hosts(hosts, info.rank);
   c->host_of_rank_ = host_index_of_ranks(hosts);
-  if (info.local_rank >= 0 && (info.local_rank != c->topology_.local_rank || info.local_size != c->topology_.local_size))
-    log::warn("launcher says local rank {}/{} but host ids say {}/{}; using the host ids (set TUTTI_HOST to override)",
-              info.local_rank, info.local_size, c->topology_.local_rank, c->topology_.local_size);
+  if (info.local_rank >= 0 &&
+      (info.local_rank != c->topology_.local_rank || info.local_size != c->topology_.local_size))
+    log::warn(
+        "launcher says local rank {}/{} but host ids say {}/{}; using the host ids (set TUTTI_HOST "
+        "to override)",
+        info.local_rank, info.local_size, c->topology_.local_rank, c->topology_.local_size);
 
   transport::MeshConfig mesh;
   mesh.rank = info.rank;
@@ -122,7 +116,7 @@ std::unique_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& i
   mesh.host_ids = hosts;
   mesh.job_id = c->job_id_;
   mesh.job_token = info.job_token;
-  mesh.listen_address = !settings.listen_address.empty()       ? settings.listen_address
+  mesh.listen_address = !settings.listen_address.empty()   ? settings.listen_address
                         : !c->store_.local_address.empty() ? c->store_.local_address
                                                            : "127.0.0.1";
   mesh.choice = settings.transport == "tcp"   ? transport::TransportChoice::kTcp
@@ -131,78 +125,127 @@ std::unique_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& i
   mesh.shm_ring_bytes = settings.shm_ring_bytes;
   c->transport_ = transport::connect_mesh(mesh, store, deadline);
 
-  if (env::is_set("TUTTI_LAUNCHER") && !info.store_address.empty() && !info.store_address.starts_with("file:")) {
+  if (env::is_set("TUTTI_LAUNCHER") && !info.store_address.empty() &&
+      !info.store_address.starts_with("file:")) {
     // The launcher holds the store; when its connection drops the launcher is gone and nobody will
     // ever collect this rank's result, so the rank leaves instead of running on as an orphan.
     std::string where = info.store_address;
     c->lifeline_ = std::make_unique<bootstrap::StoreLifeline>(
-        bootstrap::parse_endpoint(info.store_address, "TUTTI_STORE"), info.job_token, info.rank, deadline, [where] {
-          log::error("lost the connection to the launcher's store at {}: the launcher is gone; exiting", where);
+        bootstrap::parse_endpoint(info.store_address, "TUTTI_STORE"), info.job_token, info.rank,
+        deadline, [where] {
+          log::error(
+              "lost the connection to the launcher's store at {}: the launcher is gone; exiting",
+              where);
           std::_Exit(1);
         });
   }
-  log::debug("joined world of {} as rank {} (local {}/{}, host {}/{}), job {}", info.size, info.rank,
-             c->topology_.local_rank, c->topology_.local_size, c->topology_.cross_rank, c->topology_.cross_size,
-             c->job_id_);
+  log::debug("joined world of {} as rank {} (local {}/{}, host {}/{}), job {}", info.size,
+             info.rank, c->topology_.local_rank, c->topology_.local_size, c->topology_.cross_rank,
+             c->topology_.cross_size, c->job_id_);
   return c;
 }
 
 Communicator::~Communicator() = default;
 
+namespace {
+
+transport::CallSignature signature(transport::CallKind kind, size_t count, DataType type, int op,
+                                   int root) {
+  return {.kind = kind,
+          .dtype = static_cast<int8_t>(type),
+          .op = static_cast<int8_t>(op),
+          .root = root,
+          .count = count};
+}
+
+// Marks the communicator busy for one call: a second thread entering meanwhile is refused instead
+// of corrupting the first call's state.
+class ExclusiveCall {
+ public:
+  ExclusiveCall(std::atomic<bool>& busy, int rank, std::string_view name) : busy_(busy) {
+    if (busy_.exchange(true, std::memory_order_acquire))
+      throw make_error(
+          ErrorCode::kInvalidArgument,
+          "{} on rank {}: another thread is running a collective on this communicator right "
+          "now. A communicator runs one collective at a time: call it from one thread (or "
+          "serialize the calls)",
+          name, rank);
+  }
+  ~ExclusiveCall() { busy_.store(false, std::memory_order_release); }
+  ExclusiveCall(const ExclusiveCall&) = delete;
+  ExclusiveCall& operator=(const ExclusiveCall&) = delete;
+
+ private:
+  std::atomic<bool>& busy_;
+};
+
+}  // namespace
+
 template <typename Body>
-void Communicator::run(std::string_view name, Body&& body) {
+void Communicator::run(std::string_view name, transport::CallSignature call, Body&& body) {
+  ExclusiveCall exclusive(busy_, rank_, name);
   if (failure_) throw *failure_;
   uint64_t sequence = ++sequence_;
-  collectives::Context ctx{*transport_, rank_, size_, sequence,
-                           Deadline::after_seconds(settings_.collective_timeout_s), settings_.segment_bytes,
-                           scratch_, host_of_rank_, &selection_};
+  call.sequence = sequence;
+  transport_->begin_call(call);
+  collectives::Context ctx{*transport_,
+                           rank_,
+                           size_,
+                           sequence,
+                           Deadline::after_seconds(settings_.collective_timeout_s),
+                           settings_.segment_bytes,
+                           scratch_,
+                           host_of_rank_,
+                           &selection_};
   try {
-    body(ctx);
+    try {
+      body(ctx);
+    } catch (const std::bad_alloc&) {
+      throw make_error(ErrorCode::kSystem, "out of memory on rank {} in {}: {}", rank_, name,
+                       call.describe());
+    }
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::kInvalidArgument) throw;  // nothing was sent; the world is still usable
-    std::string reason = fmt::format("rank {} failed in {} (collective #{}): {}", rank_, name, sequence, e.what());
-    transport_->abort_all(reason);
+    if (e.code() == ErrorCode::kInvalidArgument)
+      throw;  // nothing was sent; the world is still usable
+    std::string reason =
+        fmt::format("rank {} failed in {} (collective #{}): {}", rank_, name, sequence, e.what());
+    transport_->abort_all(reason, e.code());
     failure_.emplace(e.code(), reason);
     throw *failure_;
   }
 }
 
-void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
-  check_buffer(send, count, "send buffer", "allreduce");
-  check_buffer(recv, count, "recv buffer", "allreduce");
-  check_type(type, "allreduce");
-  check_op(op, "allreduce");
-  run("allreduce", [&](collectives::Context& ctx) {
-    collectives::allreduce(ctx, settings_.algorithm, send, recv, count, type, op);
-  });
+void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type,
+                             ReduceOp op) {
+  run("allreduce",
+      signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1),
+      [&](collectives::Context& ctx) {
+        collectives::allreduce(ctx, settings_.algorithm, send, recv, count, type, op);
+      });
 }
 
 void Communicator::broadcast(void* buf, size_t count, DataType type, int root) {
-  check_buffer(buf, count, "buffer", "broadcast");
-  check_type(type, "broadcast");
-  if (root < 0 || root >= size_)
-    throw make_error(ErrorCode::kInvalidArgument, "broadcast: root {} is not a rank of this world of {}", root, size_);
-  run("broadcast", [&](collectives::Context& ctx) { collectives::broadcast(ctx, buf, count, type, root); });
+  run("broadcast", signature(transport::CallKind::kBroadcast, count, type, -1, root),
+      [&](collectives::Context& ctx) { collectives::broadcast(ctx, buf, count, type, root); });
 }
 
 void Communicator::allgather(const void* send, void* recv, size_t count, DataType type) {
-  check_buffer(send, count, "send buffer", "allgather");
-  check_buffer(recv, count, "recv buffer", "allgather");
-  check_type(type, "allgather");
-  run("allgather", [&](collectives::Context& ctx) { collectives::allgather(ctx, send, recv, count, type); });
+  run("allgather", signature(transport::CallKind::kAllgather, count, type, -1, -1),
+      [&](collectives::Context& ctx) { collectives::allgather(ctx, send, recv, count, type); });
 }
 
-void Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op) {
-  check_buffer(send, recv_count, "send buffer", "reduce_scatter");
-  check_buffer(recv, recv_count, "recv buffer", "reduce_scatter");
-  check_type(type, "reduce_scatter");
-  check_op(op, "reduce_scatter");
+void Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
+                                  ReduceOp op) {
   run("reduce_scatter",
-      [&](collectives::Context& ctx) { collectives::reduce_scatter(ctx, send, recv, recv_count, type, op); });
+      signature(transport::CallKind::kReduceScatter, recv_count, type, static_cast<int>(op), -1),
+      [&](collectives::Context& ctx) {
+        collectives::reduce_scatter(ctx, send, recv, recv_count, type, op);
+      });
 }
 
 void Communicator::barrier() {
-  run("barrier", [&](collectives::Context& ctx) { collectives::barrier(ctx); });
+  run("barrier", {.kind = transport::CallKind::kBarrier},
+      [&](collectives::Context& ctx) { collectives::barrier(ctx); });
 }
 
 }  // namespace tutti::comm

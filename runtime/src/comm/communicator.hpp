@@ -5,6 +5,7 @@
 // call rethrows that error.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,7 +38,8 @@ struct Settings {
 class Communicator {
  public:
   // Joins the world `info` describes. Throws Error(kTimeout) listing ranks that never arrived.
-  static std::unique_ptr<Communicator> create(const bootstrap::WorldInfo& info, const Settings& settings);
+  static std::unique_ptr<Communicator> create(const bootstrap::WorldInfo& info,
+                                              const Settings& settings);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -60,8 +62,11 @@ class Communicator {
   explicit Communicator(Key) {}  // only create() can make a Key
 
  private:
+  // Runs one collective call: refuses a second thread, stamps the call's signature on the
+  // transport (so ranks in different calls fail with kMismatch), and breaks the communicator on a
+  // failure other than a bad argument.
   template <typename Body>
-  void run(std::string_view name, Body&& body);
+  void run(std::string_view name, transport::CallSignature call, Body&& body);
 
   int rank_ = 0;
   int size_ = 1;
@@ -76,6 +81,7 @@ class Communicator {
   collectives::SelectionCache selection_;
   uint64_t sequence_ = 0;
   std::optional<Error> failure_;
+  std::atomic<bool> busy_{false};
 };
 
 }  // namespace tutti::comm

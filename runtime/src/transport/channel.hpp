@@ -8,6 +8,8 @@
 #include <span>
 #include <string>
 
+#include "transport/call_signature.hpp"
+
 namespace tutti::transport {
 
 using Tag = uint64_t;
@@ -68,7 +70,8 @@ class Channel {
   virtual bool progress() = 0;
 
   // Tells the peer this rank is failing, with the reason (best effort; never blocks for long).
-  virtual void send_abort(const std::string& reason) noexcept = 0;
+  // The peer fails with kMismatch when `code` is kMismatch, else with kPeerFailure.
+  virtual void send_abort(ErrorCode code, const std::string& reason) noexcept = 0;
 
   // A pollable fd that turns readable when bytes may have arrived (TCP socket), or -1 when the
   // channel must be polled by calling progress() (shared memory).
@@ -79,6 +82,23 @@ class Channel {
 
   // True while sends or receives are posted and not complete.
   virtual bool busy() const = 0;
+
+  // Where this channel reads the call in progress (owned by its Transport, which calls this once;
+  // `self` is this rank): every message sent is stamped with it, and a message stamped with
+  // another call of the same or an earlier number fails with Error(kMismatch) naming both.
+  virtual void bind_call(int self, const CallSignature* current) {
+    (void)self;
+    (void)current;
+  }
+
+  // Fails with Error(kMismatch) when a message that arrived before its receive was posted
+  // belongs to the current call but disagrees with it (for waits that post no receive here).
+  virtual void check_early_messages() {}
+
+  // Tells the peer which call this rank is in (a small control message) so that two ranks stuck in
+  // different calls of the same number, each waiting for the other, find out. Waits send it only
+  // once they have stalled: it costs nothing while messages flow.
+  virtual void announce_call() {}
 
   // True while sends wait for room in the wait_fd()'s send buffer, so a waiter polls it for
   // POLLOUT too (only then: a writable socket would otherwise wake the waiter forever).

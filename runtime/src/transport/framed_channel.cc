@@ -23,10 +23,18 @@ constexpr size_t kMaxSpareStash = 16;
 constexpr size_t kMaxSpareStashBytes = 8 << 20;
 // send_abort is best effort while the process is failing: it may not stall the exit for long.
 constexpr auto kAbortFlushBudget = std::chrono::milliseconds(50);
+// First byte of an abort notice: which error the peer should fail with.
+constexpr uint8_t kAbortFailure = 1;
+constexpr uint8_t kAbortMismatch = 2;
 
-void encode_header(std::array<std::byte, 16>& out, Tag tag, uint64_t length) {
+template <size_t N>
+void encode_header(std::array<std::byte, N>& out, Tag tag, uint64_t length,
+                   const CallSignature* call) {
+  static_assert(N == 16 + CallSignature::kWireBytes);
   std::memcpy(out.data(), &tag, 8);
   std::memcpy(out.data() + 8, &length, 8);
+  const CallSignature::Wire wire = call ? call->encode() : CallSignature{}.encode();
+  std::memcpy(out.data() + 16, wire.data(), wire.size());
 }
 
 }  // namespace
@@ -72,7 +80,7 @@ Request FramedChannel::enqueue_send(Tag tag, std::span<const std::byte> data,
   // const_cast: Operation has one pointer type for both directions; sends never write through it.
   op->data = send.owned.empty() ? const_cast<std::byte*>(data.data()) : send.owned.data();
   op->size = send.owned.empty() ? data.size() : send.owned.size();
-  encode_header(send.header, tag, op->size);
+  encode_header(send.header, tag, op->size, call_);
   send.op = op;
   return Request(std::move(op));
 }
@@ -93,6 +101,7 @@ Request FramedChannel::irecv(Tag tag, std::span<std::byte> data) {
     std::shared_ptr<Stash> stash = std::move(stashed->second.front());
     stashed->second.pop_front();
     if (stashed->second.empty()) unexpected_.erase(stashed);
+    check_call(stash->call, CallSource::kMatched);
     if (stash->data.size() != data.size()) fail(mismatch(tag, stash->data.size(), data.size()));
     if (stash->complete) {
       if (!data.empty()) std::memcpy(data.data(), stash->data.data(), data.size());
@@ -130,6 +139,7 @@ bool FramedChannel::progress() {
 void FramedChannel::on_stream_error(const Error& error) {
   // Mismatches and aborts already set failure_; this only sorts out stream (peer) failures.
   if (failure_) throw *failure_;
+  stream_broken_ = true;
   bool between_frames = !in_payload_ && header_done_ == 0;
   if (error.code() == ErrorCode::kPeerFailure && between_frames && !busy()) {
     log::debug("{} closed while nothing was pending", stream_->describe());
@@ -216,10 +226,15 @@ void FramedChannel::on_header() {
   uint64_t length;
   std::memcpy(&tag, header_.data(), 8);
   std::memcpy(&length, header_.data() + 8, 8);
+  in_call_ = CallSignature::decode(header_.data() + 16);
   header_done_ = 0;
   in_tag_ = tag;
   in_size_ = length;
   in_done_ = 0;
+  if (tag == kCallTag && length == 0) {
+    check_call(in_call_, CallSource::kAnnounced);
+    return;
+  }
   if (tag >= kControlTagBase) {
     if (tag != kAbortTag || length > kMaxControlPayload)
       fail(make_error(ErrorCode::kPeerFailure,
@@ -232,10 +247,13 @@ void FramedChannel::on_header() {
     in_op_ = std::move(posted->second.front());
     posted->second.pop_front();
     if (posted->second.empty()) posted_.erase(posted);
+    check_call(in_call_, CallSource::kMatched);
     if (in_op_->size != length) fail(mismatch(tag, length, in_op_->size));
     in_dest_ = in_op_->data;
   } else {
+    check_call(in_call_, CallSource::kEarly);
     in_stash_ = std::make_shared<Stash>();
+    in_stash_->call = in_call_;
     if (!spare_stash_.empty()) {
       in_stash_->data = std::move(spare_stash_.back());
       spare_stash_.pop_back();
@@ -251,9 +269,13 @@ void FramedChannel::on_header() {
 void FramedChannel::on_payload_complete() {
   in_payload_ = false;
   if (in_tag_ >= kControlTagBase) {
+    const bool mismatch =
+        !control_payload_.empty() && control_payload_[0] == static_cast<std::byte>(kAbortMismatch);
     std::string reason(reinterpret_cast<const char*>(control_payload_.data()),
                        control_payload_.size());
-    fail(make_error(ErrorCode::kPeerFailure, "rank {} aborted: {}", peer_, reason));
+    if (!reason.empty()) reason.erase(0, 1);
+    fail(make_error(mismatch ? ErrorCode::kMismatch : ErrorCode::kPeerFailure,
+                    "rank {} aborted: {}", peer_, reason));
   }
   if (in_op_) {
     in_op_->done = in_op_->size;
@@ -274,19 +296,42 @@ void FramedChannel::on_payload_complete() {
   }
 }
 
+void FramedChannel::check_call(const CallSignature& theirs, CallSource source) {
+  if (call_ == nullptr || !call_->stamped() || !theirs.stamped() || !theirs.conflicts(*call_))
+    return;
+  // A later call is the peer running ahead; it is checked when this rank gets there.
+  if (source != CallSource::kMatched && theirs.sequence > call_->sequence) return;
+  if (source == CallSource::kAnnounced && theirs.sequence < call_->sequence) return;
+  fail(call_mismatch(self_, *call_, peer_, theirs));
+}
+
+void FramedChannel::check_early_messages() {
+  rethrow_if_failed();
+  for (const auto& [tag, stashes] : unexpected_)
+    for (const auto& stash : stashes) check_call(stash->call, CallSource::kEarly);
+}
+
+void FramedChannel::announce_call() {
+  if (failure_ || closed_ || call_ == nullptr || !call_->stamped()) return;
+  enqueue_send(kCallTag, {}, {});
+}
+
 void FramedChannel::recycle(std::vector<std::byte> buffer) {
   if (spare_stash_.size() < kMaxSpareStash && buffer.capacity() <= kMaxSpareStashBytes)
     spare_stash_.push_back(std::move(buffer));
 }
 
-void FramedChannel::send_abort(const std::string& reason) noexcept {
+void FramedChannel::send_abort(ErrorCode code, const std::string& reason) noexcept {
   try {
-    if (failure_ || closed_) return;
+    // A channel failed by a mismatch or a local error still reaches its peer: tell it why.
+    if (stream_broken_ || closed_) return;
     // Frames the peer has not seen a byte of are dropped: the abort goes out sooner, and their
     // buffers may already be gone with the failing caller. A half-sent frame must be finished.
     std::erase_if(sends_, [](const PendingSend& s) { return s.header_done == 0; });
-    std::vector<std::byte> payload(reason.size());
-    std::memcpy(payload.data(), reason.data(), reason.size());
+    std::vector<std::byte> payload(1 + reason.size());
+    payload[0] =
+        static_cast<std::byte>(code == ErrorCode::kMismatch ? kAbortMismatch : kAbortFailure);
+    std::memcpy(payload.data() + 1, reason.data(), reason.size());
     Request request = enqueue_send(kAbortTag, {}, std::move(payload));
     Deadline budget = Deadline::after(kAbortFlushBudget);
     while (!request.complete() && !budget.expired()) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
 
 #include "core/error.hpp"
@@ -17,8 +18,10 @@ using Clock = std::chrono::steady_clock;
 // Each counter on its own pair of cache lines: a rank storing one counter must not evict the line
 // another rank polls, and 128 bytes also keeps the adjacent-line prefetcher from pairing them.
 constexpr size_t kFlagStride = 128;
-static_assert(sizeof(uint64_t) + 2 * LocalWindow::kInlineBytes <= 64,
+static_assert(sizeof(uint64_t) + 2 * (LocalWindow::kInlineBytes + sizeof(uint64_t)) <= 64,
               "a counter's inline banks must share its cache line");
+static_assert(CallSignature::kWireBytes == 3 * sizeof(uint64_t),
+              "a call fills one bank of the call line");
 constexpr size_t kPage = 4096;
 // Spin rounds a decayed budget still tries, and what a success adds back.
 constexpr int kSpinRegrowth = 8;
@@ -36,7 +39,7 @@ size_t round_up(size_t n, size_t to) {
 }
 
 size_t flags_bytes(int size) {
-  return round_up(static_cast<size_t>(size) * LocalWindow::kFlags * kFlagStride, kPage);
+  return round_up(static_cast<size_t>(size) * (LocalWindow::kFlags + 1) * kFlagStride, kPage);
 }
 
 inline void cpu_relax() {
@@ -68,7 +71,47 @@ LocalWindow::LocalWindow(Transport& transport, std::byte* memory, size_t area_by
 
 uint64_t& LocalWindow::flag_word(int rank, int index) const {
   return *reinterpret_cast<uint64_t*>(
-      flags_ + (static_cast<size_t>(rank) * kFlags + static_cast<size_t>(index)) * kFlagStride);
+      flags_ + (static_cast<size_t>(rank) * kLines + static_cast<size_t>(index)) * kFlagStride);
+}
+
+std::atomic_ref<uint64_t> LocalWindow::call_word(int rank, int bank, int i) const {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(
+      reinterpret_cast<std::byte*>(&flag_word(rank, kCallLine)) + static_cast<size_t>(bank) * 24 +
+      static_cast<size_t>(i) * sizeof(uint64_t)));
+}
+
+// Each call goes to bank sequence % 2, so a reader of call N is not disturbed by call N + 1, and
+// word 0 (the sequence) works as a seqlock: zeroed before the other words change, set after.
+void LocalWindow::announce(const CallSignature& call) {
+  const CallSignature::Wire wire = call.encode();
+  uint64_t words[3];
+  std::memcpy(words, wire.data(), sizeof(words));
+  const int bank = static_cast<int>(call.sequence % 2);
+  call_word(rank_, bank, 0).store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  call_word(rank_, bank, 1).store(words[1], std::memory_order_relaxed);
+  call_word(rank_, bank, 2).store(words[2], std::memory_order_relaxed);
+  call_word(rank_, bank, 0).store(words[0], std::memory_order_release);
+}
+
+int LocalWindow::find_disagreement(const CallSignature& mine, CallSignature& theirs) const {
+  const int bank = static_cast<int>(mine.sequence % 2);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    uint64_t words[3];
+    words[0] = call_word(r, bank, 0).load(std::memory_order_acquire);
+    if (words[0] != mine.sequence) continue;
+    words[1] = call_word(r, bank, 1).load(std::memory_order_relaxed);
+    words[2] = call_word(r, bank, 2).load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (call_word(r, bank, 0).load(std::memory_order_relaxed) != words[0])
+      continue;  // rewritten meanwhile
+    CallSignature::Wire wire;
+    std::memcpy(wire.data(), words, sizeof(words));
+    theirs = CallSignature::decode(wire.data());
+    if (theirs.conflicts(mine)) return r;
+  }
+  return -1;
 }
 
 bool LocalWindow::all_reached(int index, uint64_t value) {

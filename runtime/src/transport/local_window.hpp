@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/deadline.hpp"
+#include "transport/call_signature.hpp"
 
 namespace tutti::transport {
 
@@ -27,7 +28,9 @@ class Transport;
 
 class LocalWindow {
  public:
-  static constexpr int kFlags = 4;
+  // Counters 0..kFlags-1 are the collectives'; the window keeps one more line per rank for the
+  // call that rank is in (announce / find_disagreement).
+  static constexpr int kFlags = 3;
 
   // Bytes of shared memory a window of `size` ranks with `area_bytes` per rank occupies.
   static size_t footprint(int size, size_t area_bytes);
@@ -51,11 +54,22 @@ class LocalWindow {
   // that callers alternate: a waiter that sees the counter move already holds the line with the
   // bytes (one line transfer instead of two). Only `rank` writes them, before publishing; the
   // caller decides when a bank is free again.
-  static constexpr size_t kInlineBytes = 24;
+  static constexpr size_t kInlineBytes = 16;
   std::byte* inline_bytes(int rank, int index, int bank) const {
     return reinterpret_cast<std::byte*>(&flag_word(rank, index)) + sizeof(uint64_t) +
-           static_cast<size_t>(bank) * kInlineBytes;
+           static_cast<size_t>(bank) * kBankBytes;
   }
+  // One more word per bank, after its bytes, under the same rules (the shm allreduce puts its
+  // call's fingerprint there, so peers check they are in the same call without another line).
+  uint64_t& inline_word(int rank, int index, int bank) const {
+    return *reinterpret_cast<uint64_t*>(inline_bytes(rank, index, bank) + kInlineBytes);
+  }
+
+  // Shows the local peers which collective call this rank is in (a few stores to its own line).
+  void announce(const CallSignature& call);
+  // A peer whose announced call has `mine.sequence` but differs from `mine`: its rank (and its call
+  // in `theirs`), or -1. For slow paths: it reads every peer's line.
+  int find_disagreement(const CallSignature& mine, CallSignature& theirs) const;
 
   // A slot where the collectives layer keeps what it learns across calls on this window (timings,
   // choices); it lives exactly as long as the window.
@@ -86,7 +100,12 @@ class LocalWindow {
   }
 
  private:
+  static constexpr size_t kBankBytes = kInlineBytes + sizeof(uint64_t);
+  static constexpr int kCallLine = kFlags;  // the line after the collectives' counters
+  static constexpr int kLines = kFlags + 1;
   uint64_t& flag_word(int rank, int index) const;
+  // Word `i` of bank `bank` of `rank`'s call line, as an atomic.
+  std::atomic_ref<uint64_t> call_word(int rank, int bank, int i) const;
   // Also raises known_[index] to the minimum seen when every peer has reached `value`.
   bool all_reached(int index, uint64_t value);
   void wait_slow(int index, uint64_t value, Deadline deadline, std::string_view what);

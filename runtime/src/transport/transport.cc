@@ -25,6 +25,12 @@ constexpr long kMinSleepNs = 100'000;
 constexpr long kMaxSleepNs = 1'000'000;
 // TCP-only waits block in poll(); capped so the deadline is checked.
 constexpr long kMaxBlockNs = 100'000'000;
+// Yield rounds between looks for a peer in another call while a wait yields.
+constexpr int kAgreementCheckRounds = 64;
+// A wait this long without progress tells every peer which call it is in (so two ranks waiting
+// for each other in different calls find out), then again at this interval.
+constexpr auto kFirstAnnouncement = std::chrono::milliseconds(10);
+constexpr auto kAnnouncementInterval = std::chrono::seconds(1);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -50,6 +56,34 @@ Transport::Transport(int rank, std::vector<std::unique_ptr<Channel>> channels)
     if ((peer == rank_) != (channels_[peer] == nullptr))
       throw make_error(ErrorCode::kInternal, "rank {}: channel to rank {} is {}", rank_, peer,
                        peer == rank_ ? "set (no channel to self)" : "missing");
+    if (channels_[peer]) channels_[peer]->bind_call(rank_, &call_);
+  }
+}
+
+void Transport::begin_call(const CallSignature& call) {
+  call_ = call;
+  if (window_) window_->announce(call_);
+}
+
+void Transport::set_call_algorithm(uint8_t algorithm) {
+  call_.algorithm = algorithm;
+  if (window_) window_->announce(call_);
+}
+
+void Transport::announce_call() {
+  if (!call_.stamped()) return;
+  for (auto& c : channels_)
+    if (c) c->announce_call();
+}
+
+void Transport::check_call_agreement() {
+  if (!call_.stamped()) return;
+  for (auto& c : channels_)
+    if (c) c->check_early_messages();
+  if (window_) {
+    CallSignature theirs;
+    if (int peer = window_->find_disagreement(call_, theirs); peer >= 0)
+      throw call_mismatch(rank_, call_, peer, theirs);
   }
 }
 
@@ -66,6 +100,7 @@ void Transport::wait(std::span<const Request> requests, Deadline deadline, std::
   if (all_complete(requests)) return;
   const auto start = Clock::now();
   auto last_progress = start;
+  auto next_announcement = start;
   int idle_rounds = 0;
   long sleep_ns = kMinSleepNs;
   for (;;) {
@@ -80,22 +115,37 @@ void Transport::wait(std::span<const Request> requests, Deadline deadline, std::
     }
     if (deadline.expired())
       throw_timeout(what, std::chrono::duration<double>(Clock::now() - start).count());
+    const auto now = Clock::now();
+    const auto announce_at = std::max(last_progress + kFirstAnnouncement, next_announcement);
+    if (now >= announce_at) {
+      announce_call();
+      next_announcement = now + kAnnouncementInterval;
+    }
 
     bool must_poll = std::any_of(channels_.begin(), channels_.end(),
                                  [](const auto& c) { return c && c->busy() && c->wait_fd() < 0; });
     if (!must_poll) {
       // Only socket channels are busy: the kernel wakes us when their bytes arrive.
-      long cap = std::min<long>(kMaxBlockNs, deadline.remaining().count());
+      const long until_announcement =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(announce_at - now).count();
+      long cap = std::min<long>(
+          {kMaxBlockNs, deadline.remaining().count(), std::max(until_announcement, 0L)});
+      check_call_agreement();
       sleep_on_fds(cap);
       continue;
     }
-    if (Clock::now() - last_progress < kSpinPhase) {
-      if (idle_rounds++ < kSpinRounds)
+    if (now - last_progress < kSpinPhase) {
+      if (idle_rounds++ < kSpinRounds) {
         cpu_relax();
-      else
+      } else {
+        // A peer in another collective (its messages or its window entry say so) would leave this
+        // wait to the deadline; looking costs a little, so only once the wait stopped spinning.
+        if (idle_rounds % kAgreementCheckRounds == 0) check_call_agreement();
         sched_yield();
+      }
       continue;
     }
+    check_call_agreement();
     sleep_on_fds(std::min<long>(sleep_ns, deadline.remaining().count()));
     sleep_ns = std::min(sleep_ns * 2, kMaxSleepNs);
   }
@@ -156,6 +206,7 @@ void Transport::throw_timeout(std::string_view what, double waited_seconds) cons
 
 void Transport::check_peers(std::span<const int> awaited, std::string_view what) {
   progress_all();
+  check_call_agreement();
   for (int peer : awaited) {
     Channel& c = channel(peer);
     int fd = static_cast<size_t>(peer) < peer_pidfds_.size() ? peer_pidfds_[peer].get() : -1;
@@ -186,9 +237,9 @@ void Transport::throw_window_timeout(std::string_view what, std::span<const int>
       rank_, waited_seconds, what, pending);
 }
 
-void Transport::abort_all(const std::string& reason) noexcept {
+void Transport::abort_all(const std::string& reason, ErrorCode code) noexcept {
   for (auto& c : channels_)
-    if (c) c->send_abort(reason);
+    if (c) c->send_abort(code, reason);
 }
 
 }  // namespace tutti::transport

@@ -31,8 +31,22 @@ class Transport {
   // Error(kTimeout) at the deadline naming `what` and the peers still pending.
   void wait(std::span<const Request> requests, Deadline deadline, std::string_view what);
 
-  // Sends an abort notice with `reason` to every peer (best effort).
-  void abort_all(const std::string& reason) noexcept;
+  // Starts collective call `call`: every message sent from now on is stamped with it, the window
+  // (if any) shows it to the local peers, and a peer found in another call fails the waits here
+  // with Error(kMismatch). See call_signature.hpp.
+  void begin_call(const CallSignature& call);
+  // Records the algorithm the call's allreduce chose (part of what ranks must agree on).
+  void set_call_algorithm(uint8_t algorithm);
+  const CallSignature& current_call() const { return call_; }
+  // Throws Error(kMismatch) when a peer is known to be in another call of the current number: from
+  // a message that arrived early or from its entry in the window. Cheap enough for slow paths.
+  void check_call_agreement();
+  // Sends every peer an announcement of the current call (for waits that stalled).
+  void announce_call();
+
+  // Sends an abort notice with `reason` to every peer (best effort). Peers fail with `code` when it
+  // is kMismatch (every rank of a mismatched call reports the mismatch), else kPeerFailure.
+  void abort_all(const std::string& reason, ErrorCode code = ErrorCode::kPeerFailure) noexcept;
 
   // Memory every rank maps when all ranks share this host, or null: some rank is on another
   // host, the transport is tcp, or TUTTI_SHM_WINDOW_BYTES=0. See local_window.hpp.
@@ -61,6 +75,7 @@ class Transport {
   [[noreturn]] void throw_timeout(std::string_view what, double waited_seconds) const;
 
   int rank_;
+  CallSignature call_;  // the channels read it through bind_call: the Transport never moves
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<pollfd> pollfds_;  // reused between waits
   std::string no_window_reason_ = "the transport was built without a shared-memory window";

@@ -67,7 +67,7 @@ TEST_P(WindowWorldTest, EveryRankSeesEveryArea) {
         for (int i = 0; i < LocalWindow::kFlags; ++i) EXPECT_EQ(w->own_flag(i), 0u);
         auto mine = test_support::pattern(rank, -1, kAreaBytes);
         std::memcpy(w->area(rank), mine.data(), kAreaBytes);
-        EXPECT_FALSE(w->peers_reached(3, 1));  // nobody ever publishes counter 3 here
+        EXPECT_FALSE(w->peers_reached(2, 1));  // nobody ever publishes counter 2 here
         w->publish(1, 1);
         EXPECT_EQ(w->own_flag(1), 1u);
         w->wait_peers(1, 1, Deadline::after_seconds(20), "the area exchange");
@@ -215,10 +215,10 @@ TEST(LocalWindowTest, WaitTimesOutNamingTheMissingRanks) {
       ASSERT_NE(w, nullptr);
       if (rank == 1) w->publish(0, 1);  // only rank 1 arrives
       if (rank != 0) {
-        w->publish(3, 1);
+        w->publish(2, 1);
         return;
       }
-      w->wait_peers(3, 1, Deadline::after_seconds(20), "the others' start");
+      w->wait_peers(2, 1, Deadline::after_seconds(20), "the others' start");
       try {
         w->wait_peers(0, 1, Deadline::after_seconds(seconds), "the test's flag");
         ADD_FAILURE() << "the wait returned";

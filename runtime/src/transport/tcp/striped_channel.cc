@@ -117,8 +117,8 @@ void StripedChannel::update_interest() {
   }
 }
 
-void StripedChannel::send_abort(const std::string& reason) noexcept {
-  for (auto& s : streams_) s->send_abort(reason);
+void StripedChannel::send_abort(ErrorCode code, const std::string& reason) noexcept {
+  for (auto& s : streams_) s->send_abort(code, reason);
 }
 
 }  // namespace tutti::transport

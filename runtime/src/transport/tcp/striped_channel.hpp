@@ -33,12 +33,19 @@ class StripedChannel final : public Channel {
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
   bool progress() override;
-  void send_abort(const std::string& reason) noexcept override;
+  void send_abort(ErrorCode code, const std::string& reason) noexcept override;
   // An epoll fd over the streams' sockets: readable when any of them has bytes or, while it has
   // sends queued, room for them. Poll it for POLLIN only.
   int wait_fd() const override { return epoll_.get(); }
   bool busy() const override;
   bool wants_writable() const override { return false; }
+  void bind_call(int self, const CallSignature* current) override {
+    for (auto& s : streams_) s->bind_call(self, current);
+  }
+  void announce_call() override { streams_[0]->announce_call(); }
+  void check_early_messages() override {
+    for (auto& s : streams_) s->check_early_messages();
+  }
 
  private:
   // A message cut into parts: complete once every part is.

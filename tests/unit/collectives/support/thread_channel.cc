@@ -93,7 +93,7 @@ bool ThreadChannel::complete_sends() {
   return moved;
 }
 
-void ThreadChannel::send_abort(const std::string& reason) noexcept {
+void ThreadChannel::send_abort(ErrorCode, const std::string& reason) noexcept {
   Mailbox& box = world_.mailbox(self_, peer_);
   std::lock_guard lock(box.mutex);
   box.aborted = true;

@@ -54,7 +54,7 @@ class ThreadChannel : public transport::Channel {
   transport::Request isend(transport::Tag tag, std::span<const std::byte> data) override;
   transport::Request irecv(transport::Tag tag, std::span<std::byte> data) override;
   bool progress() override;
-  void send_abort(const std::string& reason) noexcept override;
+  void send_abort(ErrorCode code, const std::string& reason) noexcept override;
   int wait_fd() const override { return -1; }
   bool busy() const override { return !receives_.empty() || unfinished_sends_ > 0; }
 

@@ -1,0 +1,61 @@
+// What a collective call is, as every rank must agree on it: which call of the communicator
+// (sequence), which collective, element count, type, reduce op and root. The transport stamps it on
+// every message of the call and posts it in the shared-memory window, so a rank whose call differs
+// from a peer's fails with Error(kMismatch) naming both calls instead of computing a wrong answer.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tutti/error.hpp"
+
+namespace tutti::transport {
+
+enum class CallKind : uint8_t {
+  kNone = 0,  // no call stamped (a transport driven directly, as in unit tests): nothing is checked
+  kAllreduce = 1,
+  kBroadcast = 2,
+  kAllgather = 3,
+  kReduceScatter = 4,
+  kBarrier = 5,
+};
+
+struct CallSignature {
+  static constexpr int kNoValue = -1;  // dtype, op or root a collective does not have
+
+  uint64_t sequence = 0;
+  CallKind kind = CallKind::kNone;
+  int8_t dtype = kNoValue;
+  int8_t op = kNoValue;
+  int32_t root = kNoValue;
+  uint64_t count = 0;
+  // The allreduce algorithm chosen for the call (the collectives' own numbering, 0: none yet).
+  // Ranks that picked different algorithms (a per-rank TUTTI_ALGO or tuning file) would read each
+  // other's messages as the wrong steps.
+  uint8_t algorithm = 0;
+
+  bool operator==(const CallSignature&) const = default;
+  bool stamped() const { return kind != CallKind::kNone; }
+  // Whether two ranks' calls cannot both be right: any field differs, the algorithm only where
+  // both have chosen one.
+  bool conflicts(const CallSignature& other) const;
+
+  // On the wire and in the window: 24 bytes, sequence first.
+  static constexpr size_t kWireBytes = 24;
+  using Wire = std::array<std::byte, kWireBytes>;
+  Wire encode() const;
+  static CallSignature decode(const std::byte* wire);
+
+  // One word that differs whenever two signatures differ (the shared-memory fast path compares it).
+  uint64_t fingerprint() const;
+
+  // "allreduce #12 (1000 x float32, sum)", "broadcast #3 (10 x int64, root 2)", "barrier #7".
+  std::string describe() const;
+};
+
+// The kMismatch error for this rank (`rank`, calling `mine`) finding that `peer` called `theirs`.
+Error call_mismatch(int rank, const CallSignature& mine, int peer, const CallSignature& theirs);
+
+}  // namespace tutti::transport
