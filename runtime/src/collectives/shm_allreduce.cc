@@ -15,6 +15,8 @@
 //
 // Writes into the window use cached or streaming stores as ShmStoreTuner decides per size class
 // from this rank's own call times (TUTTI_SHM_STORES forces one).
+#include <sched.h>
+
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -157,10 +159,14 @@ class ShmAllreduce {
     }
   }
   [[noreturn]] void fail_mismatch(int peer) {
+    // The fingerprint only says that the calls differ. For the message, give the peer a moment
+    // to post its full call in the window (it finds the mismatch too, or stalls, and both post).
+    const Deadline budget = Deadline::after(std::chrono::milliseconds(200));
+    do {
+      ctx_.transport.check_call_agreement();  // throws naming both calls once the peer's is there
+      sched_yield();
+    } while (!budget.expired());
     const transport::CallSignature& mine = ctx_.transport.current_call();
-    transport::CallSignature theirs;
-    if (w_.find_disagreement(mine, theirs) == peer)
-      throw transport::call_mismatch(ctx_.rank, mine, peer, theirs);
     throw make_error(
         ErrorCode::kMismatch,
         "collective mismatch: rank {} is not in {} as this rank {} is (it passed another count, "

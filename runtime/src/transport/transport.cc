@@ -60,15 +60,6 @@ Transport::Transport(int rank, std::vector<std::unique_ptr<Channel>> channels)
   }
 }
 
-void Transport::begin_call(const CallSignature& call) {
-  call_ = call;
-  if (window_) window_->announce(call_);
-}
-
-void Transport::set_call_algorithm(uint8_t algorithm) {
-  call_.algorithm = algorithm;
-  if (window_) window_->announce(call_);
-}
 
 void Transport::announce_call() {
   if (!call_.stamped()) return;
@@ -78,6 +69,12 @@ void Transport::announce_call() {
 
 void Transport::check_call_agreement() {
   if (!call_.stamped()) return;
+  // Posted here, in the slow path, not at the start of every call: only a rank that stalls can be
+  // part of a deadlock, and a stalled rank gets here.
+  if (window_ && !(posted_call_ == call_)) {
+    window_->announce(call_);
+    posted_call_ = call_;
+  }
   for (auto& c : channels_)
     if (c) c->check_early_messages();
   if (window_) {

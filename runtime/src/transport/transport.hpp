@@ -31,12 +31,12 @@ class Transport {
   // Error(kTimeout) at the deadline naming `what` and the peers still pending.
   void wait(std::span<const Request> requests, Deadline deadline, std::string_view what);
 
-  // Starts collective call `call`: every message sent from now on is stamped with it, the window
-  // (if any) shows it to the local peers, and a peer found in another call fails the waits here
-  // with Error(kMismatch). See call_signature.hpp.
-  void begin_call(const CallSignature& call);
+  // Starts collective call `call`: every message sent from now on is stamped with it, a wait that
+  // stalls shows it to the peers (window call line, announcements), and a peer found in another
+  // call fails the waits here with Error(kMismatch). See call_signature.hpp.
+  void begin_call(const CallSignature& call) { call_ = call; }
   // Records the algorithm the call's allreduce chose (part of what ranks must agree on).
-  void set_call_algorithm(uint8_t algorithm);
+  void set_call_algorithm(uint8_t algorithm) { call_.algorithm = algorithm; }
   const CallSignature& current_call() const { return call_; }
   // Throws Error(kMismatch) when a peer is known to be in another call of the current number: from
   // a message that arrived early or from its entry in the window. Cheap enough for slow paths.
@@ -76,6 +76,7 @@ class Transport {
 
   int rank_;
   CallSignature call_;  // the channels read it through bind_call: the Transport never moves
+  CallSignature posted_call_;  // what the window's call line shows for this rank
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<pollfd> pollfds_;  // reused between waits
   std::string no_window_reason_ = "the transport was built without a shared-memory window";
