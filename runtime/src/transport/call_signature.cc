@@ -108,11 +108,12 @@ uint64_t CallSignature::fingerprint() const {
   // The small fields fill one word; three independent odd multipliers (bijections) make any change
   // of one field change the result, and two fields changing together collide with probability
   // ~2^-64. Independent products keep it a few cycles on the 8-byte allreduce's path.
-  const uint64_t small = uint64_t{static_cast<uint8_t>(kind)} | uint64_t{static_cast<uint8_t>(dtype)} << 8 |
+  const uint64_t small = uint64_t{static_cast<uint8_t>(kind)} |
+                         uint64_t{static_cast<uint8_t>(dtype)} << 8 |
                          uint64_t{static_cast<uint8_t>(op)} << 16 | uint64_t{algorithm} << 24 |
                          uint64_t{static_cast<uint32_t>(root)} << 32;
-  const uint64_t h =
-      sequence * 0x9e3779b97f4a7c15ull ^ count * 0xc2b2ae3d27d4eb4full ^ (small + 1) * 0xff51afd7ed558ccdull;
+  const uint64_t h = sequence * 0x9e3779b97f4a7c15ull ^ count * 0xc2b2ae3d27d4eb4full ^
+                     (small + 1) * 0xff51afd7ed558ccdull;
   return h | 1;  // never 0, the value of a window word nobody has written
 }
 

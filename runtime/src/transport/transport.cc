@@ -60,11 +60,12 @@ Transport::Transport(int rank, std::vector<std::unique_ptr<Channel>> channels)
   }
 }
 
-
 void Transport::announce_call() {
   if (!call_.stamped()) return;
+  // Only to the peers this wait is for: a peer owed nothing may already have finished the job and
+  // exited, and writing to it would fail a call that is going well.
   for (auto& c : channels_)
-    if (c) c->announce_call();
+    if (c && c->busy()) c->announce_call();
 }
 
 void Transport::check_call_agreement() {

@@ -41,7 +41,7 @@ class Transport {
   // Throws Error(kMismatch) when a peer is known to be in another call of the current number: from
   // a message that arrived early or from its entry in the window. Cheap enough for slow paths.
   void check_call_agreement();
-  // Sends every peer an announcement of the current call (for waits that stalled).
+  // Tells the peers this rank waits on (busy channels) which call it is in (for stalled waits).
   void announce_call();
 
   // Sends an abort notice with `reason` to every peer (best effort). Peers fail with `code` when it
@@ -75,7 +75,7 @@ class Transport {
   [[noreturn]] void throw_timeout(std::string_view what, double waited_seconds) const;
 
   int rank_;
-  CallSignature call_;  // the channels read it through bind_call: the Transport never moves
+  CallSignature call_;         // the channels read it through bind_call: the Transport never moves
   CallSignature posted_call_;  // what the window's call line shows for this rank
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<pollfd> pollfds_;  // reused between waits
