@@ -1,4 +1,5 @@
 // The process-wide world: tutti::init()/finalize() and the public Communicator wrapper.
+#include <exception>
 #include <mutex>
 
 #include "bootstrap/world_info.hpp"
@@ -41,8 +42,15 @@ void Communicator::barrier() { impl_->barrier(); }
 Communicator& init() {
   std::lock_guard lock(g_mutex);
   if (!g_world) {
-    auto info = bootstrap::world_info_from_env();
-    g_world = std::make_unique<Communicator>(comm::Communicator::create(info, comm::Settings::from_env()));
+    // Only tutti::Error leaves the API: an allocation or thread start that fails becomes kSystem.
+    try {
+      auto info = bootstrap::world_info_from_env();
+      g_world = std::make_unique<Communicator>(comm::Communicator::create(info, comm::Settings::from_env()));
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw make_error(ErrorCode::kSystem, "init failed: {}", e.what());
+    }
   }
   return *g_world;
 }
