@@ -12,6 +12,7 @@
 
 #include "core/deadline.hpp"
 #include "core/error.hpp"
+#include "launcher/base64.hpp"
 #include "launcher/child_process.hpp"
 #include "launcher/command_lookup.hpp"
 #include "launcher/job_env.hpp"
@@ -22,6 +23,7 @@ namespace tutti::launcher {
 namespace {
 
 constexpr int kBrokenRequest = 125;
+constexpr int kRequestVersion = 2;
 constexpr size_t kMaxRequestBytes = 16 << 20;
 
 void say(const std::string& line) {
@@ -145,33 +147,64 @@ class RankRunner {
 }  // namespace
 
 std::string encode_agent_request(const AgentRequest& request) {
+  // Version 2: everything that is the rank's own bytes (argv, environment, cwd) is base64, so a
+  // byte that is not UTF-8 arrives as itself, not as U+FFFD.
+  nlohmann::json argv = nlohmann::json::array();
+  for (const auto& a : request.argv) argv.push_back(base64_encode(a));
   nlohmann::json env = nlohmann::json::array();
-  for (const auto& [name, value] : request.env) env.push_back({name, value});
-  nlohmann::json j = {
-      {"tutti_rank_request", 1},       {"rank", request.rank}, {"host", request.host},
-      {"argv", request.argv},          {"env", env},           {"cwd", request.cwd},
-      {"grace", request.grace_seconds}};
-  // Invalid UTF-8 in an argument is passed through byte for byte rather than refused.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  for (const auto& [name, value] : request.env)
+    env.push_back({base64_encode(name), base64_encode(value)});
+  nlohmann::json j = {{"tutti_rank_request", kRequestVersion},
+                      {"rank", request.rank},
+                      {"host", base64_encode(request.host)},
+                      {"argv", argv},
+                      {"env", env},
+                      {"cwd", base64_encode(request.cwd)},
+                      {"grace", request.grace_seconds}};
+  return j.dump() + "\n";
 }
 
 AgentRequest decode_agent_request(std::string_view line) {
+  auto bytes = [](const nlohmann::json& field, std::string_view what) {
+    std::optional<std::string> decoded = base64_decode(field.get<std::string>());
+    if (!decoded) throw make_error(ErrorCode::kConfig, "the rank request's {} is not base64", what);
+    return *std::move(decoded);
+  };
   try {
     nlohmann::json j = nlohmann::json::parse(line);
-    if (!j.is_object() || j.value("tutti_rank_request", 0) != 1)
-      throw make_error(ErrorCode::kConfig, "not a tuttirun rank request (version 1)");
+    if (!j.is_object() || !j.contains("tutti_rank_request"))
+      throw make_error(ErrorCode::kConfig, "not a tuttirun rank request");
+    if (j["tutti_rank_request"] != kRequestVersion)
+      throw make_error(
+          ErrorCode::kConfig,
+          "rank request version {} but this agent reads version {}: the tuttirun on this host is "
+          "another version than the launcher's (see --remote-tuttirun)",
+          j["tutti_rank_request"].dump(), kRequestVersion);
     AgentRequest req;
     req.rank = j.at("rank").get<int>();
-    req.host = j.at("host").get<std::string>();
-    req.argv = j.at("argv").get<std::vector<std::string>>();
-    for (const auto& e : j.at("env"))
-      req.env.emplace_back(e.at(0).get<std::string>(), e.at(1).get<std::string>());
-    req.cwd = j.value("cwd", "");
-    req.grace_seconds = j.value("grace", 5.0);
+    req.host = bytes(j.at("host"), "host");
+    for (const auto& a : j.at("argv")) req.argv.push_back(bytes(a, "argv"));
+    for (const auto& e : j.at("env")) {
+      if (!e.is_array() || e.size() != 2)
+        throw make_error(ErrorCode::kConfig, "the rank request's env is malformed");
+      req.env.emplace_back(bytes(e.at(0), "env name"), bytes(e.at(1), "env value"));
+    }
+    req.cwd = bytes(j.at("cwd"), "cwd");
+    req.grace_seconds = j.at("grace").get<double>();
+    if (req.rank < 0) throw make_error(ErrorCode::kConfig, "the rank request's rank is negative");
     if (req.argv.empty() || req.argv[0].empty())
       throw make_error(ErrorCode::kConfig, "the rank request has no command");
-    if (!(req.grace_seconds >= 0))
-      throw make_error(ErrorCode::kConfig, "the rank request's grace period is negative");
+    for (const auto& a : req.argv)
+      if (a.find('\0') != std::string::npos)
+        throw make_error(ErrorCode::kConfig,
+                         "a rank argument holds a NUL byte, which no argv can carry");
+    for (const auto& [name, value] : req.env)
+      if (name.empty() || name.find('=') != std::string::npos ||
+          name.find('\0') != std::string::npos || value.find('\0') != std::string::npos)
+        throw make_error(ErrorCode::kConfig,
+                         "the rank request's environment has a malformed variable");
+    if (!(req.grace_seconds >= 0 && req.grace_seconds <= 1e6))
+      throw make_error(ErrorCode::kConfig, "the rank request's grace period is out of range");
     return req;
   } catch (const nlohmann::json::exception& e) {
     throw make_error(ErrorCode::kConfig, "malformed rank request: {}", e.what());

@@ -233,6 +233,17 @@ EOF
     expect_rc 0
     expect_out '^\[0\] collectives_check: 2 ranks, [0-9]+ checks per rank, 0 failed$'
     expect_no_leftovers sweep
+    # Bytes that are not UTF-8 (and a newline) in an argument and in an -x value reach ranks in
+    # other pods exactly, as in local mode (they once arrived as U+FFFD).
+    arg=$'a\xff\xfe\nb\xe9'
+    val=$'\xe9t\xe9\x80'
+    hex() { printf %s "$1" | od -An -tx1 | tr -d ' \n'; }
+    run 60 "$TUTTIRUN" --pods "$pods" --slots 1 "${common[@]}" -x "BYTES=$val" -- sh -c \
+      'printf "arg=%s val=%s\n" "$(printf %s "$1" | od -An -tx1 | tr -d " \n")" "$(printf %s "$BYTES" | od -An -tx1 | tr -d " \n")"' \
+      sh "$arg"
+    expect_rc 0
+    expect_out "^\[2\] arg=$(hex "$arg") val=$(hex "$val")$"
+    expect_no_leftovers sweep
     ;;
 
   tuttirun_pods_kill)

@@ -121,6 +121,18 @@ expect_rc 0
 expect_out "^\[1\] rank=1 host=$HOST0 addr=$HOST0/24$"
 expect_out "^\[3\] rank=3 host=$HOST1 addr=$HOST1/24$"
 
+# Bytes that are not UTF-8 (and a newline) in an argument and in an -x value reach the rank exactly,
+# as in local mode (they once arrived as U+FFFD).
+arg=$'a\xff\xfe\nb\xe9'
+val=$'\xe9t\xe9\x80'
+hex() { printf %s "$1" | od -An -tx1 | tr -d ' \n'; }
+run 60 "$TUTTIRUN" "${common[@]}" -x "BYTES=$val" -- sh -c \
+  'printf "arg=%s val=%s\n" "$(printf %s "$1" | od -An -tx1 | tr -d " \n")" "$(printf %s "$BYTES" | od -An -tx1 | tr -d " \n")"' \
+  sh "$arg"
+expect_rc 0
+expect_out "^\[0\] arg=$(hex "$arg") val=$(hex "$val")$"
+expect_out "^\[3\] arg=$(hex "$arg") val=$(hex "$val")$"
+
 # A rank that dies by SIGKILL on the second host: named with its host; the rest are stopped
 # through their ssh sessions and nothing remains in either namespace.
 run 120 "$TUTTIRUN" "${common[@]}" --grace 1 -- "$PROBE" on 2 kill 9 grandchild 60 sleep 60

@@ -2,6 +2,7 @@
 // quoting for the remote command, the mpirun command line, and this machine's addresses.
 #include <gtest/gtest.h>
 
+#include "launcher/base64.hpp"
 #include "launcher/exec_backend.hpp"
 #include "launcher/local_host.hpp"
 #include "launcher/mpirun_mode.hpp"
@@ -31,11 +32,55 @@ TEST(AgentRequest, RoundTripsHostileText) {
   EXPECT_DOUBLE_EQ(back.grace_seconds, 2.5);
 }
 
+TEST(AgentRequest, EveryByteButNulArrivesExactly) {
+  // Non-UTF-8 bytes once arrived as U+FFFD through ssh and kubexec.
+  std::string all;
+  for (int c = 1; c < 256; ++c) all.push_back(static_cast<char>(c));
+  AgentRequest r;
+  r.host = "h\xff";
+  r.argv = {"prog", all, "\xff\xfe\n", "caf\xe9"};
+  r.env = {{"BYTES", all}, {"LATIN1", "\xe9t\xe9"}};
+  r.cwd = "/tmp/\xff";
+  std::string line = encode_agent_request(r);
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line only";
+  AgentRequest back = decode_agent_request(line.substr(0, line.size() - 1));
+  EXPECT_EQ(back.argv, r.argv);
+  EXPECT_EQ(back.env, r.env);
+  EXPECT_EQ(back.cwd, r.cwd);
+  EXPECT_EQ(back.host, r.host);
+}
+
+TEST(AgentRequest, RefusesWhatNoProcessCanCarry) {
+  AgentRequest r;
+  r.argv = {"prog", std::string("a\0b", 3)};
+  std::string line = encode_agent_request(r);
+  EXPECT_THROW(decode_agent_request(line.substr(0, line.size() - 1)), Error);
+  r.argv = {"prog"};
+  r.env = {{"A=B", "x"}};
+  line = encode_agent_request(r);
+  EXPECT_THROW(decode_agent_request(line.substr(0, line.size() - 1)), Error);
+}
+
+TEST(Base64, RoundTripsAndRefusesNonCanonicalText) {
+  for (std::string s : std::vector<std::string>{"", "f", "fo", "foo", "foob", "fooba", "foobar",
+                                                std::string("\0\xff\x80", 3)})
+    EXPECT_EQ(base64_decode(base64_encode(s)), s);
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  for (const char* bad : {"Zm8", "Zm9=Zm8=", "Zm!=", "Zm9==", "Zn==", "====", "Zg=x"})
+    EXPECT_EQ(base64_decode(bad), std::nullopt) << bad;
+}
+
 TEST(AgentRequest, MalformedIsAConfigError) {
-  for (std::string bad :
-       {"", "{", "[]", "{\"rank\":1}", "{\"tutti_rank_request\":2}",
-        R"({"tutti_rank_request":1,"rank":0,"host":"h","argv":[],"env":[]})",
-        R"({"tutti_rank_request":1,"rank":"x","host":"h","argv":["p"],"env":[]})"}) {
+  for (
+      std::string bad :
+      {"", "{", "[]", "{\"rank\":1}", "{\"tutti_rank_request\":2}",
+       R"({"tutti_rank_request":1,"rank":0,"host":"h","argv":["p"],"env":[],"cwd":"","grace":1})",
+       R"({"tutti_rank_request":2,"rank":0,"host":"aA==","argv":["cA=="],"env":[],"cwd":"","grace":-1})",
+       R"({"tutti_rank_request":2,"rank":0,"host":"aA==","argv":["not base64!"],"env":[],"cwd":"","grace":1})",
+       R"({"tutti_rank_request":2,"rank":0,"host":"aA==","argv":["cA=="],"env":[["QQ=="]],"cwd":"","grace":1})",
+       R"({"tutti_rank_request":1,"rank":0,"host":"h","argv":[],"env":[]})",
+       R"({"tutti_rank_request":1,"rank":"x","host":"h","argv":["p"],"env":[]})"}) {
     try {
       decode_agent_request(bad);
       ADD_FAILURE() << "accepted " << bad;
