@@ -15,6 +15,7 @@
 #include "launcher/exec_backend.hpp"
 #include "launcher/host_probe.hpp"
 #include "launcher/job_env.hpp"
+#include "launcher/launch_limits.hpp"
 #include "launcher/local_host.hpp"
 #include "launcher/mpirun_runner.hpp"
 #include "launcher/output_mux.hpp"
@@ -257,6 +258,10 @@ int run_job(const LaunchOptions& options) {
                   hosts.source);
     }
     exec = choose_exec(options, hosts, plan);
+    // mpirun starts the processes itself; every other mode forks one local child per rank.
+    if (!options.mpirun)
+      check_launch_capacity(plan.world_size(), exec == "local" ? plan.world_size() : 0,
+                            LaunchLimits::of_this_process());
   } catch (const Error& e) {
     print_error(fmt::format("tuttirun: {}\nRun 'tuttirun --help' for usage.", e.what()));
     return kExitUsage;

@@ -8,7 +8,9 @@
 #include <array>
 #include <string_view>
 
-#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/parse.hpp"
+#include "hostfile/hostfile.hpp"
 #include "tutti/error.hpp"
 
 namespace tutti::launcher {
@@ -97,7 +99,8 @@ ParseResult parse_options(std::span<const std::string> args) {
   LaunchOptions opts;
   std::string timeout_text;
   std::string grace_text = "5";
-  int store_port = 0;
+  // Numbers are taken as text and read by tutti::parse, the one checked parser (ranges, overflow).
+  std::string np_text, slots_text, restarts_text = "0", store_port_text = "0";
   std::string probe_text = "120";
   std::string backoff_text = "10";
   bool help = false;
@@ -109,7 +112,7 @@ ParseResult parse_options(std::span<const std::string> args) {
   app.set_help_flag();  // handled below so --help works even without -np
   app.add_flag("-h,--help", help, "Print this help and exit");
   app.add_flag("--version", version, "Print the version and exit");
-  app.add_option("-n,--np", opts.np,
+  app.add_option("-n,--np", np_text,
                  "Number of ranks (-np N also works). Default: every slot of the hosts; required "
                  "without hosts");
   app.add_option("--hostfile,--machinefile", opts.hosts.hostfile,
@@ -118,7 +121,7 @@ ParseResult parse_options(std::span<const std::string> args) {
   app.add_option("--pods", opts.hosts.pods, "Kubernetes pod names, comma separated");
   app.add_option("--pods-file", opts.hosts.pods_file,
                  "Pod names from a file (one per line; 'kubectl get pods -o name' output works)");
-  app.add_option("--slots", opts.hosts.slots,
+  app.add_option("--slots", slots_text,
                  "Slots per host for --pods and for -H entries without :N (default 1)");
   app.add_option("--exec", opts.exec,
                  "How ranks start: local, ssh or kubexec. Default: local when every host is this "
@@ -141,7 +144,7 @@ ParseResult parse_options(std::span<const std::string> args) {
                  "on the route to the first host)");
   app.add_option("--output-dir", opts.output_dir,
                  "Also write each rank's output to DIR/rank.N/stdout and DIR/rank.N/stderr");
-  app.add_option("--restarts", opts.restarts,
+  app.add_option("--restarts", restarts_text,
                  "Relaunch the whole job after a failure, up to K times (default 0); ranks read "
                  "the attempt from TUTTI_RESTART_COUNT");
   app.add_option("--restart-backoff", backoff_text, "Seconds between attempts (default 10)");
@@ -163,7 +166,7 @@ ParseResult parse_options(std::span<const std::string> args) {
                  "(repeatable)")
       ->allow_extra_args(false);
   app.add_option("--job-id", opts.job_id, "Job name (default tuttirun-<random>)");
-  app.add_option("--store-port", store_port,
+  app.add_option("--store-port", store_port_text,
                  "Port of the rendezvous store (default: any free port)");
   app.add_flag("--verbose", opts.verbose, "Say what tuttirun does");
 
@@ -184,32 +187,31 @@ ParseResult parse_options(std::span<const std::string> args) {
     return usage_error(
         "-np N is required (the number of ranks to start) unless hosts are given (--hostfile, "
         "-H, --pods)");
-  if (app.count("--np") > 0 && opts.np < 1)
-    return usage_error(fmt::format("-np {} is not a rank count; use 1 or more", opts.np));
-  if (opts.restarts < 0)
-    return usage_error(fmt::format("--restarts {} is not a count; use 0 or more", opts.restarts));
   try {
-    opts.probe_timeout_seconds = env::parse_seconds(probe_text, "--probe-timeout");
-    opts.restart_backoff_seconds = env::parse_seconds(backoff_text, "--restart-backoff");
-  } catch (const Error& e) {
-    return usage_error(e.what());
-  }
-  if (app.count("--timeout") > 0) {
-    try {
-      env::parse_seconds(timeout_text, "--timeout");
-    } catch (const Error& e) {
-      return usage_error(e.what());
+    if (app.count("--np") > 0)
+      opts.np = static_cast<int>(parse::integer(np_text, "-np", 1, kMaxRanks));
+    // 0 is refused, not taken as "not given" (HostOptions' 0).
+    if (app.count("--slots") > 0)
+      opts.hosts.slots =
+          static_cast<int>(parse::integer(slots_text, "--slots", 1, hostfile::kMaxSlots));
+    opts.restarts = static_cast<int>(parse::integer(restarts_text, "--restarts", 0, 1000000));
+    opts.store_port =
+        static_cast<uint16_t>(parse::integer(store_port_text, "--store-port", 0, 65535));
+    opts.probe_timeout_seconds = parse::seconds(probe_text, "--probe-timeout");
+    opts.restart_backoff_seconds = parse::seconds(backoff_text, "--restart-backoff");
+    opts.grace_seconds = parse::seconds(grace_text, "--grace");
+    if (app.count("--timeout") > 0) {
+      if (parse::seconds(timeout_text, "--timeout") <= 0)
+        throw make_error(
+            ErrorCode::kConfig,
+            "--timeout 0 would fail every rank at once: it is the deadline for the ranks to "
+            "meet, and every wait in tutti has one. Pass a large value such as 86400 for a "
+            "very long one");
+      opts.timeout = timeout_text;
     }
-    opts.timeout = timeout_text;
-  }
-  try {
-    opts.grace_seconds = env::parse_seconds(grace_text, "--grace");
   } catch (const Error& e) {
     return usage_error(e.what());
   }
-  if (store_port < 0 || store_port > 65535)
-    return usage_error(fmt::format("--store-port {} is not a TCP port (0-65535)", store_port));
-  opts.store_port = static_cast<uint16_t>(store_port);
   if (app.count("--job-id") > 0 && !valid_job_id(opts.job_id))
     return usage_error(fmt::format(
         "--job-id '{}' may only contain letters, digits, '.', '_' and '-' (at most 128)",

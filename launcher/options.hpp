@@ -15,6 +15,8 @@ namespace tutti::launcher {
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitHostsUnreachable = 3;
 inline constexpr int kExitCommandNotFound = 127;
+// The most ranks one job may have (the runtime's TUTTI_SIZE bound).
+inline constexpr int64_t kMaxRanks = 1 << 20;
 
 struct LaunchOptions {
   int np = 0;  // 0: not given (every slot of the hosts)

@@ -324,7 +324,9 @@ case "$CASE" in
   rank_agent_stdin)
     # The agent alone: a request on stdin, then stdin closes (tuttirun gone, stream dead): the rank
     # and what it started are stopped, SIGTERM first.
-    req='{"tutti_rank_request":1,"rank":5,"host":"h","argv":["sh","-c","trap \"echo got-term; exit 3\" TERM; sleep 30 & wait"],"env":[["M","'"$MARK"'"]],"cwd":"/","grace":2}'
+    # Version 2: the rank's own bytes (argv, env, cwd, host) are base64.
+    b64() { printf %s "$1" | base64 -w0; }
+    req='{"tutti_rank_request":2,"rank":5,"host":"'"$(b64 h)"'","argv":["'"$(b64 sh)"'","'"$(b64 -c)"'","'"$(b64 'trap "echo got-term; exit 3" TERM; sleep 30 & wait')"'"],"env":[["'"$(b64 M)"'","'"$(b64 "$MARK")"'"]],"cwd":"'"$(b64 /)"'","grace":2}'
     { echo "$req"; sleep 1; } | "$TUTTIRUN" --rank-agent >"$WORK/out" 2>"$WORK/err"
     RC=$?
     expect_rc 3
@@ -334,6 +336,12 @@ case "$CASE" in
     RC=$?
     expect_rc 125
     expect_err 'malformed rank request'
+    # A request from another tuttirun version: named as such.
+    echo '{"tutti_rank_request":1,"rank":0,"host":"h","argv":["p"],"env":[],"cwd":"","grace":1}' |
+      "$TUTTIRUN" --rank-agent >"$WORK/out" 2>"$WORK/err"
+    RC=$?
+    expect_rc 125
+    expect_err 'another version than the launcher'
     ;;
   *)
     echo "unknown case $CASE" >&2

@@ -88,16 +88,26 @@ TEST_P(BadOptions, ExitTwoWithAMessage) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadOptions,
-    ::testing::Values(BadCase{{"prog"}, "-np N is required"}, BadCase{{}, "-np N is required"},
-                      BadCase{{"-np", "0", "prog"}, "-np 0"}, BadCase{{"-np", "-3", "prog"}, "-3"},
-                      BadCase{{"-np", "abc", "prog"}, "abc"}, BadCase{{"-np", "2"}, "no command"},
-                      BadCase{{"-np", "2", "--"}, "no command"}, BadCase{{"-np"}, "np"},
-                      BadCase{{"-np", "2", "--bogus", "prog"}, "--bogus"},
-                      BadCase{{"-np", "2", "--timeout", "soon", "prog"}, "--timeout"},
-                      BadCase{{"-np", "2", "--grace", "-1", "prog"}, "--grace"},
-                      BadCase{{"-np", "2", "--job-id", "a/b", "prog"}, "--job-id"},
-                      BadCase{{"-np", "2", "--store-port", "70000", "prog"}, "--store-port"},
-                      BadCase{{"-np", "2", "-x", "=v", "prog"}, "-x"}));
+    ::testing::Values(
+        BadCase{{"prog"}, "-np N is required"}, BadCase{{}, "-np N is required"},
+        BadCase{{"-np", "0", "prog"}, "-np='0' is out of range"},
+        BadCase{{"-np", "-3", "prog"}, "-3"}, BadCase{{"-np", "abc", "prog"}, "abc"},
+        BadCase{{"-np", "2"}, "no command"}, BadCase{{"-np", "2", "--"}, "no command"},
+        BadCase{{"-np"}, "np"}, BadCase{{"-np", "2", "--bogus", "prog"}, "--bogus"},
+        BadCase{{"-np", "2", "--timeout", "soon", "prog"}, "--timeout"},
+        BadCase{{"-np", "2", "--grace", "-1", "prog"}, "--grace"},
+        BadCase{{"-np", "2", "--job-id", "a/b", "prog"}, "--job-id"},
+        BadCase{{"-np", "2", "--store-port", "70000", "prog"}, "--store-port"},
+        BadCase{{"-np", "2", "-x", "=v", "prog"}, "-x"},
+        // Range checks through tutti::parse: no wrapping, no silent defaults.
+        BadCase{{"-np", "4294967297", "prog"}, "-np='4294967297' is out of range"},
+        BadCase{{"-np", "2000000", "prog"}, "between 1 and 1048576"},
+        BadCase{{"--pods", "a,b", "--slots", "0", "prog"}, "--slots='0' is out of range"},
+        BadCase{{"-np", "2", "--timeout", "0", "prog"}, "--timeout 0 would fail every rank"},
+        BadCase{{"-np", "2", "--timeout", "inf", "prog"}, "--timeout"},
+        BadCase{{"-np", "2", "--grace", "1e400", "prog"}, "--grace"},
+        BadCase{{"-np", "2", "--restarts", "-1", "prog"}, "--restarts"},
+        BadCase{{"-np", "2", "--store-port", "-1", "prog"}, "--store-port"}));
 
 TEST(Options, CommandStartSkipsOptionValues) {
   bool dd = false;
