@@ -51,3 +51,24 @@ INSTANTIATE_TEST_SUITE_P(Names, RejectsHostile,
 
 }  // namespace
 }  // namespace tutti::kubexec
+
+namespace tutti::kubexec {
+namespace {
+
+// "10.0.0.1" once became the pod "10".
+TEST(PodFromHost, RefusesIpAddresses) {
+  for (const char* host : {"10.0.0.1", "198.18.0.3", "::1", "fe80::1", "2001:db8::2"}) {
+    try {
+      pod_from_host(host);
+      ADD_FAILURE() << host << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kConfig);
+      EXPECT_NE(std::string(e.what()).find("is an IP address, not a pod name"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(pod_from_host("10"), "10");  // a pod may be named with digits only
+}
+
+}  // namespace
+}  // namespace tutti::kubexec
