@@ -1,10 +1,9 @@
 #include "kubexec/config.hpp"
 
-#include <charconv>
 #include <cstdlib>
 
-#include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/parse.hpp"
 #include "hostfile/dns_name.hpp"
 
 namespace tutti::kubexec {
@@ -33,17 +32,11 @@ Config config_from_env(const EnvLookup& lookup) {
     config.name_space = label_or_throw(*v, "KUBEXEC_NAMESPACE");
   if (auto v = lookup("KUBEXEC_CONTAINER"))
     config.container = label_or_throw(*v, "KUBEXEC_CONTAINER");
+  // 0 is meaningful here: no retry after the first attempt (it never limits the remote command).
   if (auto v = lookup("KUBEXEC_TIMEOUT"))
-    config.timeout_seconds = env::parse_seconds(*v, "KUBEXEC_TIMEOUT");
-  if (auto v = lookup("KUBEXEC_RETRIES")) {
-    int retries = -1;
-    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), retries);
-    if (ec != std::errc() || end != v->data() + v->size() || retries < 0 || retries > kMaxRetries)
-      throw make_error(ErrorCode::kConfig,
-                       "KUBEXEC_RETRIES='{}' is not a retry count; use 0 (no retries) to {}",
-                       hostfile::printable(*v), kMaxRetries);
-    config.retries = retries;
-  }
+    config.timeout_seconds = parse::seconds(*v, "KUBEXEC_TIMEOUT");
+  if (auto v = lookup("KUBEXEC_RETRIES"))
+    config.retries = static_cast<int>(parse::integer(*v, "KUBEXEC_RETRIES", 0, kMaxRetries));
   return config;
 }
 

@@ -61,6 +61,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BadVar{"KUBEXEC_NAMESPACE", "Team A"}, BadVar{"KUBEXEC_NAMESPACE", "a;b"},
                       BadVar{"KUBEXEC_CONTAINER", "-c"}, BadVar{"KUBEXEC_CONTAINER", "x\ny"},
                       BadVar{"KUBEXEC_TIMEOUT", "soon"}, BadVar{"KUBEXEC_TIMEOUT", "-1"},
+                      BadVar{"KUBEXEC_TIMEOUT", "inf"}, BadVar{"KUBEXEC_RETRIES", "4294967297"},
                       BadVar{"KUBEXEC_RETRIES", "-1"}, BadVar{"KUBEXEC_RETRIES", "many"},
                       BadVar{"KUBEXEC_RETRIES", "3x"}, BadVar{"KUBEXEC_RETRIES", "1000000"}));
 
