@@ -1,10 +1,13 @@
 #include "hostfile/cli.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -68,6 +71,60 @@ void write_atomically(const std::string& path, const std::string& text) {
     std::filesystem::remove(tmp, ec);
     throw make_error(ErrorCode::kConfig, "cannot rename {} to {}", tmp, path);
   }
+}
+
+// A device, fifo or socket is written into, never replaced (-o /dev/stdout works; as root a rename
+// would have replaced /dev/full with a regular file). A fifo nobody reads is an error, not a hang.
+void write_in_place(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    throw make_error(ErrorCode::kConfig, "cannot open {} for writing: {}{}", path,
+                     std::strerror(errno), errno == ENXIO ? " (a fifo that no process reads)" : "");
+  // Blocking from here on: a reader that is slow must slow us down, not cut the hostfile short.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  size_t done = 0;
+  int err = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
+  if (err != 0)
+    throw make_error(ErrorCode::kConfig, "error writing {}: {}", path, std::strerror(err));
+}
+
+// Follows symlinks (also dangling ones, which weakly_canonical would not) to the path they name.
+std::filesystem::path resolve_links(const std::filesystem::path& path) {
+  std::filesystem::path p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(p, ec))) return p;
+    std::filesystem::path next = std::filesystem::read_symlink(p, ec);
+    if (ec)
+      throw make_error(ErrorCode::kConfig, "cannot read the symlink {}: {}", p.string(),
+                       ec.message());
+    p = next.is_absolute() ? next : p.parent_path() / next;
+  }
+  throw make_error(ErrorCode::kConfig, "{}: too many levels of symlinks", path.string());
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  // Through a symlink to what it points at: the link stays a link.
+  const std::filesystem::path target = resolve_links(path);
+  std::error_code ec;
+  const auto status = std::filesystem::status(target, ec);
+  if (std::filesystem::is_directory(status))
+    throw make_error(ErrorCode::kConfig, "{} is a directory; -o takes a file name",
+                     target.string());
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    write_in_place(target.string(), text);
+  else
+    write_atomically(target.string(), text);
 }
 
 // Checks the combinations CLI11 cannot express; returns an empty string when they are fine.
@@ -158,7 +215,7 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
       out << text;
     } else {
       from_file = true;  // a failed write is an I/O error, not a usage error
-      write_atomically(o.output, text);
+      write_output(o.output, text);
     }
     return kExitOk;
   } catch (const Error& e) {

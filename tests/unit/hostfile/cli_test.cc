@@ -1,6 +1,8 @@
 #include "hostfile/cli.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -61,6 +63,55 @@ TEST(Cli, WritesOutputFile) {
   CliRun bad = run_tool({"--pods", "a", "-o", "/nonexistent-dir/x/hostfile"});
   EXPECT_EQ(bad.code, kExitBadInput);
   EXPECT_NE(bad.err.find("/nonexistent-dir/x/hostfile"), std::string::npos);
+}
+
+// -o onto what is not a regular file: written into, never replaced (as root, a rename once
+// replaced /dev/full with a regular file).
+TEST(Cli, OutputOntoDevicesFifosAndSymlinks) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("hostfile-cli-o-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+
+  CliRun full = run_tool({"--pods", "a", "-o", "/dev/full"});
+  EXPECT_EQ(full.code, kExitBadInput);
+  EXPECT_NE(full.err.find("No space left on device"), std::string::npos) << full.err;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/full"));
+
+  CliRun null = run_tool({"--pods", "a", "-o", "/dev/null"});
+  EXPECT_EQ(null.code, kExitOk) << null.err;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+
+  // A fifo without a reader: an error, not a hang; with one, the reader gets the hostfile.
+  const auto fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  CliRun unread = run_tool({"--pods", "a", "-o", fifo.string()});
+  EXPECT_EQ(unread.code, kExitBadInput);
+  EXPECT_NE(unread.err.find("no process reads"), std::string::npos) << unread.err;
+  int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  CliRun piped = run_tool({"--pods", "a", "-o", fifo.string()});
+  EXPECT_EQ(piped.code, kExitOk) << piped.err;
+  char buf[64] = {};
+  EXPECT_EQ(::read(reader, buf, sizeof buf - 1), 10);
+  EXPECT_STREQ(buf, "a slots=1\n");
+  ::close(reader);
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+
+  // A symlink stays a link; the file it points at gets the hostfile.
+  const auto real = dir / "real", link = dir / "link";
+  std::filesystem::create_symlink(real, link);
+  CliRun linked = run_tool({"--pods", "b", "-o", link.string()});
+  EXPECT_EQ(linked.code, kExitOk) << linked.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  std::ifstream in(real);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "b slots=1");
+
+  CliRun onto_dir = run_tool({"--pods", "a", "-o", dir.string()});
+  EXPECT_EQ(onto_dir.code, kExitBadInput);
+  EXPECT_NE(onto_dir.err.find("is a directory"), std::string::npos) << onto_dir.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Cli, HelpAndVersion) {
