@@ -59,8 +59,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
 
 ChildProcess ChildProcess::spawn(const SpawnRequest& req) {
   if (req.argv.empty())
-    throw make_error(ErrorCode::kInvalidArgument, "tuttirun: spawn of '{}' without argv[0]",
-                     req.path);
+    throw make_error(ErrorCode::kInvalidArgument, "spawn of '{}' without argv[0]", req.path);
   std::vector<char*> argv = c_strings(req.argv);
   std::vector<char*> envp = c_strings(req.env);
   UniqueFd devnull;
@@ -69,8 +68,7 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& req) {
     in = make_pipe(false);
   } else {
     devnull.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!devnull.valid())
-      throw_system_error("tuttirun: open /dev/null for the ranks' stdin", errno);
+    if (!devnull.valid()) throw_system_error("open /dev/null for the ranks' stdin", errno);
   }
   Pipe out;
   Pipe err;
@@ -82,7 +80,7 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& req) {
 
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) throw_system_error(fmt::format("tuttirun: fork for '{}'", req.path), errno);
+  if (pid < 0) throw_system_error(fmt::format("fork for '{}'", req.path), errno);
   if (pid == 0)
     exec_child(req, argv.data(), envp.data(), parent,
                req.pipe_stdin ? in.read_end.get() : devnull.get(), out.write_end.get(),
@@ -94,7 +92,7 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& req) {
     int e = errno;
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
-    throw_system_error(fmt::format("tuttirun: setpgid for '{}' (pid {})", req.path, pid), e);
+    throw_system_error(fmt::format("setpgid for '{}' (pid {})", req.path, pid), e);
   }
   ChildProcess child(pid, std::move(in.write_end), std::move(out.read_end),
                      std::move(err.read_end));
@@ -122,7 +120,7 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& req) {
   }
   if (got == sizeof exec_errno) {
     // The child exits right after reporting; the destructor reaps it.
-    throw make_error(ErrorCode::kSystem, "tuttirun: cannot execute '{}': {}", req.path,
+    throw make_error(ErrorCode::kSystem, "cannot execute '{}': {}", req.path,
                      std::strerror(exec_errno));
   }
   if (deadline.expired())

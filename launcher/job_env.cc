@@ -99,14 +99,13 @@ Environment rank_environment(const Environment& base, const std::vector<EnvExpor
 
 std::string random_hex(size_t chars) {
   UniqueFd fd(::open("/dev/urandom", O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) throw_system_error("tuttirun: open /dev/urandom for the job token", errno);
+  if (!fd.valid()) throw_system_error("open /dev/urandom for the job token", errno);
   std::vector<unsigned char> bytes((chars + 1) / 2);
   size_t got = 0;
   while (got < bytes.size()) {
     ssize_t n = ::read(fd.get(), bytes.data() + got, bytes.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      throw_system_error("tuttirun: read /dev/urandom for the job token", n < 0 ? errno : EIO);
+    if (n <= 0) throw_system_error("read /dev/urandom for the job token", n < 0 ? errno : EIO);
     got += static_cast<size_t>(n);
   }
   constexpr std::string_view kDigits = "0123456789abcdef";

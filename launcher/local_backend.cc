@@ -35,8 +35,7 @@ class LocalBackend : public ExecBackend {
   ChildProcess start(const RankSlot& slot, const std::vector<std::string>& command,
                      const Environment& env) override {
     if (path_.empty() && !check_command(command, env).empty())
-      throw make_error(ErrorCode::kConfig, "tuttirun: rank {}: cannot run '{}'", slot.rank,
-                       command.at(0));
+      throw make_error(ErrorCode::kConfig, "rank {}: cannot run '{}'", slot.rank, command.at(0));
     ChildProcess child =
         ChildProcess::spawn(SpawnRequest{path_, command, env.to_strings(), group_});
     if (group_ == 0) group_ = child.pid();
@@ -45,7 +44,7 @@ class LocalBackend : public ExecBackend {
 
   void signal_job(int sig) override {
     if (group_ > 0 && ::kill(-group_, sig) != 0 && errno != ESRCH)
-      throw_system_error("tuttirun: kill the job's process group", errno);
+      throw_system_error("kill the job's process group", errno);
   }
 
   bool finish_job(Deadline deadline) override {

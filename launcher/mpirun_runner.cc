@@ -62,11 +62,11 @@ class TemporaryHostfile {
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
     int fd = ::mkstemp(name.data());
-    if (fd < 0) throw_system_error(fmt::format("tuttirun: create {}", pattern), errno);
+    if (fd < 0) throw_system_error(fmt::format("create {}", pattern), errno);
     UniqueFd file(fd);
     path_ = name.data();
     if (::write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-      throw_system_error(fmt::format("tuttirun: write {}", path_), errno);
+      throw_system_error(fmt::format("write {}", path_), errno);
   }
   ~TemporaryHostfile() {
     if (!path_.empty()) ::unlink(path_.c_str());

@@ -19,7 +19,10 @@ void LineSplitter::feed(std::string_view bytes, std::string& out) {
     if (nl == std::string_view::npos) {
       partial_.append(bytes);
       while (partial_.size() >= max_line_) {
-        out.append(prefix_).append(partial_, 0, max_line_).push_back('\n');
+        out.append(prefix_).append(partial_, 0, max_line_);
+        // Tagged output is cut into lines so every piece carries its tag; untagged output stays
+        // the rank's own bytes.
+        if (!prefix_.empty()) out.push_back('\n');
         partial_.erase(0, max_line_);
       }
       return;
@@ -32,7 +35,8 @@ void LineSplitter::feed(std::string_view bytes, std::string& out) {
 
 void LineSplitter::finish(std::string& out) {
   if (partial_.empty()) return;
-  out.append(prefix_).append(partial_).push_back('\n');
+  out.append(prefix_).append(partial_);
+  if (!prefix_.empty()) out.push_back('\n');  // untagged: exactly what the rank wrote
   partial_.clear();
 }
 
@@ -46,11 +50,10 @@ UniqueFd open_copy_file(const std::string& dir, int rank, Stream stream) {
   std::string rank_dir = fmt::format("{}/rank.{}", dir, rank);
   for (const std::string& d : {dir, rank_dir})
     if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
-      throw_system_error(fmt::format("tuttirun: --output-dir: cannot create {}", d), errno);
+      throw_system_error(fmt::format("--output-dir: cannot create {}", d), errno);
   std::string path = rank_dir + (stream == Stream::kStdout ? "/stdout" : "/stderr");
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid())
-    throw_system_error(fmt::format("tuttirun: --output-dir: cannot write {}", path), errno);
+  if (!fd.valid()) throw_system_error(fmt::format("--output-dir: cannot write {}", path), errno);
   return fd;
 }
 
@@ -133,7 +136,7 @@ bool OutputMux::poll_once(int timeout_ms, int wake_fd) {
   int r = ::poll(fds.data(), fds.size(), timeout_ms);
   if (r < 0) {
     if (errno == EINTR) return false;
-    throw_system_error("tuttirun: poll on the ranks' output pipes", errno);
+    throw_system_error("poll on the ranks' output pipes", errno);
   }
   for (size_t i = 0; i < polled.size(); ++i)
     if (fds[i].revents != 0) read_from(*polled[i]);

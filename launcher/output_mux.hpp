@@ -20,9 +20,11 @@ class LineSplitter {
  public:
   explicit LineSplitter(std::string prefix, size_t max_line = 1 << 20)
       : prefix_(std::move(prefix)), max_line_(max_line) {}
-  // Appends every completed line (prefix + line + '\n') to out.
+  // Appends every completed line (prefix + line + '\n') to out. A line longer than max_line is cut,
+  // each piece newline-terminated when there is a prefix.
   void feed(std::string_view bytes, std::string& out);
-  // Appends the pending partial line, newline-terminated, if any.
+  // Appends the pending partial line, if any: newline-terminated when there is a prefix, as the
+  // rank wrote it (no newline added) when there is none.
   void finish(std::string& out);
   bool has_partial() const { return !partial_.empty(); }
 

@@ -117,7 +117,7 @@ class RemoteBackend : public ExecBackend {
     // would not cross the wire.
     stdins_.clear();
     if (sig == SIGKILL && group_ > 0 && ::kill(-group_, SIGKILL) != 0 && errno != ESRCH)
-      throw_system_error("tuttirun: kill the job's ssh/kubexec processes", errno);
+      throw_system_error("kill the job's ssh/kubexec processes", errno);
   }
 
   bool finish_job(Deadline deadline) override {
@@ -128,7 +128,7 @@ class RemoteBackend : public ExecBackend {
  private:
   const std::string& program() {
     if (program_.empty() && !check_command({"true"}, helper_env_).empty())
-      throw make_error(ErrorCode::kConfig, "tuttirun: cannot run {}", options_.program);
+      throw make_error(ErrorCode::kConfig, "cannot run {}", options_.program);
     return program_;
   }
 

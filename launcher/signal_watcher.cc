@@ -31,7 +31,7 @@ constexpr int kWatched[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
 SignalWatcher::SignalWatcher() : pipe_(make_pipe(true)) {
   int flags = ::fcntl(pipe_.write_end.get(), F_GETFL);
   if (flags < 0 || ::fcntl(pipe_.write_end.get(), F_SETFL, flags | O_NONBLOCK) != 0)
-    throw_system_error("tuttirun: fcntl O_NONBLOCK on the signal pipe", errno);
+    throw_system_error("fcntl O_NONBLOCK on the signal pipe", errno);
   int expected = -1;
   if (!g_write_fd.compare_exchange_strong(expected, pipe_.write_end.get()))
     throw make_error(ErrorCode::kInternal,
@@ -43,7 +43,7 @@ SignalWatcher::SignalWatcher() : pipe_(make_pipe(true)) {
       ::sigemptyset(&sa.sa_mask);
       sa.sa_flags = SA_RESTART | (sig == SIGCHLD ? SA_NOCLDSTOP : 0);
       struct sigaction old {};
-      if (::sigaction(sig, &sa, &old) != 0) throw_system_error("tuttirun: sigaction", errno);
+      if (::sigaction(sig, &sa, &old) != 0) throw_system_error("sigaction", errno);
       previous_.emplace_back(sig, old);
     }
   } catch (...) {

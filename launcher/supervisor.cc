@@ -83,9 +83,11 @@ void Supervisor::on_signal(int sig) {
     backend_.signal_job(SIGTERM);
     enter(Phase::kTerminating, options_.grace_seconds);
   } else if (phase_ == Phase::kTerminating) {
-    // A second interrupt means "now".
+    // A second interrupt means "now"; escalate() then sends SIGKILL without claiming the ranks
+    // ignored SIGTERM for the whole grace period.
     say(fmt::format("tuttirun: received {} again; sending SIGKILL to ranks {}", signal_name(sig),
                     alive_ranks()));
+    kill_now_ = true;
     phase_deadline_ = Deadline::after_seconds(0);
   }
 }
@@ -102,8 +104,9 @@ void Supervisor::escalate() {
       enter(Phase::kTerminating, options_.grace_seconds);
       return;
     case Phase::kTerminating:
-      say(fmt::format("tuttirun: ranks {} ignored SIGTERM for {}s; sending SIGKILL", alive_ranks(),
-                      options_.grace_seconds));
+      if (!kill_now_)
+        say(fmt::format("tuttirun: ranks {} ignored SIGTERM for {}s; sending SIGKILL",
+                        alive_ranks(), options_.grace_seconds));
       sent_signal_ = SIGKILL;
       backend_.signal_job(SIGKILL);
       // A rank that left the job's process group is still our child: kill it directly too.

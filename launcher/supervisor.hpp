@@ -74,6 +74,7 @@ class Supervisor {
   std::optional<int> sent_signal_;
   std::vector<RankOutcome> failed_;
   bool interrupted_ = false;
+  bool kill_now_ = false;  // a second interrupt asked for SIGKILL at once
 };
 
 }  // namespace tutti::launcher

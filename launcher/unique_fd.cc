@@ -12,12 +12,12 @@ namespace tutti::launcher {
 Pipe make_pipe(bool nonblocking_read) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
-    throw_system_error("tuttirun: pipe2 (too many open files? raise ulimit -n)", errno);
+    throw_system_error("pipe2 (too many open files? raise ulimit -n)", errno);
   Pipe p{UniqueFd(fds[0]), UniqueFd(fds[1])};
   if (nonblocking_read) {
     int flags = ::fcntl(p.read_end.get(), F_GETFL);
     if (flags < 0 || ::fcntl(p.read_end.get(), F_SETFL, flags | O_NONBLOCK) != 0)
-      throw_system_error("tuttirun: fcntl O_NONBLOCK on a pipe", errno);
+      throw_system_error("fcntl O_NONBLOCK on a pipe", errno);
   }
   return p;
 }

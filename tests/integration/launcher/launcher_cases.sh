@@ -292,6 +292,15 @@ case "$CASE" in
     expect_err 'attempt 2 of 3 failed'
     [ "$(cat "$WORK/logs/rank.1/stdout")" = "attempt 2" ] || fail "rank.1/stdout: $(cat "$WORK/logs/rank.1/stdout")"
     [ "$(cat "$WORK/logs/rank.0/stderr")" = "oops" ] || fail "rank.0/stderr: $(cat "$WORK/logs/rank.0/stderr")"
+    # An --output-dir that cannot be made: one "tuttirun:" prefix, not two.
+    run -np 1 --output-dir /proc/no-such-dir/logs -- true
+    expect_rc 1
+    expect_err '^tuttirun: --output-dir: cannot create /proc/no-such-dir'
+    grep -q 'tuttirun: tuttirun:' "$WORK/err" && fail "doubled prefix: $(cat "$WORK/err")"
+    # Untagged output is the rank's own bytes: no newline added after a last line without one.
+    run -np 1 --no-tag-output -- printf 'abc'
+    expect_rc 0
+    [ "$(od -An -c "$WORK/out" | tr -d ' ')" = "abc" ] || fail "untagged output: '$(od -An -c "$WORK/out")'"
     # Out of restarts: the last failure's status.
     run -np 1 --restarts 1 --restart-backoff 0 -- sh -c 'exit 7'
     expect_rc 7

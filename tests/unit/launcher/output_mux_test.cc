@@ -30,12 +30,23 @@ TEST_P(SplitterChunks, SameLinesForEveryChunking) {
 INSTANTIATE_TEST_SUITE_P(Sizes, SplitterChunks, ::testing::Values(1, 2, 3, 5, 7, 64, 4096));
 
 TEST(LineSplitter, OverlongLinesAreCut) {
+  LineSplitter lines("[0] ", 4);
+  std::string out;
+  lines.feed("abcdefghij", out);
+  EXPECT_EQ(out, "[0] abcd\n[0] efgh\n");
+  lines.feed("k\n", out);
+  EXPECT_EQ(out, "[0] abcd\n[0] efgh\n[0] ijk\n");
+}
+
+// --no-tag-output: exactly the rank's bytes; a newline was once added to a last line without one,
+// and to every cut of an overlong line.
+TEST(LineSplitter, UntaggedOutputIsTheRanksOwnBytes) {
   LineSplitter lines("", 4);
   std::string out;
   lines.feed("abcdefghij", out);
-  EXPECT_EQ(out, "abcd\nefgh\n");
-  lines.feed("k\n", out);
-  EXPECT_EQ(out, "abcd\nefgh\nijk\n");
+  lines.feed("k\nxyz", out);
+  lines.finish(out);
+  EXPECT_EQ(out, "abcdefghijk\nxyz");
 }
 
 TEST(LineSplitter, Prefixes) {
@@ -73,7 +84,7 @@ TEST_P(MuxRanks, EveryLineArrivesWholeAndTagged) {
     mux.poll_once(0);
   }
   for (int r = 0; r < kRanks; ++r) {
-    err[r].write("oops " + std::to_string(r));  // no newline: completed at EOF
+    err[r].write("oops " + std::to_string(r));  // no newline: completed at EOF when tagged
     out[r].close();
     err[r].close();
   }
@@ -97,7 +108,8 @@ TEST_P(MuxRanks, EveryLineArrivesWholeAndTagged) {
   }
   EXPECT_EQ(count, 50 * kRanks);
   for (int r = 0; r < kRanks; ++r) {
-    std::string expected = tag_prefix(r, tag) + "oops " + std::to_string(r) + "\n";
+    // Untagged output is the rank's bytes: no newline is made up.
+    std::string expected = tag_prefix(r, tag) + "oops " + std::to_string(r) + (tag ? "\n" : "");
     EXPECT_NE(sink.err.find(expected), std::string::npos) << sink.err;
   }
 }

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tutti::launcher {
@@ -120,6 +123,25 @@ TEST(Supervisor, InterruptForwardsSigterm) {
   ASSERT_FALSE(job.backend.signals.empty());
   EXPECT_EQ(job.backend.signals.front(), SIGTERM);
   EXPECT_NE(job.sink.err.find("received SIGINT"), std::string::npos) << job.sink.err;
+}
+
+// A second interrupt kills at once and says so; it once also claimed that the ranks "ignored
+// SIGTERM for 10s" half a second after the first.
+TEST(Supervisor, SecondInterruptKillsWithoutClaimingTheGraceRanOut) {
+  Job job({"trap '' TERM; sleep 30", "trap '' TERM; sleep 30"});
+  std::thread interrupter([] {
+    for (int i = 0; i < 2; ++i) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(500));  // two signals, not one coalesced
+      ::kill(::getpid(), SIGINT);
+    }
+  });
+  EXPECT_EQ(job.run(30), 130);
+  interrupter.join();
+  EXPECT_EQ(job.backend.signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  EXPECT_NE(job.sink.err.find("received SIGINT again; sending SIGKILL"), std::string::npos)
+      << job.sink.err;
+  EXPECT_EQ(job.sink.err.find("ignored SIGTERM"), std::string::npos) << job.sink.err;
 }
 
 }  // namespace
