@@ -178,7 +178,7 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
   FileLock lock(directory_ + "/lock", Deadline::after_seconds(env::get_seconds("TUTTI_TIMEOUT")));
   std::string value;
   bool present = read_file(path_for(key), &value);
-  int64_t result = parse_counter(describe(), key, present ? &value : nullptr) + delta;
+  int64_t result = add_to_counter(describe(), key, present ? &value : nullptr, delta);
   set(key, std::to_string(result));
   return result;
 }

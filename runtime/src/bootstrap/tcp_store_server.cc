@@ -219,7 +219,7 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> re
       {
         std::lock_guard lock(data_mutex);
         auto it = values.find(key);
-        result = parse_counter(name(), key, it == values.end() ? nullptr : &it->second) + delta;
+        result = add_to_counter(name(), key, it == values.end() ? nullptr : &it->second, delta);
         values[key] = std::to_string(result);
       }
       changed.notify_all();
