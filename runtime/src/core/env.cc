@@ -36,7 +36,9 @@ constexpr std::array kVariables = {
              "Host identity; ranks with equal values share memory. Default: the machine's hostname "
              "and boot id."},
     Variable{"TUTTI_STORE", Kind::kString, "", "",
-             "Rendezvous store: `host:port` (TcpStore) or `file:/shared/dir` (FileStore)."},
+             "Rendezvous store: `host:port` (TcpStore) or `file:/shared/dir` (FileStore: an "
+             "existing directory every rank "
+             "shares, one per job or per `TUTTI_JOB_ID`)."},
     Variable{"TUTTI_JOB_TOKEN", Kind::kString, "", "",
              "Secret every connection must present (store and data ports); a stranger is refused."},
     Variable{"TUTTI_JOB_ID", Kind::kString, "", "",
@@ -61,7 +63,8 @@ constexpr std::array kVariables = {
     Variable{
         "TUTTI_TUNE_FILE", Kind::kString, "", "",
         "Tuning file from `tutti-bench allreduce --tune FILE`: fitted latency/bandwidth lines that "
-        "replace the cost model's built-in constants for the placements they were measured on."},
+        "replace the cost model's built-in constants for the placements they were measured on. At "
+        "most 16 MiB is read."},
     Variable{"TUTTI_SEGMENT_BYTES", Kind::kBytes, "256K", "",
              "Pipeline segment size of ring and tree collectives.", 1, kGiB},
     Variable{"TUTTI_SHM_RING_BYTES", Kind::kBytes, "1M", "",

@@ -33,7 +33,7 @@ struct MemoryBackend {
 
 struct FileBackend {
   testing::TempDir dir;
-  std::shared_ptr<Store> open() { return std::make_shared<FileStore>(dir.path() + "/store"); }
+  std::shared_ptr<Store> open() { return std::make_shared<FileStore>(dir.path()); }
 };
 
 struct TcpBackend {

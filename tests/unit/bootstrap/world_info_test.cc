@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cctype>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -443,6 +444,50 @@ TEST_F(OpenStoreTest, FileAddressGetsAFileStore) {
   EXPECT_EQ(c.store->describe(), "file " + dir.path());
   c.store->set("k", "v");
   EXPECT_EQ(c.store->get("k", Deadline::after(1s)), "v");
+}
+
+TEST_F(OpenStoreTest, FileStoreDirectoryThatDoesNotExistIsRefusedNotCreated) {
+  testing::TempDir dir;
+  const std::string missing = dir.path() + "/not/there";
+  WorldInfo w;
+  w.size = 2;
+  w.store_address = "file:" + missing;
+  try {
+    open_store(w, Deadline::after(5s));
+    FAIL() << "opened a file store in a directory that does not exist";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConfig);
+    std::string m = e.what();
+    EXPECT_NE(m.find("'" + missing + "' does not exist"), std::string::npos) << m;
+    EXPECT_NE(m.find("create it"), std::string::npos) << m;
+    EXPECT_NE(m.find("shares"), std::string::npos) << m;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/not"));
+}
+
+// Keys an earlier job left in a reused directory are named as the problem, up front, instead of
+// being read as this job's peers' addresses and shared-memory names.
+TEST_F(OpenStoreTest, ReusedFileStoreDirectoryFailsNamingTheStaleKeys) {
+  testing::TempDir dir;
+  WorldInfo w;
+  w.rank = 1;
+  w.size = 2;
+  w.job_id = "store-file_dir";
+  w.store_address = "file:" + dir.path();
+  { StoreConnection earlier_job = open_store(w, Deadline::after(5s)); }
+  try {
+    open_store(w, Deadline::after(5s));
+    FAIL() << "a reused file store directory was taken for a fresh one";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConfig);
+    std::string m = e.what();
+    EXPECT_NE(m.find("stale keys from an earlier job in " + dir.path()), std::string::npos) << m;
+    EXPECT_NE(m.find("rank 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("TUTTI_JOB_ID"), std::string::npos) << m;
+  }
+  // Another job id in the same directory is another job.
+  w.job_id = "next-job";
+  EXPECT_NO_THROW(open_store(w, Deadline::after(5s)));
 }
 
 TEST_F(OpenStoreTest, RankZeroHostsTheTcpStoreAndOthersJoinIt) {
