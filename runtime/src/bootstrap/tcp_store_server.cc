@@ -181,26 +181,23 @@ void TcpStoreServer::State::serve_requests(Client& client) {
   }
 }
 
-void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> request,
+void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> payload,
                                    wire::Writer& response) {
-  wire::Reader r(request, "store request from " + client.peer);
-  auto op = static_cast<sp::Op>(r.u8());
+  sp::Request request = sp::decode_request(payload, client.peer);
   auto present = [this](const std::string& k) { return values.count(k) > 0; };
-  switch (op) {
+  switch (request.op) {
     case sp::Op::kSet: {
-      std::string key = r.str();
-      std::string value = r.str();
       {
         std::lock_guard lock(data_mutex);
-        values[key] = std::move(value);
+        values[request.key] = std::move(request.value);
       }
       changed.notify_all();
       response.u8(static_cast<uint8_t>(sp::Status::kOk));
       return;
     }
     case sp::Op::kGet: {
-      std::string key = r.str();
-      Deadline deadline = sp::deadline_from_ms(r.i64());
+      const std::string& key = request.key;
+      Deadline deadline = sp::deadline_from_ms(request.timeout_ms);
       std::unique_lock lock(data_mutex);
       bool found =
           wait_until(changed, lock, deadline, [&] { return stopping.load() || present(key); });
@@ -213,14 +210,13 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> re
       return;
     }
     case sp::Op::kAdd: {
-      std::string key = r.str();
-      int64_t delta = r.i64();
       int64_t result = 0;
       {
         std::lock_guard lock(data_mutex);
-        auto it = values.find(key);
-        result = add_to_counter(name(), key, it == values.end() ? nullptr : &it->second, delta);
-        values[key] = std::to_string(result);
+        auto it = values.find(request.key);
+        result = add_to_counter(name(), request.key, it == values.end() ? nullptr : &it->second,
+                                request.delta);
+        values[request.key] = std::to_string(result);
       }
       changed.notify_all();
       response.u8(static_cast<uint8_t>(sp::Status::kOk));
@@ -228,11 +224,10 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> re
       return;
     }
     case sp::Op::kMissing: {
-      std::vector<std::string> keys = sp::get_keys(r);
       std::vector<std::string> absent;
       {
         std::lock_guard lock(data_mutex);
-        for (auto& k : keys)
+        for (auto& k : request.keys)
           if (!present(k)) absent.push_back(std::move(k));
       }
       response.u8(static_cast<uint8_t>(sp::Status::kOk));
@@ -240,8 +235,8 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> re
       return;
     }
     case sp::Op::kWait: {
-      Deadline deadline = sp::deadline_from_ms(r.i64());
-      std::vector<std::string> keys = sp::get_keys(r);
+      const std::vector<std::string>& keys = request.keys;
+      Deadline deadline = sp::deadline_from_ms(request.timeout_ms);
       std::unique_lock lock(data_mutex);
       auto all_present = [&] { return std::all_of(keys.begin(), keys.end(), present); };
       if (wait_until(changed, lock, deadline, [&] { return stopping.load() || all_present(); }) &&
@@ -257,10 +252,6 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> re
       return;
     }
   }
-  throw make_error(ErrorCode::kMismatch,
-                   "store request from {} has unknown operation {}; are both sides running the "
-                   "same tutti version?",
-                   client.peer, static_cast<int>(op));
 }
 
 TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string job_token)
