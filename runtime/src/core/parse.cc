@@ -29,12 +29,11 @@ int64_t integer(std::string_view text, std::string_view what, int64_t min, int64
   if (!t.empty() && t.front() == '+') t.remove_prefix(1);
   int64_t value = 0;
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (t.empty() || end != t.data() + t.size() ||
-      (ec != std::errc() && ec != std::errc::result_out_of_range))
+  if (t.empty() || end != t.data() + t.size() || (ec != std::errc() && ec != std::errc::result_out_of_range))
     throw make_error(ErrorCode::kConfig, "{}='{}' is not a whole number", what, text);
   if (ec == std::errc::result_out_of_range || value < min || value > max)
-    throw make_error(ErrorCode::kConfig, "{}='{}' is out of range: it must be between {} and {}",
-                     what, text, min, max);
+    throw make_error(ErrorCode::kConfig, "{}='{}' is out of range: it must be between {} and {}", what, text, min,
+                     max);
   return value;
 }
 
@@ -45,41 +44,27 @@ uint64_t bytes(std::string_view text, std::string_view what, uint64_t min, uint6
   unsigned shift = 0;
   if (!t.empty()) {
     switch (t.back()) {
-      case 'k':
-        shift = 10;
-        break;
-      case 'm':
-        shift = 20;
-        break;
-      case 'g':
-        shift = 30;
-        break;
-      case 't':
-        shift = 40;
-        break;
-      default:
-        break;
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      case 't': shift = 40; break;
+      default: break;
     }
     if (shift != 0) t.pop_back();
   }
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (t.empty() || end != t.data() + t.size() ||
-      (ec != std::errc() && ec != std::errc::result_out_of_range))
-    throw make_error(ErrorCode::kConfig, "{}='{}' is not a byte size (examples: 4096, 64K, 1M, 2G)",
-                     what, text);
-  const bool overflow =
-      ec == std::errc::result_out_of_range || (shift != 0 && value > (~uint64_t{0} >> shift));
+  if (t.empty() || end != t.data() + t.size() || (ec != std::errc() && ec != std::errc::result_out_of_range))
+    throw make_error(ErrorCode::kConfig, "{}='{}' is not a byte size (examples: 4096, 64K, 1M, 2G)", what, text);
+  const bool overflow = ec == std::errc::result_out_of_range || (shift != 0 && value > (~uint64_t{0} >> shift));
   if (!overflow) value <<= shift;
   if (overflow || value < min || value > max)
-    throw make_error(ErrorCode::kConfig,
-                     "{}='{}' is out of range: it must be between {} and {} bytes", what, text, min,
-                     max);
+    throw make_error(ErrorCode::kConfig, "{}='{}' is out of range: it must be between {} and {} bytes", what, text,
+                     min, max);
   return value;
 }
 
-double seconds(std::string_view text, std::string_view what, double min_seconds,
-               double max_seconds) {
+double seconds(std::string_view text, std::string_view what, double min_seconds, double max_seconds) {
   std::string t(trim(text));
   double scale = 1.0;
   if (t.size() > 2 && t.ends_with("ms")) {
@@ -94,18 +79,15 @@ double seconds(std::string_view text, std::string_view what, double min_seconds,
   double value = 0;
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value, std::chars_format::fixed);
   if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(value))
-    throw make_error(ErrorCode::kConfig,
-                     "{}='{}' is not a duration (examples: 30, 2.5s, 500ms, 5m)", what, text);
+    throw make_error(ErrorCode::kConfig, "{}='{}' is not a duration (examples: 30, 2.5s, 500ms, 5m)", what, text);
   value *= scale;
   if (value == 0 && min_seconds > 0)
-    throw make_error(
-        ErrorCode::kConfig,
-        "{}='{}' is refused: every wait in tutti has a deadline, and zero would fail at once; "
-        "pass a large value such as 86400 for a very long one",
-        what, text);
-  if (!(value >= min_seconds && value <= max_seconds))
     throw make_error(ErrorCode::kConfig,
-                     "{}='{}' is out of range: it must be between {} s and {} s", what, text,
+                     "{}='{}' is refused: every wait in tutti has a deadline, and zero would fail "
+                     "at once; pass a large value such as 86400 for a very long one",
+                     what, text);
+  if (!(value >= min_seconds && value <= max_seconds))
+    throw make_error(ErrorCode::kConfig, "{}='{}' is out of range: it must be between {} s and {} s", what, text,
                      min_seconds, max_seconds);
   return value;
 }

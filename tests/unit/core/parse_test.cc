@@ -30,21 +30,18 @@ TEST(ParseInteger, AcceptsWholeNumbersInRange) {
 
 TEST(ParseInteger, RefusesOverflowInsteadOfWrapping) {
   // 2^32 once became rank 0 and 2^32 + 2 a world of 2.
-  EXPECT_NE(config_error([] {
-              parse::integer("4294967296", "TUTTI_RANK", 0, INT32_MAX - 1);
-            }).find("TUTTI_RANK='4294967296' is out of range"),
+  EXPECT_NE(config_error([] { parse::integer("4294967296", "TUTTI_RANK", 0, INT32_MAX - 1); })
+                .find("TUTTI_RANK='4294967296' is out of range"),
             std::string::npos);
   EXPECT_NE(config_error([] { parse::integer("99999999999999999999", "X"); }).find("out of range"),
             std::string::npos);
-  EXPECT_NE(
-      config_error([] { parse::integer("-1", "TUTTI_SIZE", 1, 100); }).find("between 1 and 100"),
-      std::string::npos);
+  EXPECT_NE(config_error([] { parse::integer("-1", "TUTTI_SIZE", 1, 100); }).find("between 1 and 100"),
+            std::string::npos);
 }
 
 TEST(ParseInteger, RefusesWhatIsNotANumber) {
   for (const char* bad : {"", " ", "1x", "0x10", "1.5", "--1", "1 2"})
-    EXPECT_NE(config_error([&] { parse::integer(bad, "X"); }).find("is not a whole number"),
-              std::string::npos)
+    EXPECT_NE(config_error([&] { parse::integer(bad, "X"); }).find("is not a whole number"), std::string::npos)
         << bad;
 }
 
@@ -60,24 +57,19 @@ TEST(ParseBytes, AcceptsSuffixes) {
 
 TEST(ParseBytes, RefusesOverflowAndRange) {
   // 17179869185G = 2^34 + 1 GiB wrapped to 1 GiB before.
-  EXPECT_NE(config_error([] {
-              parse::bytes("17179869185G", "TUTTI_SEGMENT_BYTES");
-            }).find("TUTTI_SEGMENT_BYTES='17179869185G' is out of range"),
+  EXPECT_NE(config_error([] { parse::bytes("17179869185G", "TUTTI_SEGMENT_BYTES"); })
+                .find("TUTTI_SEGMENT_BYTES='17179869185G' is out of range"),
             std::string::npos);
   EXPECT_NE(config_error([] { parse::bytes("99999999999999999999", "X"); }).find("out of range"),
             std::string::npos);
-  EXPECT_NE(
-      config_error([] { parse::bytes("2G", "X", 1, 1 << 30); }).find("between 1 and 1073741824"),
-      std::string::npos);
-  EXPECT_NE(config_error([] { parse::bytes("0", "X", 1); }).find("out of range"),
+  EXPECT_NE(config_error([] { parse::bytes("2G", "X", 1, 1 << 30); }).find("between 1 and 1073741824"),
             std::string::npos);
+  EXPECT_NE(config_error([] { parse::bytes("0", "X", 1); }).find("out of range"), std::string::npos);
 }
 
 TEST(ParseBytes, RefusesWhatIsNotASize) {
   for (const char* bad : {"", "K", "-1", "1.5M", "12Q", "1 M M"})
-    EXPECT_NE(config_error([&] { parse::bytes(bad, "X"); }).find("is not a byte size"),
-              std::string::npos)
-        << bad;
+    EXPECT_NE(config_error([&] { parse::bytes(bad, "X"); }).find("is not a byte size"), std::string::npos) << bad;
 }
 
 TEST(ParseSeconds, AcceptsUnits) {
@@ -90,12 +82,9 @@ TEST(ParseSeconds, AcceptsUnits) {
 TEST(ParseSeconds, RefusesInfiniteNegativeAndHuge) {
   for (const char* bad : {"inf", "nan", "-1", "1e400", "", "s", "5h", "0x10"})
     EXPECT_NE(config_error([&] { parse::seconds(bad, "X"); }), "") << bad;
-  EXPECT_NE(config_error([] {
-              parse::seconds("2000000", "TUTTI_TIMEOUT");
-            }).find("between 0 s and 1000000 s"),
+  EXPECT_NE(config_error([] { parse::seconds("2000000", "TUTTI_TIMEOUT"); }).find("between 0 s and 1000000 s"),
             std::string::npos);
-  EXPECT_NE(config_error([] { parse::seconds("0", "X", 0.001); }).find("is refused"),
-            std::string::npos);
+  EXPECT_NE(config_error([] { parse::seconds("0", "X", 0.001); }).find("is refused"), std::string::npos);
 }
 
 // A deadline of zero never means "no limit" and is not taken as "fail at once" either.
