@@ -51,7 +51,8 @@ std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Tr
     const char* end = value.data() + value.size();
     area_bytes = 0;
     if (space == std::string::npos ||
-        std::from_chars(value.data() + space + 1, end, area_bytes).ptr != end || area_bytes == 0)
+        std::from_chars(value.data() + space + 1, end, area_bytes).ptr != end || area_bytes == 0 ||
+        area_bytes > (size_t{1} << 30))  // TUTTI_SHM_WINDOW_BYTES's bound: footprint cannot overflow
       throw make_error(ErrorCode::kInternal, "store key {} holds '{}', not '<segment> <bytes>'",
                        key, value);
     segment = WindowSegment::open(value.substr(0, space),
