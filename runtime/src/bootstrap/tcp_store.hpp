@@ -60,8 +60,8 @@ class TcpStore : public Store {
 // thread). Destroying the lifeline stops watching without calling on_lost.
 class StoreLifeline {
  public:
-  StoreLifeline(const Endpoint& server, const std::string& job_token, int rank, Deadline connect_deadline,
-                std::function<void()> on_lost);
+  StoreLifeline(const Endpoint& server, const std::string& job_token, int rank,
+                Deadline connect_deadline, std::function<void()> on_lost);
   ~StoreLifeline();
   StoreLifeline(const StoreLifeline&) = delete;
   StoreLifeline& operator=(const StoreLifeline&) = delete;

@@ -84,7 +84,8 @@ TEST(ParseSeconds, RefusesInfiniteNegativeAndHuge) {
     EXPECT_NE(config_error([&] { parse::seconds(bad, "X"); }), "") << bad;
   EXPECT_NE(config_error([] { parse::seconds("2000000", "TUTTI_TIMEOUT"); }).find("between 0 s and 1000000 s"),
             std::string::npos);
-  EXPECT_NE(config_error([] { parse::seconds("0", "X", 0.001); }).find("is refused"), std::string::npos);
+  EXPECT_NE(config_error([] { parse::seconds("0", "X", 0.001); }).find("is refused"),
+            std::string::npos);
 }
 
 // A deadline of zero never means "no limit" and is not taken as "fail at once" either.
