@@ -4,6 +4,8 @@
 
 #include <exception>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "tutti/tutti.hpp"
 
@@ -11,8 +13,20 @@ namespace {
 
 thread_local std::string t_last_error;
 
+// The runtime's messages name the C++ API ("call tutti::init() first"); a C caller must read the
+// names it can call.
+std::string for_c_callers(std::string message) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"tutti::init()", "tutti_init()"}, {"tutti::finalize()", "tutti_finalize()"}};
+  for (auto [cpp, c] : kNames)
+    for (size_t at = message.find(cpp); at != std::string::npos;
+         at = message.find(cpp, at + c.size()))
+      message.replace(at, cpp.size(), c);
+  return message;
+}
+
 int fail(tutti::ErrorCode code, const char* message) {
-  t_last_error = message;
+  t_last_error = for_c_callers(message);
   return -static_cast<int>(code);
 }
 

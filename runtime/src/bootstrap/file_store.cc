@@ -113,13 +113,23 @@ class FileLock {
 }  // namespace
 
 FileStore::FileStore(std::string directory) : directory_(std::move(directory)) {
+  // Not created here: a path that does not exist is most likely a typo or a filesystem that is
+  // not mounted on this host, and a directory made here would be seen by no other rank.
   std::error_code ec;
-  std::filesystem::create_directories(directory_, ec);
-  if (ec || !std::filesystem::is_directory(directory_))
-    throw make_error(ErrorCode::kConfig,
-                     "file store directory '{}' cannot be created or is not a directory ({}); "
-                     "TUTTI_STORE=file:/dir needs a directory every rank can write",
-                     directory_, ec ? ec.message() : "exists as a file");
+  const auto status = std::filesystem::status(directory_, ec);
+  if (!std::filesystem::exists(status))
+    throw make_error(
+        ErrorCode::kConfig,
+        "file store directory '{}' does not exist{}; create it first (TUTTI_STORE=file:DIR "
+        "needs a directory that every rank of the job shares, e.g. on a shared filesystem)",
+        directory_,
+        ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")" : "");
+  if (!std::filesystem::is_directory(status))
+    throw make_error(
+        ErrorCode::kConfig,
+        "file store directory '{}' is not a directory; TUTTI_STORE=file:DIR needs a directory "
+        "that every rank of the job shares",
+        directory_);
 }
 
 std::string FileStore::path_for(const std::string& key) const {
@@ -178,7 +188,7 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
   FileLock lock(directory_ + "/lock", Deadline::after_seconds(env::get_seconds("TUTTI_TIMEOUT")));
   std::string value;
   bool present = read_file(path_for(key), &value);
-  int64_t result = parse_counter(describe(), key, present ? &value : nullptr) + delta;
+  int64_t result = add_to_counter(describe(), key, present ? &value : nullptr, delta);
   set(key, std::to_string(result));
   return result;
 }

@@ -10,7 +10,8 @@ namespace tutti::bootstrap {
 
 class FileStore : public Store {
  public:
-  explicit FileStore(std::string directory);  // creates the directory if needed
+  // The directory must exist (Error(kConfig) otherwise); the store never creates it.
+  explicit FileStore(std::string directory);
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, Deadline deadline) override;
   int64_t add(const std::string& key, int64_t delta) override;  // flock-protected

@@ -1,5 +1,6 @@
 #include "bootstrap/handshake.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 
@@ -14,8 +15,6 @@ namespace {
 constexpr size_t kHeaderBytes = 16;
 // Tokens are short secrets; the cap keeps a stranger's garbage from making us allocate much.
 constexpr uint32_t kMaxTokenBytes = 4096;
-constexpr std::byte kAccepted{1};
-constexpr std::byte kRefused{0};
 
 // Compares without an early exit, so the time taken says nothing about where the tokens differ
 // (only their lengths, which are not secret).
@@ -39,7 +38,7 @@ bool known_kind(uint16_t kind) {
 // reported to our caller either way.
 void send_refusal(int fd, Deadline deadline, const std::string& peer) noexcept {
   try {
-    std::array<std::byte, 1> verdict{kRefused};
+    std::array<std::byte, 1> verdict{kHelloRefused};
     write_all(fd, verdict, deadline, peer);
   } catch (const Error&) {
   }
@@ -70,7 +69,7 @@ void client_handshake(int fd, const Hello& hello, Deadline deadline, const std::
                      "tutti endpoint of this job? ({})",
                      peer, e.what());
   }
-  if (verdict[0] != kAccepted)
+  if (verdict[0] != kHelloAccepted)
     throw make_error(ErrorCode::kAuth,
                      "{} refused our handshake (rank {}): the job token, protocol version (ours is "
                      "{}) or connection kind did not match; check that TUTTI_JOB_TOKEN is the same "
@@ -78,53 +77,100 @@ void client_handshake(int fd, const Hello& hello, Deadline deadline, const std::
                      peer, hello.rank, kProtocolVersion);
 }
 
+size_t HelloDecoder::wanted() const {
+  if (received_.size() < kHeaderBytes) return kHeaderBytes - received_.size();
+  return kHeaderBytes + token_bytes_ - received_.size();
+}
+
+void HelloDecoder::feed(std::span<const std::byte> bytes) {
+  if (bytes.size() > wanted())
+    throw make_error(ErrorCode::kInternal, "HelloDecoder fed {} bytes, wanted only {}",
+                     bytes.size(), wanted());
+  const bool had_header = received_.size() >= kHeaderBytes;
+  received_.insert(received_.end(), bytes.begin(), bytes.end());
+  if (had_header || received_.size() < kHeaderBytes) return;
+
+  wire::Reader r(std::span(received_.data(), kHeaderBytes), "handshake");
+  const uint32_t magic = r.u32();
+  const uint16_t version = r.u16();
+  const uint16_t kind = r.u16();
+  const int32_t rank = r.i32();
+  const uint32_t token_len = r.u32();
+  if (magic != kMagic)
+    throw make_error(ErrorCode::kAuth,
+                     "refused connection from {}: it is not a tutti client (magic 0x{:08x}, "
+                     "expected 0x{:08x}); something else is talking to this port",
+                     peer_, magic, kMagic);
+  if (version != kProtocolVersion)
+    throw make_error(ErrorCode::kAuth,
+                     "refused connection from {} (rank {}): it speaks tutti protocol version {}, "
+                     "this side speaks version {}; run the same tutti build on every host",
+                     peer_, rank, version, kProtocolVersion);
+  if (!known_kind(kind))
+    throw make_error(ErrorCode::kAuth,
+                     "refused connection from {} (rank {}): unknown connection kind {}", peer_,
+                     rank, kind);
+  if (token_len > kMaxTokenBytes)
+    throw make_error(ErrorCode::kAuth,
+                     "refused connection from {} (rank {}): its job token claims {} bytes, more "
+                     "than the {} allowed",
+                     peer_, rank, token_len, kMaxTokenBytes);
+  token_bytes_ = token_len;
+}
+
+Hello HelloDecoder::finish(const std::string& expected_token) const {
+  if (!complete())
+    throw make_error(ErrorCode::kAuth,
+                     "refused connection from {}: its handshake ended after {} bytes, {} short",
+                     peer_, received_.size(), wanted());
+  wire::Reader r(received_, "handshake");
+  r.u32();
+  r.u16();
+  Hello hello;
+  hello.kind = static_cast<ConnectionKind>(r.u16());
+  hello.rank = r.i32();
+  hello.token = r.str();
+  if (!tokens_equal(expected_token, hello.token))
+    throw make_error(ErrorCode::kAuth,
+                     "refused connection from {} (rank {}): wrong job token ({} bytes, expected {} "
+                     "bytes); every rank must get the same TUTTI_JOB_TOKEN",
+                     peer_, hello.rank, hello.token.size(), expected_token.size());
+  return hello;
+}
+
+Hello decode_hello(std::span<const std::byte> message, const std::string& expected_token,
+                   const std::string& peer) {
+  HelloDecoder decoder(peer);
+  // In the pieces the decoder asks for, as a server reading the socket would.
+  while (!message.empty() && !decoder.complete()) {
+    const size_t n = std::min(message.size(), decoder.wanted());
+    decoder.feed(message.first(n));
+    message = message.subspan(n);
+  }
+  if (!message.empty())
+    throw make_error(ErrorCode::kAuth,
+                     "refused connection from {}: {} unexpected bytes after its handshake", peer,
+                     message.size());
+  return decoder.finish(expected_token);
+}
+
 Hello server_handshake(int fd, const std::string& expected_token, Deadline deadline,
                        const std::string& peer) {
-  std::array<std::byte, kHeaderBytes> header{};
-  read_exact(fd, header, deadline, peer);
-  wire::Reader r(header, "handshake");
-  uint32_t magic = r.u32();
-  uint16_t version = r.u16();
-  uint16_t kind = r.u16();
-  int32_t rank = r.i32();
-  uint32_t token_len = r.u32();
-
-  auto refuse = [&](std::string message) -> Error {
-    send_refusal(fd, deadline, peer);
-    return Error(ErrorCode::kAuth, message);
-  };
-  if (magic != kMagic)
-    throw refuse(fmt::format(
-        "refused connection from {}: it is not a tutti client (magic 0x{:08x}, expected "
-        "0x{:08x}); something else is talking to this port",
-        peer, magic, kMagic));
-  if (version != kProtocolVersion)
-    throw refuse(fmt::format(
-        "refused connection from {} (rank {}): it speaks tutti protocol version {}, this "
-        "side speaks version {}; run the same tutti build on every host",
-        peer, rank, version, kProtocolVersion));
-  if (!known_kind(kind))
-    throw refuse(fmt::format("refused connection from {} (rank {}): unknown connection kind {}",
-                             peer, rank, kind));
-  if (token_len > kMaxTokenBytes)
-    throw refuse(fmt::format(
-        "refused connection from {} (rank {}): its job token claims {} bytes, more than "
-        "the {} allowed",
-        peer, rank, token_len, kMaxTokenBytes));
-
+  HelloDecoder decoder(peer);
+  std::vector<std::byte> chunk;
   Hello hello;
-  hello.kind = static_cast<ConnectionKind>(kind);
-  hello.rank = rank;
-  hello.token.resize(token_len);
-  read_exact(fd, std::as_writable_bytes(std::span(hello.token.data(), hello.token.size())),
-             deadline, peer);
-  if (!tokens_equal(expected_token, hello.token))
-    throw refuse(
-        fmt::format("refused connection from {} (rank {}): wrong job token ({} bytes, expected {} "
-                    "bytes); every rank must get the same TUTTI_JOB_TOKEN",
-                    peer, rank, hello.token.size(), expected_token.size()));
-
-  std::array<std::byte, 1> verdict{kAccepted};
+  try {
+    while (!decoder.complete()) {
+      chunk.resize(decoder.wanted());
+      read_exact(fd, chunk, deadline, peer);
+      decoder.feed(chunk);
+    }
+    hello = decoder.finish(expected_token);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kAuth) send_refusal(fd, deadline, peer);
+    throw;
+  }
+  std::array<std::byte, 1> verdict{kHelloAccepted};
   write_all(fd, verdict, deadline, peer);
   return hello;
 }

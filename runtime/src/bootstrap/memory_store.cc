@@ -28,7 +28,7 @@ int64_t MemoryStore::add(const std::string& key, int64_t delta) {
   {
     std::lock_guard lock(mutex_);
     auto it = values_.find(key);
-    result = parse_counter(describe(), key, it == values_.end() ? nullptr : &it->second) + delta;
+    result = add_to_counter(describe(), key, it == values_.end() ? nullptr : &it->second, delta);
     values_[key] = std::to_string(result);
   }
   changed_.notify_all();

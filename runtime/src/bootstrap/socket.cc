@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -23,6 +22,7 @@
 #include "bootstrap/poll_util.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/parse.hpp"
 
 namespace tutti::bootstrap {
 namespace {
@@ -186,12 +186,11 @@ Endpoint parse_endpoint(const std::string& text, const std::string& what) {
     port_text = text.substr(colon + 1);
   }
   if (endpoint.host.empty()) throw bad("empty host");
-  unsigned value = 0;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
-  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
-      value > 65535)
+  try {
+    endpoint.port = static_cast<uint16_t>(parse::integer(port_text, "port", 0, 65535));
+  } catch (const Error&) {
     throw bad("port must be a number from 0 to 65535");
-  endpoint.port = static_cast<uint16_t>(value);
+  }
   return endpoint;
 }
 

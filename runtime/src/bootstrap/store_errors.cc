@@ -1,6 +1,6 @@
 #include "bootstrap/store_errors.hpp"
 
-#include <charconv>
+#include "core/parse.hpp"
 
 namespace tutti::bootstrap {
 
@@ -38,11 +38,23 @@ Error not_an_integer_error(const std::string& store, const std::string& key,
 
 int64_t parse_counter(const std::string& store, const std::string& key, const std::string* value) {
   if (value == nullptr) return 0;
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), v);
-  if (value->empty() || ec != std::errc() || end != value->data() + value->size())
+  try {
+    return parse::integer(*value, key);
+  } catch (const Error&) {
     throw not_an_integer_error(store, key, *value);
-  return v;
+  }
+}
+
+int64_t add_to_counter(const std::string& store, const std::string& key, const std::string* value,
+                       int64_t delta) {
+  const int64_t current = parse_counter(store, key, value);
+  int64_t result = 0;
+  if (__builtin_add_overflow(current, delta, &result))
+    throw make_error(
+        ErrorCode::kInvalidArgument,
+        "add({}) on key '{}' in store {}: its value {} would overflow a 64-bit counter", delta, key,
+        store, current);
+  return result;
 }
 
 }  // namespace tutti::bootstrap

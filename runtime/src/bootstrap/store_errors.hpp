@@ -18,5 +18,8 @@ Error not_an_integer_error(const std::string& store, const std::string& key,
 
 // Parses the integer stored under key for add(); missing values count as 0 (value is nullptr).
 int64_t parse_counter(const std::string& store, const std::string& key, const std::string* value);
+// parse_counter(value) + delta; an overflow is Error(kInvalidArgument), never a wrapped counter.
+int64_t add_to_counter(const std::string& store, const std::string& key, const std::string* value,
+                       int64_t delta);
 
 }  // namespace tutti::bootstrap

@@ -6,6 +6,24 @@
 #include "core/log.hpp"
 
 namespace tutti::bootstrap {
+namespace {
+
+// A FileStore directory outlives its job. Keys an earlier job with the same job id left there would
+// be read as this job's (peers' addresses, shared-memory names) and fail far from the cause, in
+// connect() or shm_open(). Each rank therefore claims its rank with an atomic counter first: a
+// second claim means the keys are stale (or two processes were started as the same rank).
+void claim_rank(Store& store, const WorldInfo& info, const std::string& directory) {
+  const std::string key = fmt::format("{}/claimed/{}", info.job_id, info.rank);
+  if (store.add(key, 1) == 1) return;
+  throw make_error(
+      ErrorCode::kConfig,
+      "file store directory '{}' already holds keys of job '{}' for rank {}: stale keys "
+      "from an earlier job in {} (or two processes of this job started as rank {}); give "
+      "each job its own directory or TUTTI_JOB_ID, or remove the contents of {}",
+      directory, info.job_id, info.rank, directory, info.rank, directory);
+}
+
+}  // namespace
 
 StoreConnection open_store(const WorldInfo& info, Deadline deadline) {
   StoreConnection connection;
@@ -27,6 +45,7 @@ StoreConnection open_store(const WorldInfo& info, Deadline deadline) {
       throw make_error(ErrorCode::kConfig,
                        "TUTTI_STORE='{}' names no directory; write file:/shared/dir", address);
     connection.store = std::make_unique<FileStore>(directory);
+    claim_rank(*connection.store, info, directory);
     return connection;
   }
   Endpoint endpoint =

@@ -1,5 +1,6 @@
 #include "bootstrap/store_protocol.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 
@@ -21,9 +22,7 @@ void send_frame(int fd, wire::Writer& frame, Deadline deadline, const std::strin
   write_all(fd, bytes, deadline, peer);
 }
 
-std::vector<std::byte> receive_frame(int fd, Deadline deadline, const std::string& peer) {
-  std::array<std::byte, 4> header{};
-  read_exact(fd, header, deadline, peer);
+uint32_t frame_length(std::span<const std::byte, 4> header, const std::string& peer) {
   wire::Reader r(header, "store frame");
   uint32_t length = r.u32();
   if (length > kMaxFrameBytes)
@@ -31,9 +30,97 @@ std::vector<std::byte> receive_frame(int fd, Deadline deadline, const std::strin
                      "store frame from {} claims {} bytes (limit {}); the stream is corrupt or the "
                      "peer runs another protocol",
                      peer, length, kMaxFrameBytes);
-  std::vector<std::byte> payload(length);
+  return length;
+}
+
+std::vector<std::byte> receive_frame(int fd, Deadline deadline, const std::string& peer) {
+  std::array<std::byte, 4> header{};
+  read_exact(fd, header, deadline, peer);
+  std::vector<std::byte> payload(frame_length(header, peer));
   read_exact(fd, payload, deadline, peer);
   return payload;
+}
+
+namespace {
+
+int64_t get_timeout(wire::Reader& r, const std::string& peer) {
+  const int64_t ms = r.i64();
+  if (ms < -1)
+    throw make_error(
+        ErrorCode::kMismatch,
+        "store request from {} asks to wait {} ms; are both sides running the same tutti "
+        "version?",
+        peer, ms);
+  return std::min(ms, kMaxTimeoutMs);
+}
+
+}  // namespace
+
+Request decode_request(std::span<const std::byte> payload, const std::string& peer) {
+  const std::string what = "store request from " + peer;
+  wire::Reader r(payload, what);
+  Request request;
+  const uint8_t op = r.u8();
+  request.op = static_cast<Op>(op);
+  switch (request.op) {
+    case Op::kSet:
+      request.key = r.str();
+      request.value = r.str();
+      break;
+    case Op::kGet:
+      request.key = r.str();
+      request.timeout_ms = get_timeout(r, peer);
+      break;
+    case Op::kAdd:
+      request.key = r.str();
+      request.delta = r.i64();
+      break;
+    case Op::kMissing:
+      request.keys = get_keys(r);
+      break;
+    case Op::kWait:
+      request.timeout_ms = get_timeout(r, peer);
+      request.keys = get_keys(r);
+      break;
+    default:
+      throw make_error(
+          ErrorCode::kMismatch,
+          "{} has unknown operation {}; are both sides running the same tutti version?", what, op);
+  }
+  if (!r.done())
+    throw make_error(
+        ErrorCode::kMismatch,
+        "{} has {} bytes after its operation {}; are both sides running the same tutti "
+        "version?",
+        what, payload.size() - r.position(), op);
+  return request;
+}
+
+wire::Writer encode_request(const Request& request) {
+  wire::Writer w = begin_frame();
+  w.u8(static_cast<uint8_t>(request.op));
+  switch (request.op) {
+    case Op::kSet:
+      w.str(request.key);
+      w.str(request.value);
+      break;
+    case Op::kGet:
+      w.str(request.key);
+      w.i64(request.timeout_ms);
+      break;
+    case Op::kAdd:
+      w.str(request.key);
+      w.i64(request.delta);
+      break;
+    case Op::kMissing:
+      put_keys(w, request.keys);
+      break;
+    case Op::kWait:
+      w.i64(request.timeout_ms);
+      put_keys(w, request.keys);
+      break;
+  }
+  return w;
 }
 
 void put_keys(wire::Writer& w, const std::vector<std::string>& keys) {
@@ -51,12 +138,13 @@ std::vector<std::string> get_keys(wire::Reader& r) {
 
 int64_t timeout_ms(Deadline deadline) {
   if (deadline.at() == Deadline::Clock::time_point::max()) return -1;
-  return std::chrono::ceil<std::chrono::milliseconds>(deadline.remaining()).count();
+  return std::min(std::chrono::ceil<std::chrono::milliseconds>(deadline.remaining()).count(),
+                  kMaxTimeoutMs);
 }
 
 Deadline deadline_from_ms(int64_t ms) {
   if (ms < 0) return Deadline::never();
-  return Deadline::after(std::chrono::milliseconds(ms));
+  return Deadline::after(std::chrono::milliseconds(std::min(ms, kMaxTimeoutMs)));
 }
 
 }  // namespace tutti::bootstrap::store_protocol

@@ -14,7 +14,9 @@
 // Strings are u32 length + bytes; integers little-endian.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,29 @@ enum class Status : uint8_t { kOk = 0, kTimeout = 1, kFailed = 2 };
 
 // Large enough for any rendezvous value, small enough that a corrupt length cannot exhaust memory.
 inline constexpr uint32_t kMaxFrameBytes = 256u << 20;
+
+// The longest wait a request may ask for (about 11.6 days, as parse::kMaxSeconds); longer ones are
+// cut to it, so the server's now + timeout never overflows.
+inline constexpr int64_t kMaxTimeoutMs = 1'000'000'000;
+
+// One decoded request; which fields are set depends on op (see the table above).
+struct Request {
+  Op op = Op::kSet;
+  std::string key{};                // kSet, kGet, kAdd
+  std::string value{};              // kSet
+  int64_t delta = 0;                // kAdd
+  int64_t timeout_ms = -1;          // kGet, kWait: -1 = no limit, else 0 .. kMaxTimeoutMs
+  std::vector<std::string> keys{};  // kMissing, kWait
+};
+
+// Decodes a request payload (the frame without its length). A truncated payload, bytes left over,
+// an unknown op or a negative timeout other than -1 is Error(kMismatch) naming `peer`.
+Request decode_request(std::span<const std::byte> payload, const std::string& peer);
+// The frame (length included) that decode_request reads back as `request`.
+wire::Writer encode_request(const Request& request);
+
+// The payload length from a frame's 4-byte header; above kMaxFrameBytes is Error(kMismatch).
+uint32_t frame_length(std::span<const std::byte, 4> header, const std::string& peer);
 
 // A Writer whose first 4 bytes are reserved for the frame length (filled in by send_frame).
 wire::Writer begin_frame();

@@ -97,10 +97,7 @@ TcpStore::TcpStore(const Endpoint& server, std::string job_token, int rank,
 TcpStore::~TcpStore() = default;
 
 void TcpStore::set(const std::string& key, const std::string& value) {
-  wire::Writer w = sp::begin_frame();
-  w.u8(static_cast<uint8_t>(sp::Op::kSet));
-  w.str(key);
-  w.str(value);
+  wire::Writer w = sp::encode_request({.op = sp::Op::kSet, .key = key, .value = value});
   Deadline deadline = default_deadline();
   auto reply = state_->call(w, deadline, deadline);
   wire::Reader r(reply, "store reply");
@@ -108,10 +105,8 @@ void TcpStore::set(const std::string& key, const std::string& value) {
 }
 
 std::string TcpStore::get(const std::string& key, Deadline deadline) {
-  wire::Writer w = sp::begin_frame();
-  w.u8(static_cast<uint8_t>(sp::Op::kGet));
-  w.str(key);
-  w.i64(sp::timeout_ms(deadline));
+  wire::Writer w =
+      sp::encode_request({.op = sp::Op::kGet, .key = key, .timeout_ms = sp::timeout_ms(deadline)});
   std::vector<std::byte> reply;
   try {
     reply = state_->call(w, deadline, with_grace(deadline));
@@ -125,10 +120,7 @@ std::string TcpStore::get(const std::string& key, Deadline deadline) {
 }
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {
-  wire::Writer w = sp::begin_frame();
-  w.u8(static_cast<uint8_t>(sp::Op::kAdd));
-  w.str(key);
-  w.i64(delta);
+  wire::Writer w = sp::encode_request({.op = sp::Op::kAdd, .key = key, .delta = delta});
   Deadline deadline = default_deadline();
   auto reply = state_->call(w, deadline, deadline);
   wire::Reader r(reply, "store reply");
@@ -137,9 +129,7 @@ int64_t TcpStore::add(const std::string& key, int64_t delta) {
 }
 
 std::vector<std::string> TcpStore::missing(const std::vector<std::string>& keys) {
-  wire::Writer w = sp::begin_frame();
-  w.u8(static_cast<uint8_t>(sp::Op::kMissing));
-  sp::put_keys(w, keys);
+  wire::Writer w = sp::encode_request({.op = sp::Op::kMissing, .keys = keys});
   Deadline deadline = default_deadline();
   auto reply = state_->call(w, deadline, deadline);
   wire::Reader r(reply, "store reply");
@@ -148,10 +138,8 @@ std::vector<std::string> TcpStore::missing(const std::vector<std::string>& keys)
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
-  wire::Writer w = sp::begin_frame();
-  w.u8(static_cast<uint8_t>(sp::Op::kWait));
-  w.i64(sp::timeout_ms(deadline));
-  sp::put_keys(w, keys);
+  wire::Writer w = sp::encode_request(
+      {.op = sp::Op::kWait, .timeout_ms = sp::timeout_ms(deadline), .keys = keys});
   std::vector<std::byte> reply;
   try {
     reply = state_->call(w, deadline, with_grace(deadline));

@@ -16,13 +16,17 @@ namespace tutti::bootstrap {
 class TcpStoreServer {
  public:
   // Listens on host:port (port 0 = any free port) and serves until destroyed. A client with a wrong
-  // token is refused and logged; serving goes on.
+  // token is refused and logged; serving goes on. Handshakes run side by side in the accepting
+  // thread (a connection silent for 5 s is dropped; at most 1024 wait at once, the oldest dropped
+  // beyond that); only authenticated clients get a thread.
   TcpStoreServer(const std::string& host, uint16_t port, std::string job_token);
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
 
   uint16_t port() const;
+  // Connections refused (not a Hello, wrong token or kind), dropped in their handshake (silent,
+  // evicted) or dropped later for a protocol error.
   size_t refused_connections() const;
 
  private:
@@ -56,8 +60,8 @@ class TcpStore : public Store {
 // thread). Destroying the lifeline stops watching without calling on_lost.
 class StoreLifeline {
  public:
-  StoreLifeline(const Endpoint& server, const std::string& job_token, int rank, Deadline connect_deadline,
-                std::function<void()> on_lost);
+  StoreLifeline(const Endpoint& server, const std::string& job_token, int rank,
+                Deadline connect_deadline, std::function<void()> on_lost);
   ~StoreLifeline();
   StoreLifeline(const StoreLifeline&) = delete;
   StoreLifeline& operator=(const StoreLifeline&) = delete;

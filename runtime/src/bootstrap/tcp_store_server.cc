@@ -1,6 +1,8 @@
-// TcpStoreServer: one thread accepts; each client gets its own thread, so a GET that waits for a
-// key blocks only its own client (on a condition variable, not on the network). Stopping wakes the
-// acceptor through a pipe and every client thread by shutting its socket down.
+// TcpStoreServer: one thread accepts and runs every handshake side by side (HandshakeAcceptor), so
+// strangers cost neither a thread nor anyone's time; each authenticated client then gets its own
+// thread, so a GET that waits for a key blocks only its own client (on a condition variable, not on
+// the network). Stopping wakes the acceptor through a pipe and every client thread by shutting its
+// socket down.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,12 +15,15 @@
 #include <cstring>
 #include <list>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 
 #include "bootstrap/cv_wait.hpp"
 #include "bootstrap/handshake.hpp"
+#include "bootstrap/handshake_acceptor.hpp"
 #include "bootstrap/store_errors.hpp"
 #include "bootstrap/store_protocol.hpp"
 #include "bootstrap/tcp_store.hpp"
@@ -30,14 +35,20 @@ namespace {
 
 namespace sp = store_protocol;
 
-// A stranger that connects and says nothing must not hold a thread for long.
+// A stranger that connects and says nothing is dropped after this long.
 constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
+// Connections still in their handshake at once; beyond that the oldest is dropped. A rank's Hello
+// is read as it is accepted, so even 1024 ranks connecting together barely use these slots.
+constexpr size_t kMaxPendingHandshakes = 1024;
+// How often the acceptor looks around when nothing happens (stopping wakes it at once anyway).
+constexpr auto kAcceptorTick = std::chrono::seconds(60);
 // A client that stops reading its responses is dropped after this long.
 constexpr auto kResponseTimeout = std::chrono::seconds(60);
 
 struct Client {
   Fd fd;
   std::string peer;
+  Hello hello;
   std::thread thread;
   std::atomic<bool> done{false};
 };
@@ -50,7 +61,8 @@ struct TcpStoreServer::State {
   uint16_t port = 0;
   Fd wake_read, wake_write;
   std::atomic<bool> stopping{false};
-  std::atomic<size_t> refused{0};
+  std::unique_ptr<HandshakeAcceptor> handshakes;
+  std::atomic<size_t> refused{0};  // authenticated clients dropped for protocol errors
 
   std::mutex data_mutex;
   std::condition_variable changed;
@@ -70,38 +82,30 @@ struct TcpStoreServer::State {
 };
 
 void TcpStoreServer::State::accept_loop() {
-  std::array<pollfd, 2> fds{pollfd{listener.get(), POLLIN, 0}, pollfd{wake_read.get(), POLLIN, 0}};
   while (!stopping.load()) {
-    int n = ::poll(fds.data(), fds.size(), -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      log::error("store server on port {}: poll() failed: {}; no longer accepting", port,
-                 std::strerror(errno));
-      return;
-    }
-    if (fds[1].revents != 0 || stopping.load()) return;
-    if (fds[0].revents == 0) continue;
-    std::string peer;
-    Fd fd;
+    std::optional<AcceptedConnection> accepted;
     try {
-      fd = accept_tcp(listener.get(), Deadline::after(std::chrono::seconds(0)), &peer);
+      accepted = handshakes->next(Deadline::after(kAcceptorTick), wake_read.get());
     } catch (const Error& e) {
-      // Typically EMFILE: keep serving the clients we have; a short pause avoids a hot loop.
+      // Typically EMFILE with no stranger left to drop: keep serving the clients we have; a
+      // short pause avoids a hot loop.
       log::warn("store server on port {}: {}", port, e.what());
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
-    if (!fd.valid()) continue;
+    if (stopping.load()) return;
+    if (!accepted) continue;
     reap_finished_clients();
     std::lock_guard lock(clients_mutex);
     Client& client = clients.emplace_back();
-    client.fd = std::move(fd);
-    client.peer = peer;
+    client.fd = std::move(accepted->fd);
+    client.peer = accepted->address;
+    client.hello = std::move(accepted->hello);
     try {
       client.thread = std::thread([this, &client] { serve(client); });
     } catch (const std::system_error& e) {
       // Out of threads: drop this client (it sees a closed connection) and keep serving.
-      log::warn("store server on port {}: cannot serve {}: {}", port, peer, e.what());
+      log::warn("store server on port {}: cannot serve {}: {}", port, client.peer, e.what());
       clients.pop_back();
     }
   }
@@ -122,28 +126,19 @@ void TcpStoreServer::State::reap_finished_clients() {
 
 void TcpStoreServer::State::serve(Client& client) {
   try {
-    Hello hello = server_handshake(client.fd.get(), token, Deadline::after(kHandshakeTimeout),
-                                   "store client " + client.peer);
-    if (hello.kind == ConnectionKind::kStoreLifeline) {
+    if (client.hello.kind == ConnectionKind::kStoreLifeline) {
       hold_lifeline(client);
-    } else if (hello.kind == ConnectionKind::kStore) {
-      serve_requests(client);
     } else {
-      ++refused;
-      log::warn(
-          "store server on port {}: refused {} (rank {}): it opened a data connection on the "
-          "store port; check the peer's address table",
-          port, client.peer, hello.rank);
+      serve_requests(client);
     }
   } catch (const Error& e) {
     if (stopping.load()) {
       // Our own shutdown broke the connection; nothing to report.
-    } else if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kTimeout ||
-               e.code() == ErrorCode::kMismatch) {
+    } else if (e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kMismatch) {
       ++refused;
       log::warn("store server on port {}: {}", port, e.what());
     } else {
-      // Clients that simply go away (finished ranks, TCP health probes) end up here.
+      // Clients that simply go away (finished ranks) end up here.
       log::debug("store server on port {}: {}", port, e.what());
     }
   } catch (const std::exception& e) {
@@ -186,26 +181,23 @@ void TcpStoreServer::State::serve_requests(Client& client) {
   }
 }
 
-void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> request,
+void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> payload,
                                    wire::Writer& response) {
-  wire::Reader r(request, "store request from " + client.peer);
-  auto op = static_cast<sp::Op>(r.u8());
+  sp::Request request = sp::decode_request(payload, client.peer);
   auto present = [this](const std::string& k) { return values.count(k) > 0; };
-  switch (op) {
+  switch (request.op) {
     case sp::Op::kSet: {
-      std::string key = r.str();
-      std::string value = r.str();
       {
         std::lock_guard lock(data_mutex);
-        values[key] = std::move(value);
+        values[request.key] = std::move(request.value);
       }
       changed.notify_all();
       response.u8(static_cast<uint8_t>(sp::Status::kOk));
       return;
     }
     case sp::Op::kGet: {
-      std::string key = r.str();
-      Deadline deadline = sp::deadline_from_ms(r.i64());
+      const std::string& key = request.key;
+      Deadline deadline = sp::deadline_from_ms(request.timeout_ms);
       std::unique_lock lock(data_mutex);
       bool found =
           wait_until(changed, lock, deadline, [&] { return stopping.load() || present(key); });
@@ -218,14 +210,13 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> re
       return;
     }
     case sp::Op::kAdd: {
-      std::string key = r.str();
-      int64_t delta = r.i64();
       int64_t result = 0;
       {
         std::lock_guard lock(data_mutex);
-        auto it = values.find(key);
-        result = parse_counter(name(), key, it == values.end() ? nullptr : &it->second) + delta;
-        values[key] = std::to_string(result);
+        auto it = values.find(request.key);
+        result = add_to_counter(name(), request.key, it == values.end() ? nullptr : &it->second,
+                                request.delta);
+        values[request.key] = std::to_string(result);
       }
       changed.notify_all();
       response.u8(static_cast<uint8_t>(sp::Status::kOk));
@@ -233,11 +224,10 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> re
       return;
     }
     case sp::Op::kMissing: {
-      std::vector<std::string> keys = sp::get_keys(r);
       std::vector<std::string> absent;
       {
         std::lock_guard lock(data_mutex);
-        for (auto& k : keys)
+        for (auto& k : request.keys)
           if (!present(k)) absent.push_back(std::move(k));
       }
       response.u8(static_cast<uint8_t>(sp::Status::kOk));
@@ -245,8 +235,8 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> re
       return;
     }
     case sp::Op::kWait: {
-      Deadline deadline = sp::deadline_from_ms(r.i64());
-      std::vector<std::string> keys = sp::get_keys(r);
+      const std::vector<std::string>& keys = request.keys;
+      Deadline deadline = sp::deadline_from_ms(request.timeout_ms);
       std::unique_lock lock(data_mutex);
       auto all_present = [&] { return std::all_of(keys.begin(), keys.end(), present); };
       if (wait_until(changed, lock, deadline, [&] { return stopping.load() || all_present(); }) &&
@@ -262,10 +252,6 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> re
       return;
     }
   }
-  throw make_error(ErrorCode::kMismatch,
-                   "store request from {} has unknown operation {}; are both sides running the "
-                   "same tutti version?",
-                   client.peer, static_cast<int>(op));
 }
 
 TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string job_token)
@@ -277,6 +263,14 @@ TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::stri
     throw_system_error("pipe2() for the store server's wake-up pipe", errno);
   state_->wake_read.reset(pipe_fds[0]);
   state_->wake_write.reset(pipe_fds[1]);
+  state_->handshakes = std::make_unique<HandshakeAcceptor>(
+      state_->listener.get(),
+      HandshakePolicy{.expected_token = state_->token,
+                      .kinds = {ConnectionKind::kStore, ConnectionKind::kStoreLifeline},
+                      .trailer_bytes = 0,
+                      .per_connection = kHandshakeTimeout,
+                      .max_pending = kMaxPendingHandshakes,
+                      .label = fmt::format("store server on port {}", state_->port)});
   state_->acceptor = std::thread([s = state_.get()] { s->accept_loop(); });
   log::debug("store server listening on port {}", state_->port);
 }
@@ -302,7 +296,7 @@ uint16_t TcpStoreServer::port() const {
 }
 
 size_t TcpStoreServer::refused_connections() const {
-  return state_->refused.load();
+  return state_->refused.load() + state_->handshakes->refused();
 }
 
 }  // namespace tutti::bootstrap

@@ -58,6 +58,7 @@ class Reader {
   }
   std::string str() { return raw(u32()); }
   bool done() const { return pos_ == data_.size(); }
+  size_t position() const { return pos_; }
 
  private:
   void need(size_t n) const {

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <array>
-#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -16,6 +15,7 @@
 
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/parse.hpp"
 
 namespace tutti::bootstrap {
 namespace {
@@ -46,23 +46,25 @@ std::optional<std::string> foreign(const char* name) {
   return std::string(v);
 }
 
-std::optional<int> parse_int(std::string_view text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
+// A rank or host index, and a count of ranks or hosts: the bounds every launcher's value must fit.
+struct Bounds {
+  int64_t min, max;
+};
+constexpr Bounds kIndex{0, env::kMaxRanks - 1};
+constexpr Bounds kCount{1, env::kMaxRanks};
 
-// Reads an integer variable of another launcher; records it for messages.
-std::optional<int> foreign_int(const char* name, Reading& reading) {
+// Reads an integer variable of another launcher through the checked parser; records it for
+// messages. Out of range or not a number is Error(kConfig) naming the variable and the range.
+std::optional<int> foreign_int(const char* name, Reading& reading, Bounds bounds) {
   auto text = foreign(name);
   if (!text) return std::nullopt;
   reading.seen.push_back(fmt::format("{}={}", name, *text));
-  auto value = parse_int(*text);
-  if (!value)
-    throw make_error(ErrorCode::kConfig, "{}='{}' is not an integer (read as the {} world layout)",
-                     name, *text, reading.source);
-  return value;
+  try {
+    return static_cast<int>(parse::integer(*text, name, bounds.min, bounds.max));
+  } catch (const Error& e) {
+    throw make_error(ErrorCode::kConfig, "{} (read as the {} world layout)", e.what(),
+                     reading.source);
+  }
 }
 
 std::optional<int> tutti_int(std::string_view name, Reading& reading) {
@@ -95,96 +97,116 @@ std::optional<Reading> from_tuttirun() {
 
 std::optional<Reading> from_openmpi() {
   Reading r{.source = "openmpi"};
-  auto rank = foreign_int("OMPI_COMM_WORLD_RANK", r);
-  auto size = foreign_int("OMPI_COMM_WORLD_SIZE", r);
+  auto rank = foreign_int("OMPI_COMM_WORLD_RANK", r, kIndex);
+  auto size = foreign_int("OMPI_COMM_WORLD_SIZE", r, kCount);
   if (!rank || !size) return std::nullopt;
   r.rank = *rank;
   r.size = *size;
-  set_if(r.local_rank, foreign_int("OMPI_COMM_WORLD_LOCAL_RANK", r));
-  set_if(r.local_size, foreign_int("OMPI_COMM_WORLD_LOCAL_SIZE", r));
+  set_if(r.local_rank, foreign_int("OMPI_COMM_WORLD_LOCAL_RANK", r, kIndex));
+  set_if(r.local_size, foreign_int("OMPI_COMM_WORLD_LOCAL_SIZE", r, kCount));
   // NODE_RANK is the rank among all of this node's processes (across jobs), not the node's index;
   // it only stands in for the local rank when Open MPI did not give one.
-  if (r.local_rank == kUnknown) set_if(r.local_rank, foreign_int("OMPI_COMM_WORLD_NODE_RANK", r));
+  if (r.local_rank == kUnknown)
+    set_if(r.local_rank, foreign_int("OMPI_COMM_WORLD_NODE_RANK", r, kIndex));
   return r;
 }
 
 std::optional<Reading> from_pmi() {
   Reading r{.source = "pmi"};
-  auto rank = foreign_int("PMI_RANK", r);
-  auto size = foreign_int("PMI_SIZE", r);
+  auto rank = foreign_int("PMI_RANK", r, kIndex);
+  auto size = foreign_int("PMI_SIZE", r, kCount);
   if (!rank || !size) return std::nullopt;
   r.rank = *rank;
   r.size = *size;
-  set_if(r.local_rank, foreign_int("MPI_LOCALRANKID", r));
-  set_if(r.local_size, foreign_int("MPI_LOCALNRANKS", r));
+  set_if(r.local_rank, foreign_int("MPI_LOCALRANKID", r, kIndex));
+  set_if(r.local_size, foreign_int("MPI_LOCALNRANKS", r, kCount));
   return r;
 }
 
 std::optional<Reading> from_torchrun() {
   Reading r{.source = "torchrun"};
-  auto rank = foreign_int("RANK", r);
-  auto size = foreign_int("WORLD_SIZE", r);
-  auto local_rank = foreign_int("LOCAL_RANK", r);
+  auto rank = foreign_int("RANK", r, kIndex);
+  auto size = foreign_int("WORLD_SIZE", r, kCount);
+  auto local_rank = foreign_int("LOCAL_RANK", r, kIndex);
   if (rank && size) {
     r.rank = *rank;
     r.size = *size;
     set_if(r.local_rank, local_rank);
-    set_if(r.local_size, foreign_int("LOCAL_WORLD_SIZE", r));
-    set_if(r.cross_rank, foreign_int("GROUP_RANK", r));
-    set_if(r.cross_size, foreign_int("GROUP_WORLD_SIZE", r));
-    if (r.cross_size == kUnknown) set_if(r.cross_size, foreign_int("PET_NNODES", r));
+    set_if(r.local_size, foreign_int("LOCAL_WORLD_SIZE", r, kCount));
+    set_if(r.cross_rank, foreign_int("GROUP_RANK", r, kIndex));
+    set_if(r.cross_size, foreign_int("GROUP_WORLD_SIZE", r, kCount));
+    if (r.cross_size == kUnknown) set_if(r.cross_size, foreign_int("PET_NNODES", r, kCount));
     return r;
   }
   // Kubeflow's trainer may set only the PET_* variables meant for torchrun; when the program runs
   // without torchrun, derive the layout from them.
-  auto nnodes = foreign_int("PET_NNODES", r);
-  auto node_rank = foreign_int("PET_NODE_RANK", r);
+  auto nnodes = foreign_int("PET_NNODES", r, kCount);
+  auto node_rank = foreign_int("PET_NODE_RANK", r, kIndex);
   if (!nnodes || !node_rank) return std::nullopt;
   int per_node = 1;
   if (auto nproc = foreign("PET_NPROC_PER_NODE")) {
     r.seen.push_back(fmt::format("PET_NPROC_PER_NODE={}", *nproc));
-    auto n = parse_int(*nproc);
-    if (!n)
-      throw make_error(ErrorCode::kConfig,
-                       "PET_NPROC_PER_NODE='{}' is not a number; without torchrun tutti cannot "
-                       "tell how many processes run per pod: start the program with torchrun or "
-                       "tuttirun, or set PET_NPROC_PER_NODE to a number",
-                       *nproc);
-    per_node = *n;
+    try {
+      per_node =
+          static_cast<int>(parse::integer(*nproc, "PET_NPROC_PER_NODE", kCount.min, kCount.max));
+    } catch (const Error& e) {
+      throw make_error(
+          ErrorCode::kConfig,
+          "{}; without torchrun tutti cannot tell how many processes run per pod: start "
+          "the program with torchrun or tuttirun, or set PET_NPROC_PER_NODE to a number",
+          e.what());
+    }
   }
   if (per_node > 1 && !local_rank)
     throw make_error(ErrorCode::kConfig,
                      "PET_NPROC_PER_NODE={} but LOCAL_RANK is not set, so this process cannot "
                      "know its rank; start the program with torchrun or tuttirun",
                      per_node);
+  const int64_t ranks = int64_t{*nnodes} * per_node;
+  if (ranks > env::kMaxRanks)
+    throw make_error(ErrorCode::kConfig,
+                     "PET_NNODES={} x PET_NPROC_PER_NODE={} makes {} ranks, more than the {} tutti "
+                     "supports",
+                     *nnodes, per_node, ranks, env::kMaxRanks);
   r.cross_rank = *node_rank;
   r.cross_size = *nnodes;
   r.local_rank = per_node > 1 ? *local_rank : 0;
   r.local_size = per_node;
-  r.rank = *node_rank * per_node + r.local_rank;
-  r.size = *nnodes * per_node;
+  // Both below kMaxRanks, so the product fits; validate() then checks rank < size.
+  r.rank = static_cast<int>(int64_t{*node_rank} * per_node + r.local_rank);
+  r.size = static_cast<int>(ranks);
   return r;
+}
+
+// A count inside SLURM_TASKS_PER_NODE; nullopt when it is not one (the local size then stays
+// unknown, as for a spec tutti does not understand).
+std::optional<int64_t> slurm_count(std::string_view text) {
+  try {
+    return parse::integer(text, "SLURM_TASKS_PER_NODE", kCount.min, kCount.max);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 // SLURM_TASKS_PER_NODE looks like "2(x3),1": node 0..2 run 2 tasks, node 3 runs 1.
 std::optional<int> slurm_tasks_on_node(const std::string& spec, int node) {
   size_t pos = 0;
-  int first_node = 0;
+  int64_t first_node = 0;
   while (pos < spec.size()) {
     size_t comma = spec.find(',', pos);
     if (comma == std::string::npos) comma = spec.size();
     std::string_view item(spec.data() + pos, comma - pos);
-    int repeat = 1;
+    int64_t repeat = 1;
     size_t paren = item.find("(x");
     if (paren != std::string_view::npos && item.back() == ')') {
-      auto r = parse_int(item.substr(paren + 2, item.size() - paren - 3));
+      auto r = slurm_count(item.substr(paren + 2, item.size() - paren - 3));
       if (!r) return std::nullopt;
       repeat = *r;
       item = item.substr(0, paren);
     }
-    auto tasks = parse_int(item);
+    auto tasks = slurm_count(item);
     if (!tasks) return std::nullopt;
-    if (node < first_node + repeat) return tasks;
+    if (node < first_node + repeat) return static_cast<int>(*tasks);
     first_node += repeat;
     pos = comma + 1;
   }
@@ -193,14 +215,14 @@ std::optional<int> slurm_tasks_on_node(const std::string& spec, int node) {
 
 std::optional<Reading> from_slurm() {
   Reading r{.source = "slurm"};
-  auto rank = foreign_int("SLURM_PROCID", r);
-  auto size = foreign_int("SLURM_NTASKS", r);
+  auto rank = foreign_int("SLURM_PROCID", r, kIndex);
+  auto size = foreign_int("SLURM_NTASKS", r, kCount);
   if (!rank || !size) return std::nullopt;
   r.rank = *rank;
   r.size = *size;
-  set_if(r.local_rank, foreign_int("SLURM_LOCALID", r));
-  set_if(r.cross_rank, foreign_int("SLURM_NODEID", r));
-  set_if(r.cross_size, foreign_int("SLURM_NNODES", r));
+  set_if(r.local_rank, foreign_int("SLURM_LOCALID", r, kIndex));
+  set_if(r.cross_rank, foreign_int("SLURM_NODEID", r, kIndex));
+  set_if(r.cross_size, foreign_int("SLURM_NNODES", r, kCount));
   if (auto spec = foreign("SLURM_TASKS_PER_NODE"); spec && r.cross_rank != kUnknown)
     set_if(r.local_size, slurm_tasks_on_node(*spec, r.cross_rank));
   return r;
@@ -240,10 +262,13 @@ std::string master_address(const Reading& r) {
     port_name = "PET_MASTER_PORT";
   }
   if (!addr || !port_text) return "";
-  auto port = parse_int(*port_text);
-  if (!port || *port <= 0 || *port > 65535)
-    throw make_error(ErrorCode::kConfig, "{}='{}' is not a TCP port (1-65535) ({} layout)",
-                     port_name, *port_text, r.source);
+  std::optional<int64_t> port;
+  try {
+    port = parse::integer(*port_text, port_name, 1, 65535);
+  } catch (const Error& e) {
+    throw make_error(ErrorCode::kConfig, "{}: it must be a TCP port ({} layout)", e.what(),
+                     r.source);
+  }
   // torchrun's agent serves its own c10d store on MASTER_PORT and tells its workers so with
   // TORCHELASTIC_USE_AGENT_STORE=True. That port is taken, so tutti's store uses the next one.
   if (auto agent = foreign("TORCHELASTIC_USE_AGENT_STORE");
@@ -295,6 +320,8 @@ std::string default_host_id() {
 }
 
 WorldInfo world_info_from_env() {
+  // Init is where a bad TUTTI_* value must surface, not whenever something first reads it.
+  env::check_all();
   std::optional<Reading> reading = from_tuttirun();
   if (!reading) reading = from_openmpi();
   if (!reading) reading = from_pmi();

@@ -1,8 +1,8 @@
 #include "collectives/tune_file.hpp"
 
+#include <array>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.hpp"
 
@@ -52,14 +52,26 @@ std::vector<TunedLine> parse_tune_json(const std::string& text, const std::strin
 }
 
 std::vector<TunedLine> read_tune_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in)
     throw make_error(ErrorCode::kConfig,
                      "cannot read tuning file {} (TUTTI_TUNE_FILE); check the path or unset it",
                      path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_tune_json(text.str(), path);
+  // Read in pieces up to the cap, never the whole file at once: the path may name a device or a
+  // pipe that never ends, and its size on disk says nothing about either.
+  std::string text;
+  std::array<char, 64 * 1024> chunk{};
+  while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxTuneFileBytes)
+      throw make_error(
+          ErrorCode::kConfig,
+          "tuning file {} (TUTTI_TUNE_FILE) is larger than {} MiB, the most tutti reads; "
+          "files from `tutti-bench allreduce --tune` are a few KiB: check the path or "
+          "unset TUTTI_TUNE_FILE",
+          path, kMaxTuneFileBytes >> 20);
+  }
+  return parse_tune_json(text, path);
 }
 
 }  // namespace tutti::collectives

@@ -4,6 +4,7 @@
 // Other keys (the measured points) are ignored.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,12 @@
 
 namespace tutti::collectives {
 
-// Throws Error(kConfig) naming the file and what is wrong with it.
+// Far above any real tuning file (a few KiB); bounds what a wrong path (/dev/zero, a log file)
+// costs.
+inline constexpr size_t kMaxTuneFileBytes = 16u << 20;
+
+// Throws Error(kConfig) naming the file and what is wrong with it, also when it is larger than
+// kMaxTuneFileBytes.
 std::vector<TunedLine> read_tune_file(const std::string& path);
 std::vector<TunedLine> parse_tune_json(const std::string& text, const std::string& source);
 

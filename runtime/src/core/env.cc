@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cstdlib>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/parse.hpp"
@@ -14,65 +14,124 @@
 namespace tutti::env {
 namespace {
 
+constexpr double kKiB = 1024.0;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// The shortest deadline a setting may give; zero is refused (every wait in tutti has a deadline).
+constexpr double kMinDeadline = 0.001;
+
 constexpr std::array kVariables = {
-    Variable{"TUTTI_RANK", Kind::kInt, "", "", "This process's rank in the world (set by tuttirun)."},
-    Variable{"TUTTI_SIZE", Kind::kInt, "", "", "Number of ranks in the world (set by tuttirun)."},
-    Variable{"TUTTI_LOCAL_RANK", Kind::kInt, "", "", "Rank among the ranks on this host (set by tuttirun)."},
-    Variable{"TUTTI_LOCAL_SIZE", Kind::kInt, "", "", "Number of ranks on this host (set by tuttirun)."},
-    Variable{"TUTTI_CROSS_RANK", Kind::kInt, "", "", "Index of this host among the job's hosts (set by tuttirun)."},
-    Variable{"TUTTI_CROSS_SIZE", Kind::kInt, "", "", "Number of hosts in the job (set by tuttirun)."},
+    Variable{"TUTTI_RANK", Kind::kInt, "", "",
+             "This process's rank in the world (set by tuttirun).", 0, kMaxRanks - 1},
+    Variable{"TUTTI_SIZE", Kind::kInt, "", "", "Number of ranks in the world (set by tuttirun).", 1,
+             kMaxRanks},
+    Variable{"TUTTI_LOCAL_RANK", Kind::kInt, "", "",
+             "Rank among the ranks on this host (set by tuttirun).", 0, kMaxRanks - 1},
+    Variable{"TUTTI_LOCAL_SIZE", Kind::kInt, "", "",
+             "Number of ranks on this host (set by tuttirun).", 1, kMaxRanks},
+    Variable{"TUTTI_CROSS_RANK", Kind::kInt, "", "",
+             "Index of this host among the job's hosts (set by tuttirun).", 0, kMaxRanks - 1},
+    Variable{"TUTTI_CROSS_SIZE", Kind::kInt, "", "",
+             "Number of hosts in the job (set by tuttirun).", 1, kMaxRanks},
     Variable{"TUTTI_HOST", Kind::kString, "", "",
-             "Host identity; ranks with equal values share memory. Default: the machine's hostname and boot id."},
+             "Host identity; ranks with equal values share memory. Default: the machine's hostname "
+             "and boot id."},
     Variable{"TUTTI_STORE", Kind::kString, "", "",
-             "Rendezvous store: `host:port` (TcpStore) or `file:/shared/dir` (FileStore)."},
+             "Rendezvous store: `host:port` (TcpStore) or `file:/shared/dir` (FileStore: an "
+             "existing directory every rank "
+             "shares, one per job or per `TUTTI_JOB_ID`)."},
     Variable{"TUTTI_JOB_TOKEN", Kind::kString, "", "",
              "Secret every connection must present (store and data ports); a stranger is refused."},
     Variable{"TUTTI_JOB_ID", Kind::kString, "", "",
-             "Job name; prefixes store keys and shared-memory segment names. Default: derived from the store."},
+             "Job name; prefixes store keys and shared-memory segment names. Default: derived from "
+             "the store."},
     Variable{"TUTTI_TIMEOUT", Kind::kSeconds, "60", "",
-             "Deadline for init: store rendezvous and connecting to peers."},
+             "Deadline for init: store rendezvous and connecting to peers.", kMinDeadline,
+             parse::kMaxSeconds},
     Variable{"TUTTI_COLLECTIVE_TIMEOUT", Kind::kSeconds, "600", "",
-             "Deadline for one collective call; a stalled peer is reported after it."},
-    Variable{"TUTTI_LOG_LEVEL", Kind::kChoice, "warn", "error|warn|info|debug|trace", "Logging threshold (stderr)."},
+             "Deadline for one collective call; a stalled peer is reported after it.", kMinDeadline,
+             parse::kMaxSeconds},
+    Variable{"TUTTI_LOG_LEVEL", Kind::kChoice, "warn", "error|warn|info|debug|trace",
+             "Logging threshold (stderr)."},
     Variable{"TUTTI_TRANSPORT", Kind::kChoice, "auto", "auto|tcp|shm",
              "Per-peer transport: auto = shm for peers on this host, tcp otherwise."},
-    Variable{"TUTTI_ALGO", Kind::kChoice, "auto", "auto|ring|tree|hd|shm|hier",
-             "Allreduce algorithm: ring, double binary tree, recursive halving-doubling, shared-memory "
-             "window (all ranks on one host), hierarchical (reduce on each host, allreduce across hosts, "
-             "broadcast on each host), or auto: the cost model's pick per call."},
-    Variable{"TUTTI_TUNE_FILE", Kind::kString, "", "",
-             "Tuning file from `tutti-bench allreduce --tune FILE`: fitted latency/bandwidth lines that "
-             "replace the cost model's built-in constants for the placements they were measured on."},
+    Variable{
+        "TUTTI_ALGO", Kind::kChoice, "auto", "auto|ring|tree|hd|shm|hier",
+        "Allreduce algorithm: ring, double binary tree, recursive halving-doubling, shared-memory "
+        "window (all ranks on one host), hierarchical (reduce on each host, allreduce across "
+        "hosts, "
+        "broadcast on each host), or auto: the cost model's pick per call."},
+    Variable{
+        "TUTTI_TUNE_FILE", Kind::kString, "", "",
+        "Tuning file from `tutti-bench allreduce --tune FILE`: fitted latency/bandwidth lines that "
+        "replace the cost model's built-in constants for the placements they were measured on. At "
+        "most 16 MiB is read."},
     Variable{"TUTTI_SEGMENT_BYTES", Kind::kBytes, "256K", "",
-             "Pipeline segment size of ring and tree collectives."},
+             "Pipeline segment size of ring and tree collectives.", 1, kGiB},
     Variable{"TUTTI_SHM_RING_BYTES", Kind::kBytes, "1M", "",
-             "Size of each shared-memory ring buffer between two local ranks (one per direction)."},
+             "Size of each shared-memory ring buffer between two local ranks (one per direction).",
+             4 * kKiB, kGiB},
     Variable{"TUTTI_SHM_WINDOW_BYTES", Kind::kBytes, "4M", "",
-             "Per-rank area of the shared-memory window of the `shm` allreduce when all ranks share a host "
-             "(larger messages go through in pieces); 0 turns the window off."},
+             "Per-rank area of the shared-memory window of the `shm` allreduce when all ranks "
+             "share a host "
+             "(larger messages go through in pieces); 0 turns the window off.",
+             0, kGiB},
     Variable{"TUTTI_SHM_SPIN_ROUNDS", Kind::kInt, "", "",
-             "Busy-wait rounds before a shared-memory window wait yields; default: 2000 when every local rank "
-             "has a CPU of its own, else 0."},
+             "Busy-wait rounds before a shared-memory window wait yields; default: 2000 when every "
+             "local rank "
+             "has a CPU of its own, else 0.",
+             0, 1e9},
     Variable{"TUTTI_SHM_STORES", Kind::kChoice, "auto", "auto|cached|streaming",
-             "How the `shm` allreduce writes into the shared window: non-temporal (streaming) or ordinary "
+             "How the `shm` allreduce writes into the shared window: non-temporal (streaming) or "
+             "ordinary "
              "stores; auto times both per message size class and keeps the faster."},
     Variable{"TUTTI_TCP_STREAMS", Kind::kInt, "1", "",
-             "TCP connections per pair of ranks; messages of 32 KiB and more are cut across them. Every rank "
-             "of a job must use the same value."},
+             "TCP connections per pair of ranks; messages of 32 KiB and more are cut across them. "
+             "Every rank "
+             "of a job must use the same value.",
+             1, 16},
     Variable{"TUTTI_TCP_BUFFER_BYTES", Kind::kBytes, "4M", "",
-             "Send and receive buffer of each TCP data socket (capped by net.core.wmem_max/rmem_max); 0 leaves "
-             "the kernel's autotuning on."},
+             "Send and receive buffer of each TCP data socket (capped by "
+             "net.core.wmem_max/rmem_max); 0 leaves "
+             "the kernel's autotuning on.",
+             0, kGiB},
     Variable{"TUTTI_ADDR", Kind::kString, "", "",
-             "Address this rank listens on for peers. Default: the local address that reaches the store."},
+             "Address this rank listens on for peers. Default: the local address that reaches the "
+             "store."},
     Variable{"TUTTI_LAUNCHER", Kind::kString, "", "",
-             "Set by tuttirun; ranks then exit by themselves when the launcher's store connection drops."},
-    Variable{"TUTTI_RESTART_COUNT", Kind::kInt, "0", "", "Which attempt of the job this is (set by tuttirun)."},
+             "Set by tuttirun; ranks then exit by themselves when the launcher's store connection "
+             "drops."},
+    Variable{"TUTTI_RESTART_COUNT", Kind::kInt, "0", "",
+             "Which attempt of the job this is (set by tuttirun).", 0, 2147483647},
 };
 
 std::string lowercase(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return out;
+}
+
+// "64K" for 65536: byte sizes in the README the way users write them.
+std::string bytes_text(uint64_t bytes) {
+  constexpr std::array<std::pair<unsigned, char>, 3> kUnits = {{{30, 'G'}, {20, 'M'}, {10, 'K'}}};
+  for (auto [shift, unit] : kUnits)
+    if (bytes != 0 && bytes % (uint64_t{1} << shift) == 0)
+      return fmt::format("{}{}", bytes >> shift, unit);
+  return std::to_string(bytes);
+}
+
+std::string range_text(const Variable& v) {
+  switch (v.kind) {
+    case Kind::kInt:
+      return fmt::format("{}–{}", static_cast<int64_t>(v.min), static_cast<int64_t>(v.max));
+    case Kind::kBytes:
+      return fmt::format("{}–{}", bytes_text(static_cast<uint64_t>(v.min)),
+                         bytes_text(static_cast<uint64_t>(v.max)));
+    case Kind::kSeconds:
+      return fmt::format("{}–{} s", v.min, v.max);
+    default:
+      return "-";
+  }
 }
 
 std::string value_or_default(std::string_view name) {
@@ -83,12 +142,15 @@ std::string value_or_default(std::string_view name) {
 
 }  // namespace
 
-std::span<const Variable> all() { return kVariables; }
+std::span<const Variable> all() {
+  return kVariables;
+}
 
 const Variable& find(std::string_view name) {
   for (const auto& v : kVariables)
     if (v.name == name) return v;
-  throw make_error(ErrorCode::kInternal, "environment variable {} is not in tutti's registry", name);
+  throw make_error(ErrorCode::kInternal, "environment variable {} is not in tutti's registry",
+                   name);
 }
 
 std::optional<std::string> raw(std::string_view name) {
@@ -98,29 +160,46 @@ std::optional<std::string> raw(std::string_view name) {
   return std::string(v);
 }
 
-bool is_set(std::string_view name) { return raw(name).has_value(); }
-
-std::string get_string(std::string_view name) { return value_or_default(name); }
-
-int64_t get_int(std::string_view name) {
-  std::string text = value_or_default(name);
-  if (text.empty()) throw make_error(ErrorCode::kConfig, "{} is not set", name);
-  return parse::integer(text, name);
+bool is_set(std::string_view name) {
+  return raw(name).has_value();
 }
 
-double parse_seconds(std::string_view text, std::string_view what) { return parse::seconds(text, what); }
+std::string get_string(std::string_view name) {
+  return value_or_default(name);
+}
 
-double get_seconds(std::string_view name) { return parse_seconds(value_or_default(name), name); }
+int64_t get_int(std::string_view name) {
+  const Variable& v = find(name);
+  std::string text = value_or_default(name);
+  if (text.empty()) throw make_error(ErrorCode::kConfig, "{} is not set", name);
+  return parse::integer(text, name, static_cast<int64_t>(v.min), static_cast<int64_t>(v.max));
+}
 
-uint64_t parse_bytes(std::string_view text, std::string_view what) { return parse::bytes(text, what); }
+double parse_seconds(std::string_view text, std::string_view what) {
+  return parse::seconds(text, what);
+}
 
-uint64_t get_bytes(std::string_view name) { return parse_bytes(value_or_default(name), name); }
+double get_seconds(std::string_view name) {
+  const Variable& v = find(name);
+  return parse::seconds(value_or_default(name), name, v.min, v.max);
+}
+
+uint64_t parse_bytes(std::string_view text, std::string_view what) {
+  return parse::bytes(text, what);
+}
+
+uint64_t get_bytes(std::string_view name) {
+  const Variable& v = find(name);
+  return parse::bytes(value_or_default(name), name, static_cast<uint64_t>(v.min),
+                      static_cast<uint64_t>(v.max));
+}
 
 bool get_bool(std::string_view name) {
   std::string t = lowercase(value_or_default(name));
   if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
   if (t == "0" || t == "false" || t == "no" || t == "off" || t.empty()) return false;
-  throw make_error(ErrorCode::kConfig, "{}='{}' is not a boolean (1/0, true/false, yes/no, on/off)", name, t);
+  throw make_error(ErrorCode::kConfig, "{}='{}' is not a boolean (1/0, true/false, yes/no, on/off)",
+                   name, t);
 }
 
 std::string get_choice(std::string_view name) {
@@ -137,22 +216,60 @@ std::string get_choice(std::string_view name) {
   throw make_error(ErrorCode::kConfig, "{}='{}' is not one of {}", name, t, choices);
 }
 
+void check_all() {
+  for (const auto& v : kVariables) {
+    if (!is_set(v.name)) continue;
+    switch (v.kind) {
+      case Kind::kString:
+        break;
+      case Kind::kInt:
+        get_int(v.name);
+        break;
+      case Kind::kSeconds:
+        get_seconds(v.name);
+        break;
+      case Kind::kBytes:
+        get_bytes(v.name);
+        break;
+      case Kind::kChoice:
+        get_choice(v.name);
+        break;
+      case Kind::kBool:
+        get_bool(v.name);
+        break;
+    }
+  }
+}
+
 std::string markdown_table() {
-  std::string out = "| Variable | Type | Default | Meaning |\n|---|---|---|---|\n";
+  std::string out = "| Variable | Type | Default | Range | Meaning |\n|---|---|---|---|---|\n";
   for (const auto& v : kVariables) {
     std::string_view type;
     switch (v.kind) {
-      case Kind::kString: type = "string"; break;
-      case Kind::kInt: type = "integer"; break;
-      case Kind::kSeconds: type = "seconds"; break;
-      case Kind::kBytes: type = "bytes"; break;
-      case Kind::kChoice: type = v.choices; break;
-      case Kind::kBool: type = "bool"; break;
+      case Kind::kString:
+        type = "string";
+        break;
+      case Kind::kInt:
+        type = "integer";
+        break;
+      case Kind::kSeconds:
+        type = "seconds";
+        break;
+      case Kind::kBytes:
+        type = "bytes";
+        break;
+      case Kind::kChoice:
+        type = v.choices;
+        break;
+      case Kind::kBool:
+        type = "bool";
+        break;
     }
     std::string type_text(type);
     std::replace(type_text.begin(), type_text.end(), '|', '/');
-    out += fmt::format("| `{}` | {} | {} | {} |\n", v.name, type_text,
-                       v.default_value.empty() ? "-" : fmt::format("`{}`", v.default_value), v.description);
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", v.name, type_text,
+                       v.default_value.empty() ? "-" : fmt::format("`{}`", v.default_value),
+                       range_text(v), v.description);
   }
   return out;
 }

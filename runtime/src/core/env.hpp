@@ -1,6 +1,7 @@
 // The one typed registry of TUTTI_* environment variables. Every variable tutti reads is listed in
-// env.cc with its type, default and meaning; reading an unlisted name is a bug (kInternal), and a
-// value of the wrong shape is a clear kConfig error naming the variable.
+// env.cc with its type, default, range and meaning; reading an unlisted name is a bug (kInternal),
+// and a value of the wrong shape or out of its range is a clear kConfig error naming the variable
+// and the range (through core/parse.hpp).
 #pragma once
 
 #include <cstdint>
@@ -13,12 +14,19 @@ namespace tutti::env {
 
 enum class Kind { kString, kInt, kSeconds, kBytes, kChoice, kBool };
 
+// The most ranks a world may have: far beyond any job tutti is meant for, small enough that rank
+// arithmetic never overflows an int.
+inline constexpr int64_t kMaxRanks = int64_t{1} << 20;
+
 struct Variable {
   std::string_view name;
   Kind kind;
   std::string_view default_value;  // empty: unset by default
   std::string_view choices;        // for kChoice: "a|b|c"
   std::string_view description;
+  // Allowed values of kInt, kBytes and kSeconds (inclusive); every numeric variable has one.
+  double min = 0;
+  double max = 0;
 };
 
 std::span<const Variable> all();
@@ -34,6 +42,11 @@ double get_seconds(std::string_view name);
 uint64_t get_bytes(std::string_view name);  // accepts 4096, 64K, 1M, 2G (powers of 1024)
 bool get_bool(std::string_view name);       // 1/0, true/false, yes/no, on/off
 std::string get_choice(std::string_view name);
+
+// Reads every registered variable that is set, so that init fails on a bad value (a typo in
+// TUTTI_LOG_LEVEL, a TUTTI_TCP_STREAMS out of range) even when nothing else would read it yet.
+// Throws the first variable's Error(kConfig).
+void check_all();
 
 // Parsers shared with the command-line tools so flags and env accept the same spellings.
 uint64_t parse_bytes(std::string_view text, std::string_view what);

@@ -97,6 +97,11 @@ double seconds(std::string_view text, std::string_view what, double min_seconds,
     throw make_error(ErrorCode::kConfig,
                      "{}='{}' is not a duration (examples: 30, 2.5s, 500ms, 5m)", what, text);
   value *= scale;
+  if (value == 0 && min_seconds > 0)
+    throw make_error(ErrorCode::kConfig,
+                     "{}='{}' is refused: every wait in tutti has a deadline, and zero would fail "
+                     "at once; pass a large value such as 86400 for a very long one",
+                     what, text);
   if (!(value >= min_seconds && value <= max_seconds))
     throw make_error(ErrorCode::kConfig,
                      "{}='{}' is out of range: it must be between {} s and {} s", what, text,

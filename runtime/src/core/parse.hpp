@@ -24,7 +24,9 @@ int64_t integer(std::string_view text, std::string_view what,
 uint64_t bytes(std::string_view text, std::string_view what, uint64_t min = 0,
                uint64_t max = std::numeric_limits<uint64_t>::max());
 
-// A duration: "30", "2.5s", "500ms", "5m"; finite and in [min_seconds, max_seconds].
+// A duration: "30", "2.5s", "500ms", "5m"; finite and in [min_seconds, max_seconds]. With a
+// positive min_seconds it is a deadline, and zero is refused with a hint to pass a large value
+// instead (no tutti wait is unbounded, and zero never means "no limit").
 double seconds(std::string_view text, std::string_view what, double min_seconds = 0,
                double max_seconds = kMaxSeconds);
 

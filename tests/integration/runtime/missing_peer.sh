@@ -5,6 +5,7 @@ set -uo pipefail
 check=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+mkdir "$work/store"
 pids=()
 for r in 0 1 2; do
   TUTTI_RANK=$r TUTTI_SIZE=4 TUTTI_STORE="file:$work/store" TUTTI_JOB_ID=missing TUTTI_TIMEOUT=3 \

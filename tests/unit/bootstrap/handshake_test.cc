@@ -236,6 +236,50 @@ TEST(Handshake, ServerThatClosesWithoutVerdictIsAPeerFailure) {
   }
 }
 
+// The decoder the acceptors run over many connections at once: bytes may come one at a time, and
+// it never asks for more than a header plus the longest token, whatever the header claims.
+TEST(HelloDecoder, AcceptsAHelloDeliveredOneByteAtATime) {
+  const std::string bytes = raw_hello(kMagic, kProtocolVersion, 3, 42, 6, "s3cret");
+  HelloDecoder decoder("slow peer");
+  for (char c : bytes) {
+    ASSERT_FALSE(decoder.complete());
+    const std::byte b{static_cast<unsigned char>(c)};
+    decoder.feed(std::span(&b, 1));
+  }
+  ASSERT_TRUE(decoder.complete());
+  Hello hello = decoder.finish("s3cret");
+  EXPECT_EQ(hello.kind, ConnectionKind::kData);
+  EXPECT_EQ(hello.rank, 42);
+  EXPECT_EQ(hello.token, "s3cret");
+}
+
+TEST(HelloDecoder, RefusesABadHeaderBeforeReadingItsToken) {
+  const std::string bytes = raw_hello(kMagic, kProtocolVersion, 1, 0, 1u << 30, "");
+  HelloDecoder decoder("greedy peer");
+  EXPECT_EQ(decoder.wanted(), 16u);
+  try {
+    decoder.feed(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    FAIL() << "a token of 1 GiB was announced and accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAuth);
+    EXPECT_NE(std::string(e.what()).find("greedy peer"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HelloDecoder, DecodeHelloRefusesShortAndOverlongMessages) {
+  const std::string hello = raw_hello(kMagic, kProtocolVersion, 1, 0, 1, "t");
+  for (const std::string& message : {hello.substr(0, 10), hello.substr(0, 16), hello + "x"}) {
+    try {
+      decode_hello(std::as_bytes(std::span(message.data(), message.size())), "t", "peer");
+      ADD_FAILURE() << message.size() << " bytes were taken for a Hello of " << hello.size();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kAuth) << e.what();
+    }
+  }
+  EXPECT_EQ(decode_hello(std::as_bytes(std::span(hello.data(), hello.size())), "t", "peer").token,
+            "t");
+}
+
 TEST(Handshake, WireLayoutIsLittleEndian) {
   Pipe p = socket_pair();
   auto client = std::async(std::launch::async, [&] {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <set>
@@ -32,7 +33,7 @@ struct MemoryBackend {
 
 struct FileBackend {
   testing::TempDir dir;
-  std::shared_ptr<Store> open() { return std::make_shared<FileStore>(dir.path() + "/store"); }
+  std::shared_ptr<Store> open() { return std::make_shared<FileStore>(dir.path()); }
 };
 
 struct TcpBackend {
@@ -158,6 +159,23 @@ TYPED_TEST(StoreTest, AddOnANonIntegerValueIsRejectedNamingTheKey) {
     EXPECT_NE(std::string(e.what()).find("'word'"), std::string::npos) << e.what();
   }
   EXPECT_EQ(this->store->get("word", Deadline::after(5s)), "hello");
+}
+
+// Counters never wrap: an add past 2^63 - 1, or onto a stored number beyond it, is an error.
+TYPED_TEST(StoreTest, AddThatWouldOverflowIsRejectedAndLeavesTheValue) {
+  EXPECT_EQ(this->store->add("big", INT64_MAX - 1), INT64_MAX - 1);
+  for (int64_t delta : {int64_t{2}, INT64_MAX}) {
+    try {
+      this->store->add("big", delta);
+      FAIL() << "add(" << delta << ") wrapped";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("overflow"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(this->store->get("big", Deadline::after(5s)), std::to_string(INT64_MAX - 1));
+  this->store->set("huge", "99999999999999999999");
+  EXPECT_THROW(this->store->add("huge", 1), Error);
 }
 
 TYPED_TEST(StoreTest, GetTimeoutThrowsNamingTheKeyAndStore) {

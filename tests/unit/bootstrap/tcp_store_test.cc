@@ -8,12 +8,14 @@
 
 #include <array>
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bootstrap/handshake.hpp"
+#include "bootstrap/wire.hpp"
 #include "core/error.hpp"
 #include "unit/bootstrap/support/test_util.hpp"
 
@@ -150,8 +152,73 @@ TEST(TcpStore, StrangersSpeakingGarbageAreRefusedAndCounted) {
 TEST(TcpStore, DataConnectionsOnTheStorePortAreRefused) {
   TcpStoreServer server("127.0.0.1", 0, "tok");
   Fd fd = connect_tcp(at(server.port()), Deadline::after(10s));
-  client_handshake(fd.get(), Hello{ConnectionKind::kData, 3, "tok"}, Deadline::after(10s), "store");
+  try {
+    client_handshake(fd.get(), Hello{ConnectionKind::kData, 3, "tok"}, Deadline::after(10s),
+                     "store");
+    FAIL() << "a data connection was accepted on the store port";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAuth) << e.what();
+  }
   EXPECT_TRUE(eventually([&] { return server.refused_connections() == 1; }));
+}
+
+size_t thread_count() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
+  return n;
+}
+
+// Strangers cost the server no thread: their handshakes run side by side in the accepting thread,
+// and only authenticated clients get a thread of their own. They are dropped (told so) once their
+// handshake deadline has passed.
+TEST(TcpStore, SilentStrangersGetNoThreadAndAreDroppedAfterTheirDeadline) {
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  TcpStore first(at(server.port()), "tok", 0, Deadline::after(30s));
+  first.set("k", "v");
+  const size_t baseline = thread_count();
+  std::vector<Fd> strangers;
+  for (int i = 0; i < 50; ++i)
+    strangers.push_back(connect_tcp(at(server.port()), Deadline::after(10s)));
+  // Accepted after every stranger (the backlog is served in order): once it is served, all of
+  // them have been accepted. It adds one thread, for itself.
+  TcpStore second(at(server.port()), "tok", 1, Deadline::after(30s));
+  EXPECT_EQ(second.get("k", Deadline::after(30s)), "v");
+  EXPECT_LE(thread_count(), baseline + 1)
+      << "the server started threads for unauthenticated strangers";
+  for (auto& s : strangers) {
+    std::array<std::byte, 1> verdict{};
+    read_exact(s.get(), verdict, Deadline::after(60s), "store");
+    EXPECT_EQ(verdict[0], kHelloRefused);
+  }
+  EXPECT_TRUE(eventually([&] { return server.refused_connections() == strangers.size(); }));
+}
+
+// The cap on unauthenticated connections never turns away a job's ranks: 1024 of them connecting
+// at once (every connection open before any says Hello) are all accepted.
+TEST(TcpStore, AThousandRanksConnectingAtOnceAreAllAccepted) {
+  constexpr int kRanks = 1024;
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  std::vector<Fd> sockets;
+  for (int i = 0; i < kRanks; ++i)
+    sockets.push_back(connect_tcp(at(server.port()), Deadline::after(30s)));
+  for (int i = 0; i < kRanks; ++i) {
+    wire::Writer hello;
+    hello.u32(kMagic);
+    hello.u16(kProtocolVersion);
+    hello.u16(static_cast<uint16_t>(ConnectionKind::kStore));
+    hello.i32(i);
+    hello.str("tok");
+    write_all(sockets[i].get(), hello.view(), Deadline::after(30s), "store");
+  }
+  int accepted = 0;
+  for (auto& s : sockets) {
+    std::array<std::byte, 1> verdict{};
+    read_exact(s.get(), verdict, Deadline::after(60s), "store");
+    accepted += verdict[0] == kHelloAccepted ? 1 : 0;
+  }
+  EXPECT_EQ(accepted, kRanks);
+  EXPECT_EQ(server.refused_connections(), 0u);
 }
 
 TEST(TcpStore, DestroyingTheServerReleasesBlockedAndIdleClients) {

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cctype>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,7 +66,9 @@ const std::vector<std::string> kVariables = {"TUTTI_RANK",
                                              "SLURM_NODEID",
                                              "SLURM_NNODES",
                                              "SLURM_TASKS_PER_NODE",
-                                             "SLURM_JOB_ID"};
+                                             "SLURM_JOB_ID",
+                                             "TUTTI_LOG_LEVEL",
+                                             "TUTTI_TCP_STREAMS"};
 
 class WorldInfoTest : public ::testing::Test {
  protected:
@@ -329,8 +332,28 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, BadValues,
     ::testing::Values(
         BadCase{{{"TUTTI_RANK", "4"}, {"TUTTI_SIZE", "4"}}, "TUTTI_RANK=4"},
-        BadCase{{{"TUTTI_RANK", "-1"}, {"TUTTI_SIZE", "4"}}, "TUTTI_RANK=-1"},
-        BadCase{{{"TUTTI_RANK", "0"}, {"TUTTI_SIZE", "0"}}, "TUTTI_SIZE=0"},
+        BadCase{{{"TUTTI_RANK", "-1"}, {"TUTTI_SIZE", "4"}}, "TUTTI_RANK='-1' is out of range"},
+        BadCase{{{"TUTTI_RANK", "0"}, {"TUTTI_SIZE", "0"}}, "TUTTI_SIZE='0' is out of range"},
+        // Values beyond an int used to wrap: 2^32 became rank 0, 2^32 + 2 a size of 2.
+        BadCase{{{"TUTTI_RANK", "4294967296"}, {"TUTTI_SIZE", "2"}},
+                "TUTTI_RANK='4294967296' is out of range: it must be between 0 and 1048575"},
+        BadCase{{{"TUTTI_RANK", "1"}, {"TUTTI_SIZE", "4294967298"}},
+                "TUTTI_SIZE='4294967298' is out of range: it must be between 1 and 1048576"},
+        BadCase{{{"TUTTI_RANK", "0"}, {"TUTTI_SIZE", "2"}, {"TUTTI_LOCAL_SIZE", "99999999999"}},
+                "TUTTI_LOCAL_SIZE='99999999999' is out of range"},
+        BadCase{{{"OMPI_COMM_WORLD_RANK", "4294967296"}, {"OMPI_COMM_WORLD_SIZE", "2"}},
+                "OMPI_COMM_WORLD_RANK='4294967296' is out of range"},
+        BadCase{{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "-4"}},
+                "LOCAL_RANK='-4' is out of range"},
+        BadCase{{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "18446744073709551617"}},
+                "SLURM_NTASKS='18446744073709551617' is out of range"},
+        BadCase{{{"PET_NNODES", "1048576"},
+                 {"PET_NODE_RANK", "0"},
+                 {"PET_NPROC_PER_NODE", "4"},
+                 {"LOCAL_RANK", "0"}},
+                "makes 4194304 ranks"},
+        BadCase{{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "0"}},
+                "MASTER_PORT='0' is out of range"},
         BadCase{{{"TUTTI_RANK", "x"}, {"TUTTI_SIZE", "2"}}, "TUTTI_RANK"},
         BadCase{{{"TUTTI_RANK", "0"},
                  {"TUTTI_SIZE", "4"},
@@ -341,11 +364,32 @@ INSTANTIATE_TEST_SUITE_P(
                 "OMPI_COMM_WORLD_RANK=9"},
         BadCase{{{"OMPI_COMM_WORLD_RANK", "two"}, {"OMPI_COMM_WORLD_SIZE", "3"}},
                 "OMPI_COMM_WORLD_RANK='two'"},
-        BadCase{{{"PMI_RANK", "0"}, {"PMI_SIZE", "-2"}}, "PMI_SIZE=-2"},
+        BadCase{{{"PMI_RANK", "0"}, {"PMI_SIZE", "-2"}}, "PMI_SIZE='-2' is out of range"},
         BadCase{
             {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "99999"}},
             "MASTER_PORT='99999'"},
         BadCase{{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "2"}}, "SLURM_NTASKS=2"}));
+
+// Init reads every TUTTI_* variable that is set, so a typo fails the job at once instead of being
+// ignored (TUTTI_LOG_LEVEL) or surfacing only when a transport first reads it (TUTTI_TCP_STREAMS).
+TEST_F(WorldInfoTest, ABadValueOfAnyTuttiVariableFailsInit) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"TUTTI_LOG_LEVEL=loud", "TUTTI_LOG_LEVEL='loud' is not one of error|warn|info|debug|trace"},
+      {"TUTTI_TCP_STREAMS=0",
+       "TUTTI_TCP_STREAMS='0' is out of range: it must be between 1 and 16"}};
+  for (const auto& [assignment, mention] : cases) {
+    const std::string name = assignment.substr(0, assignment.find('='));
+    set({{name, assignment.substr(name.size() + 1)}});
+    try {
+      world_info_from_env();
+      ADD_FAILURE() << "accepted " << assignment;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kConfig);
+      EXPECT_NE(std::string(e.what()).find(mention), std::string::npos) << e.what();
+    }
+    ::unsetenv(name.c_str());
+  }
+}
 
 TEST_F(WorldInfoTest, JobIdIsTheSameForEveryRankOfAJob) {
   set({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "m"}, {"MASTER_PORT", "1234"}});
@@ -400,6 +444,50 @@ TEST_F(OpenStoreTest, FileAddressGetsAFileStore) {
   EXPECT_EQ(c.store->describe(), "file " + dir.path());
   c.store->set("k", "v");
   EXPECT_EQ(c.store->get("k", Deadline::after(1s)), "v");
+}
+
+TEST_F(OpenStoreTest, FileStoreDirectoryThatDoesNotExistIsRefusedNotCreated) {
+  testing::TempDir dir;
+  const std::string missing = dir.path() + "/not/there";
+  WorldInfo w;
+  w.size = 2;
+  w.store_address = "file:" + missing;
+  try {
+    open_store(w, Deadline::after(5s));
+    FAIL() << "opened a file store in a directory that does not exist";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConfig);
+    std::string m = e.what();
+    EXPECT_NE(m.find("'" + missing + "' does not exist"), std::string::npos) << m;
+    EXPECT_NE(m.find("create it"), std::string::npos) << m;
+    EXPECT_NE(m.find("shares"), std::string::npos) << m;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/not"));
+}
+
+// Keys an earlier job left in a reused directory are named as the problem, up front, instead of
+// being read as this job's peers' addresses and shared-memory names.
+TEST_F(OpenStoreTest, ReusedFileStoreDirectoryFailsNamingTheStaleKeys) {
+  testing::TempDir dir;
+  WorldInfo w;
+  w.rank = 1;
+  w.size = 2;
+  w.job_id = "store-file_dir";
+  w.store_address = "file:" + dir.path();
+  { StoreConnection earlier_job = open_store(w, Deadline::after(5s)); }
+  try {
+    open_store(w, Deadline::after(5s));
+    FAIL() << "a reused file store directory was taken for a fresh one";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConfig);
+    std::string m = e.what();
+    EXPECT_NE(m.find("stale keys from an earlier job in " + dir.path()), std::string::npos) << m;
+    EXPECT_NE(m.find("rank 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("TUTTI_JOB_ID"), std::string::npos) << m;
+  }
+  // Another job id in the same directory is another job.
+  w.job_id = "next-job";
+  EXPECT_NO_THROW(open_store(w, Deadline::after(5s)));
 }
 
 TEST_F(OpenStoreTest, RankZeroHostsTheTcpStoreAndOthersJoinIt) {

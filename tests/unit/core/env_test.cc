@@ -18,6 +18,11 @@ class EnvTest : public ::testing::Test {
     unsetenv("TUTTI_SEGMENT_BYTES");
     unsetenv("TUTTI_ALGO");
     unsetenv("TUTTI_RANK");
+    unsetenv("TUTTI_COLLECTIVE_TIMEOUT");
+    unsetenv("TUTTI_SHM_RING_BYTES");
+    unsetenv("TUTTI_TCP_BUFFER_BYTES");
+    unsetenv("TUTTI_TCP_STREAMS");
+    unsetenv("TUTTI_LOG_LEVEL");
   }
 };
 
@@ -58,6 +63,78 @@ TEST_F(EnvTest, BadValuesNameTheVariable) {
   EXPECT_THROW(env::get_bytes("TUTTI_SEGMENT_BYTES"), Error);
   setenv("TUTTI_TIMEOUT", "-3", 1);
   EXPECT_THROW(env::get_seconds("TUTTI_TIMEOUT"), Error);
+}
+
+// The kConfig message of reading `name` set to `value`, or "" when it was accepted.
+std::string refusal(const char* name, const char* value) {
+  setenv(name, value, 1);
+  try {
+    env::check_all();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConfig) << e.what();
+    unsetenv(name);
+    return e.what();
+  }
+  unsetenv(name);
+  return "";
+}
+
+TEST_F(EnvTest, NumbersOutsideTheirRangeAreRefusedNamingVariableAndRange) {
+  EXPECT_NE(refusal("TUTTI_SEGMENT_BYTES", "99999999999999")
+                .find("TUTTI_SEGMENT_BYTES='99999999999999' is out of range: it must be between 1 "
+                      "and 1073741824"),
+            std::string::npos);
+  EXPECT_NE(refusal("TUTTI_SEGMENT_BYTES", "0").find("TUTTI_SEGMENT_BYTES='0' is out of range"),
+            std::string::npos);
+  EXPECT_NE(refusal("TUTTI_SHM_RING_BYTES", "2T").find("TUTTI_SHM_RING_BYTES"), std::string::npos);
+  EXPECT_NE(refusal("TUTTI_TCP_BUFFER_BYTES", "4G").find("TUTTI_TCP_BUFFER_BYTES"),
+            std::string::npos);
+  EXPECT_NE(refusal("TUTTI_TCP_STREAMS", "17").find("between 1 and 16"), std::string::npos);
+  EXPECT_NE(refusal("TUTTI_RANK", "4294967296").find("between 0 and 1048575"), std::string::npos);
+}
+
+TEST_F(EnvTest, ZeroTimeoutsAreRefusedWithAHint) {
+  for (const char* name : {"TUTTI_TIMEOUT", "TUTTI_COLLECTIVE_TIMEOUT"}) {
+    std::string m = refusal(name, "0");
+    EXPECT_NE(m.find(name), std::string::npos) << m;
+    EXPECT_NE(m.find("pass a large value such as 86400"), std::string::npos) << m;
+  }
+  setenv("TUTTI_TIMEOUT", "86400", 1);
+  EXPECT_DOUBLE_EQ(env::get_seconds("TUTTI_TIMEOUT"), 86400.0);
+}
+
+TEST_F(EnvTest, ABadLogLevelIsAnErrorNamingTheChoices) {
+  std::string m = refusal("TUTTI_LOG_LEVEL", "verbose");
+  EXPECT_NE(m.find("TUTTI_LOG_LEVEL='verbose' is not one of error|warn|info|debug|trace"),
+            std::string::npos)
+      << m;
+}
+
+// Every numeric variable has a range that holds its default, so the README can state it and
+// no reader can get an unchecked number.
+TEST_F(EnvTest, EveryNumericVariableHasARangeHoldingItsDefault) {
+  for (const auto& v : env::all()) {
+    if (v.kind != env::Kind::kInt && v.kind != env::Kind::kBytes && v.kind != env::Kind::kSeconds)
+      continue;
+    EXPECT_LT(v.min, v.max) << v.name;
+    if (!v.default_value.empty() && !env::is_set(v.name)) {
+      EXPECT_NO_THROW(env::check_all()) << v.name;
+      switch (v.kind) {
+        case env::Kind::kInt:
+          EXPECT_NO_THROW(env::get_int(v.name)) << v.name;
+          break;
+        case env::Kind::kBytes:
+          EXPECT_NO_THROW(env::get_bytes(v.name)) << v.name;
+          break;
+        default:
+          EXPECT_NO_THROW(env::get_seconds(v.name)) << v.name;
+          break;
+      }
+    }
+  }
+  EXPECT_NE(env::markdown_table().find("| `TUTTI_SEGMENT_BYTES` | bytes | `256K` | 1–1G |"),
+            std::string::npos)
+      << env::markdown_table();
 }
 
 TEST_F(EnvTest, UnregisteredNameIsABug) {

@@ -96,6 +96,19 @@ TEST(ParseSeconds, RefusesInfiniteNegativeAndHuge) {
             std::string::npos);
   EXPECT_NE(config_error([] { parse::seconds("0", "X", 0.001); }).find("out of range"),
             std::string::npos);
+  EXPECT_NE(config_error([] { parse::seconds("0", "X", 0.001); }).find("is refused"),
+            std::string::npos);
+}
+
+// A deadline of zero never means "no limit" and is not taken as "fail at once" either.
+TEST(ParseSeconds, ZeroDeadlineIsRefusedWithAHint) {
+  std::string m = config_error([] { parse::seconds("0", "TUTTI_TIMEOUT", 0.001, 100); });
+  EXPECT_NE(m.find("TUTTI_TIMEOUT='0'"), std::string::npos) << m;
+  EXPECT_NE(m.find("86400"), std::string::npos) << m;
+  m = config_error([] { parse::seconds("0ms", "--timeout", 0.001, 100); });
+  EXPECT_NE(m.find("86400"), std::string::npos) << m;
+  // Where zero is allowed it is just zero.
+  EXPECT_EQ(parse::seconds("0", "--grace", 0, 100), 0.0);
 }
 
 }  // namespace

@@ -50,8 +50,10 @@ std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Tr
     size_t space = value.rfind(' ');
     const char* end = value.data() + value.size();
     area_bytes = 0;
+    // Bounded as TUTTI_SHM_WINDOW_BYTES is (1G), so the footprint computed from it cannot overflow.
     if (space == std::string::npos ||
-        std::from_chars(value.data() + space + 1, end, area_bytes).ptr != end || area_bytes == 0)
+        std::from_chars(value.data() + space + 1, end, area_bytes).ptr != end || area_bytes == 0 ||
+        area_bytes > (size_t{1} << 30))
       throw make_error(ErrorCode::kInternal, "store key {} holds '{}', not '<segment> <bytes>'",
                        key, value);
     segment = WindowSegment::open(value.substr(0, space),

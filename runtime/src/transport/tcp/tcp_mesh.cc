@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "bootstrap/handshake.hpp"
+#include "bootstrap/handshake_acceptor.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -16,10 +17,13 @@
 namespace tutti::transport {
 namespace {
 
-// An accepted connection must say Hello promptly; a silent stranger may not hold up the mesh.
-constexpr auto kHelloBudget = std::chrono::seconds(10);
-// More streams than this only multiply sockets; loopback and NICs gain nothing beyond a few.
-constexpr int64_t kMaxStreams = 16;
+// An accepted connection must say Hello (and its stream header) promptly. Handshakes run side by
+// side, so this bounds what a silent stranger costs: a pending slot, not the peers' time.
+constexpr auto kHelloBudget = std::chrono::seconds(5);
+// Unauthenticated connections held at once; beyond that the oldest is dropped. Real peers rarely
+// occupy a slot at all (their Hello has arrived when they are accepted), so this only bounds the
+// file descriptors strangers can pin.
+constexpr size_t kMaxPendingHandshakes = 256;
 
 // After the Hello, the connecting side says which of how many streams this connection is, so the
 // accepting side can order them however they arrive and refuse a peer configured differently.
@@ -32,23 +36,13 @@ StreamHeader encode_stream_header(uint32_t index, uint32_t count) {
   return h;
 }
 
+// The registry bounds both (1-16 streams: more only multiply sockets; buffers up to 1G).
 int streams_from_env() {
-  const int64_t k = env::get_int("TUTTI_TCP_STREAMS");
-  if (k < 1 || k > kMaxStreams)
-    throw make_error(ErrorCode::kConfig,
-                     "TUTTI_TCP_STREAMS={} is out of range; use 1 to {} TCP connections per peer",
-                     k, kMaxStreams);
-  return static_cast<int>(k);
+  return static_cast<int>(env::get_int("TUTTI_TCP_STREAMS"));
 }
 
 int buffer_bytes_from_env() {
-  const uint64_t bytes = env::get_bytes("TUTTI_TCP_BUFFER_BYTES");
-  if (bytes > (1u << 30))
-    throw make_error(ErrorCode::kConfig,
-                     "TUTTI_TCP_BUFFER_BYTES={} is above 1G; use a smaller socket buffer, or 0 for "
-                     "the kernel's autotuning",
-                     bytes);
-  return static_cast<int>(bytes);
+  return static_cast<int>(env::get_bytes("TUTTI_TCP_BUFFER_BYTES"));
 }
 
 }  // namespace
@@ -126,35 +120,33 @@ void TcpMesh::accept_from(const std::vector<int>& higher,
   std::vector<std::vector<bootstrap::Fd>> arrived(c.size);
   std::vector<int> arrived_count(c.size, 0);
   std::vector<std::string> addresses(c.size);
+  bootstrap::HandshakeAcceptor acceptor(
+      listener_.get(),
+      bootstrap::HandshakePolicy{
+          .expected_token = c.job_token,
+          .kinds = {bootstrap::ConnectionKind::kData},
+          .trailer_bytes = sizeof(StreamHeader),
+          .per_connection = kHelloBudget,
+          .max_pending = kMaxPendingHandshakes,
+          .label = fmt::format("rank {}'s data port {}", c.rank, endpoint_.to_string())});
   while (!missing.empty()) {
-    std::string address;
-    bootstrap::Fd socket = bootstrap::accept_tcp(listener_.get(), context_.deadline, &address);
-    if (!socket.valid()) context_.throw_missing(missing, "connect", endpoint_.to_string());
-    bootstrap::Hello hello;
-    StreamHeader header{};
-    try {
-      const Deadline hello_deadline = context_.deadline.earlier(Deadline::after(kHelloBudget));
-      hello = bootstrap::server_handshake(socket.get(), c.job_token, hello_deadline, address);
-      if (hello.kind == bootstrap::ConnectionKind::kData)
-        bootstrap::read_exact(socket.get(), header, hello_deadline, address);
-    } catch (const Error& e) {
-      log::warn("rank {} refused a data connection from {}: {}", c.rank, address, e.what());
-      continue;
-    }
+    std::optional<bootstrap::AcceptedConnection> accepted = acceptor.next(context_.deadline);
+    if (!accepted) context_.throw_missing(missing, "connect", endpoint_.to_string());
+    const bootstrap::Hello& hello = accepted->hello;
+    const std::string& address = accepted->address;
     auto it = std::find(missing.begin(), missing.end(), hello.rank);
-    if (hello.kind != bootstrap::ConnectionKind::kData || it == missing.end()) {
-      log::warn("rank {} refused a data connection from {} claiming to be rank {} (kind {}): {}",
-                c.rank, address, hello.rank, static_cast<int>(hello.kind),
-                hello.kind != bootstrap::ConnectionKind::kData ? "not a data connection"
-                : hello.rank >= 0 && hello.rank < c.size && channels[hello.rank]
+    if (it == missing.end()) {
+      log::warn("rank {} refused a data connection from {} claiming to be rank {}: {}", c.rank,
+                address, hello.rank,
+                hello.rank >= 0 && hello.rank < c.size && channels[hello.rank]
                     ? "that rank is already connected"
                     : "no such peer rank expected here");
       continue;
     }
     const int peer = hello.rank;
     uint32_t index = 0, count = 0;
-    std::memcpy(&index, header.data(), 4);
-    std::memcpy(&count, header.data() + 4, 4);
+    std::memcpy(&index, accepted->trailer.data(), 4);
+    std::memcpy(&count, accepted->trailer.data() + 4, 4);
     if (count != static_cast<uint32_t>(streams_))
       throw make_error(ErrorCode::kConfig,
                        "rank {} (host {}) opens {} TCP streams per peer but rank {} (host {}) "
@@ -168,7 +160,7 @@ void TcpMesh::accept_from(const std::vector<int>& higher,
           c.rank, address, index, count, peer);
       continue;
     }
-    streams[index] = std::move(socket);
+    streams[index] = std::move(accepted->fd);
     if (index == 0) addresses[peer] = address;
     if (++arrived_count[peer] < streams_) continue;
     missing.erase(it);
