@@ -181,7 +181,13 @@ AgentRequest decode_agent_request(std::string_view line) {
           "another version than the launcher's (see --remote-tuttirun)",
           j["tutti_rank_request"].dump(), kRequestVersion);
     AgentRequest req;
-    req.rank = j.at("rank").get<int>();
+    // Checked before conversion: a float or huge number cast to int is undefined (found by
+    // fuzzing).
+    const nlohmann::json& rank = j.at("rank");
+    if (!rank.is_number_integer() || rank.get<int64_t>() < 0 ||
+        rank.get<int64_t>() >= (int64_t{1} << 20))
+      throw make_error(ErrorCode::kConfig, "the rank request's rank {} is not a rank", rank.dump());
+    req.rank = static_cast<int>(rank.get<int64_t>());
     req.host = bytes(j.at("host"), "host");
     for (const auto& a : j.at("argv")) req.argv.push_back(bytes(a, "argv"));
     for (const auto& e : j.at("env")) {
@@ -190,8 +196,9 @@ AgentRequest decode_agent_request(std::string_view line) {
       req.env.emplace_back(bytes(e.at(0), "env name"), bytes(e.at(1), "env value"));
     }
     req.cwd = bytes(j.at("cwd"), "cwd");
+    if (!j.at("grace").is_number())
+      throw make_error(ErrorCode::kConfig, "the rank request's grace is not a number");
     req.grace_seconds = j.at("grace").get<double>();
-    if (req.rank < 0) throw make_error(ErrorCode::kConfig, "the rank request's rank is negative");
     if (req.argv.empty() || req.argv[0].empty())
       throw make_error(ErrorCode::kConfig, "the rank request has no command");
     for (const auto& a : req.argv)

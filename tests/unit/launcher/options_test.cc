@@ -103,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{"-np", "4294967297", "prog"}, "-np='4294967297' is out of range"},
         BadCase{{"-np", "2000000", "prog"}, "between 1 and 1048576"},
         BadCase{{"--pods", "a,b", "--slots", "0", "prog"}, "--slots='0' is out of range"},
-        BadCase{{"-np", "2", "--timeout", "0", "prog"}, "--timeout 0 would fail every rank"},
+        BadCase{{"-np", "2", "--timeout", "0", "prog"}, "--timeout='0' is refused"},
         BadCase{{"-np", "2", "--timeout", "inf", "prog"}, "--timeout"},
         BadCase{{"-np", "2", "--grace", "1e400", "prog"}, "--grace"},
         BadCase{{"-np", "2", "--restarts", "-1", "prog"}, "--restarts"},
