@@ -94,8 +94,6 @@ TEST(ParseSeconds, RefusesInfiniteNegativeAndHuge) {
               parse::seconds("2000000", "TUTTI_TIMEOUT");
             }).find("between 0 s and 1000000 s"),
             std::string::npos);
-  EXPECT_NE(config_error([] { parse::seconds("0", "X", 0.001); }).find("out of range"),
-            std::string::npos);
   EXPECT_NE(config_error([] { parse::seconds("0", "X", 0.001); }).find("is refused"),
             std::string::npos);
 }
