@@ -8,7 +8,7 @@ BENCH_FLAGS ?=
 
 FUZZ_SECONDS ?= 30
 
-.PHONY: deps configure build test demo bench fuzz format clean
+.PHONY: deps configure build test demo bench fuzz sanitize format clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -30,9 +30,15 @@ demo: build
 bench: build
 	bash bench/sweep.sh $(BUILD_DIR) $(BENCH_DIR) $(BENCH_FLAGS)
 
-# libFuzzer on the hostfile parser (clang, ASan+UBSan) for FUZZ_SECONDS; CI runs it after the tests.
+# libFuzzer (clang, ASan+UBSan) on every tests/fuzz/<name>_fuzz.cc for FUZZ_SECONDS each; CI runs it
+# before the tests.
 fuzz: deps
 	bash scripts/fuzz.sh $(BUILD_DIR)/fuzz $(FUZZ_SECONDS)
+
+# ASan + UBSan over the integration tests (build-dev/), TSan over a multi-threaded subset
+# (build-tsan/); CI runs it after the tests. See docs/TESTING.md.
+sanitize: deps
+	JOBS=$(JOBS) bash scripts/sanitize.sh all
 
 format:
 	@git ls-files '*.cc' '*.hpp' '*.h' '*.cpp' | xargs clang-format -i

@@ -9,14 +9,21 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libboost-dev
   # Boost.Process (kubexec) needs Boost.Filesystem.
   libboost-filesystem1.74-dev
-  iproute2 procps psmisc
+  # Commands the tests and bench scripts run. coreutils (timeout, od, mktemp), util-linux (unshare),
+  # grep, sed, mawk, findutils, diffutils (cmp) and hostname are Essential or required in Debian 12,
+  # so always present; these are not: ip (iproute2), ps/pgrep/pkill/uptime (procps), python3 (the
+  # bench and tests' CSV/JSON checks and bench/*.py run Debian's /usr/bin/python3). psmisc: killall
+  # and fuser, for clearing up by hand after an interrupted pods test.
+  iproute2 procps psmisc python3
   # tuttirun --exec ssh is tested against real sshds that the test starts inside network-namespace
   # pods (tests/integration/pods/ssh_pods.sh); the package's own service is not needed.
   openssh-client openssh-server
   # Peers for tutti-bench --baseline mpi|gloo, and gnuplot for bench/plot.sh (make bench).
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
-  # clang with libFuzzer (scripts/fuzz.sh, make fuzz): the hostfile parser is fuzzed in CI.
+  # clang with libFuzzer (scripts/fuzz.sh, make fuzz): every tests/fuzz target is fuzzed in CI.
   clang-14 libclang-rt-14-dev
+  # make format.
+  clang-format
 )
 
 missing=()

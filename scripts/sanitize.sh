@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Builds tutti with the sanitizers and runs tests under them (`make sanitize`; CI runs it after
+# `make test`):
+#   scripts/sanitize.sh [asan|tsan|all]      (default all)
+#  - asan: the `dev` preset (build-dev/, Debug, ASan + UBSan) and every integration test (ctest -L
+#    integration: real tuttirun, real rank processes, tcp and shm, failure cases, pods when root).
+#  - tsan: the `tsan` preset (build-tsan/), only the targets of a multi-threaded subset, and that
+#    subset (TSAN_TESTS below; docs/TESTING.md says why these).
+# Every report goes to a file under $SANITIZE_LOGS (log_path), not to the test's stderr: a test that
+# expects a failure, or checks only its output, would otherwise pass over a report. Any report file
+# fails the run, and is printed. Suppressions are in tests/sanitizers/*.supp, one reason per entry.
+# JOBS (default nproc) builds and runs in parallel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+what=${1:-all}
+jobs=${JOBS:-$(nproc)}
+logs=${SANITIZE_LOGS:-$root/build-sanitize-logs}
+
+# The multi-threaded parts under TSan: the store server and its clients, the lifeline (bootstrap unit
+# tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
+# paths, and the collectives over shm and tcp between real rank processes.
+TSAN_TARGETS=(unit_bootstrap_tcp_store_test unit_bootstrap_handshake_test unit_launcher_output_mux_test
+  unit_launcher_supervisor_test unit_transport_mesh_failure_test unit_transport_peer_death_test
+  unit_transport_striped_channel_test unit_collectives_shm_allreduce_test tuttirun collectives_check)
+# ctest names the gtest cases [Prefix/]Suite.Case[/N]: these are the suites of the binaries above.
+TSAN_TESTS='^([A-Za-z0-9_]+/)?(TcpStore|StoreLifeline|TcpStoreProcesses|Handshake|HandshakeKinds|WrongToken'
+TSAN_TESTS+='|Garbage|LineSplitter|OutputMux|SplitterChunks|MuxRanks|Supervisor|MeshFailure|MissingRankTest'
+TSAN_TESTS+='|PeerDeathTest|StripeCut|TcpStreamsConfig|StripedChannelTest|ShmAllreduce|ShmPlan'
+TSAN_TESTS+='|ShmAllreduceTest|ShmStoresTest)\.'
+TSAN_TESTS+='|^(sweep_(tcp_ring|shm_shm|shm_ring)_np4|pipelined_tcp_ring_np3|streams_tcp_s3_np3|kill_rank_tcp|kill_rank_shm)$'
+
+reset_logs() {
+  rm -rf "$logs"
+  mkdir -p "$logs"
+}
+
+# Fails, printing them, when any process left a sanitizer report.
+check_logs() {
+  local reports
+  reports=$(find "$logs" -type f | sort)
+  if [ -n "$reports" ]; then
+    echo "sanitize.sh: $1: $(echo "$reports" | wc -l) sanitizer report(s):" >&2
+    for f in $reports; do
+      echo "=== $f" >&2
+      head -n 80 "$f" >&2
+    done
+    return 1
+  fi
+  echo "sanitize.sh: $1: no sanitizer report"
+}
+
+run_asan() {
+  echo "sanitize.sh: building the dev preset (ASan + UBSan) in build-dev/"
+  cmake --preset dev >/dev/null
+  cmake --build build-dev -j "$jobs"
+  reset_logs
+  # Open MPI and Gloo are not built with frame pointers: LSan's fast unwinder stops at their first
+  # frame, and the suppressions (which match by module) would not see libmpi in the stack.
+  local common="halt_on_error=1:print_stacktrace=1:log_path=$logs/report"
+  export ASAN_OPTIONS="$common:detect_leaks=1:fast_unwind_on_malloc=0:detect_stack_use_after_return=0"
+  export LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="$common"
+  local status=0
+  # launcher_killed_by_signal has a rank send itself SIGSEGV and checks that tuttirun reports the
+  # signal; ASan's SEGV handler would turn that into a report and exit 1. It runs on its own below
+  # with the handler off: what it tests is tuttirun's reporting, not the rank's memory.
+  (cd build-dev && ctest -L integration -E '^launcher_killed_by_signal$' --output-on-failure \
+    -j "$jobs" --timeout 600) || status=1
+  (cd build-dev && ASAN_OPTIONS="$ASAN_OPTIONS:handle_segv=0" ctest -R '^launcher_killed_by_signal$' \
+    --output-on-failure --timeout 300) || status=1
+  check_logs "ASan + UBSan, integration tests" || status=1
+  return $status
+}
+
+run_tsan() {
+  echo "sanitize.sh: building the tsan preset's subset in build-tsan/"
+  cmake --preset tsan >/dev/null
+  cmake --build build-tsan -j "$jobs" --target "${TSAN_TARGETS[@]}"
+  reset_logs
+  export TSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:second_deadlock_stack=1:log_path=$logs/report:suppressions=$root/tests/sanitizers/tsan.supp"
+  local status=0
+  # Only the subset's executables were built: ctest would fail the others as not found.
+  (cd build-tsan && ctest -R "$TSAN_TESTS" --output-on-failure -j "$jobs" --timeout 600) || status=1
+  check_logs "TSan subset" || status=1
+  return $status
+}
+
+status=0
+case $what in
+  asan) run_asan || status=1 ;;
+  tsan) run_tsan || status=1 ;;
+  all)
+    run_asan || status=1
+    run_tsan || status=1
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh [asan|tsan|all]" >&2
+    exit 2
+    ;;
+esac
+[ "$status" -eq 0 ] && echo "sanitize.sh: $what clean"
+exit $status
