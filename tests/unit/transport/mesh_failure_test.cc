@@ -15,6 +15,16 @@
 namespace tutti::transport {
 namespace {
 
+// The mesh works: a ring of one-byte messages, each rank receiving its predecessor's rank.
+void expect_ring_works(Transport& t, int rank, int size) {
+  std::byte out{static_cast<uint8_t>(rank)}, in{};
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  std::vector<Request> r = {t.channel(next).isend(make_tag(1, 0), std::span(&out, 1)),
+                            t.channel(prev).irecv(make_tag(1, 0), std::span(&in, 1))};
+  t.wait(r, Deadline::after_seconds(30), "ring");
+  EXPECT_EQ(in, std::byte{static_cast<uint8_t>(prev)});
+}
+
 using test_support::Layout;
 
 class MissingRankTest : public ::testing::TestWithParam<Layout> {};
@@ -87,13 +97,7 @@ TEST(MeshFailure, WrongTokenOnTheDataPortIsRefusedAndTheMeshCompletes) {
     if (rank != 0) stranger_connected.wait();
     auto t = connect_mesh(test_support::mesh_config(rank, kSize, Layout::kTcp, job), store,
                           Deadline::after_seconds(30));
-    // The mesh works: a ring of one-byte messages.
-    std::byte out{static_cast<uint8_t>(rank)}, in{};
-    int next = (rank + 1) % kSize, prev = (rank + kSize - 1) % kSize;
-    std::vector<Request> r = {t->channel(next).isend(make_tag(1, 0), std::span(&out, 1)),
-                              t->channel(prev).irecv(make_tag(1, 0), std::span(&in, 1))};
-    t->wait(r, Deadline::after_seconds(30), "ring");
-    EXPECT_EQ(in, std::byte{static_cast<uint8_t>(prev)});
+    expect_ring_works(*t, rank, kSize);
   });
   stranger.join();
   EXPECT_TRUE(refused) << "stranger got: " << stranger_error;
@@ -122,12 +126,7 @@ TEST(MeshFailure, IdleAndGarbageConnectionsOnTheDataPortDoNotHoldUpTheMesh) {
     if (rank != 0) strangers_connected.wait();
     auto t = connect_mesh(test_support::mesh_config(rank, kSize, Layout::kTcp, job), store,
                           Deadline::after_seconds(20));
-    std::byte out{static_cast<uint8_t>(rank)}, in{};
-    int next = (rank + 1) % kSize, prev = (rank + kSize - 1) % kSize;
-    std::vector<Request> r = {t->channel(next).isend(make_tag(1, 0), std::span(&out, 1)),
-                              t->channel(prev).irecv(make_tag(1, 0), std::span(&in, 1))};
-    t->wait(r, Deadline::after_seconds(30), "ring");
-    EXPECT_EQ(in, std::byte{static_cast<uint8_t>(prev)});
+    expect_ring_works(*t, rank, kSize);
   });
   stranger.join();
 }
