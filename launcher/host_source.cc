@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/parse.hpp"
 #include "hostfile/build.hpp"
 #include "hostfile/dns_name.hpp"
 #include "hostfile/parse.hpp"
@@ -49,12 +50,9 @@ hostfile::Hostfile parse_host_list(std::string_view text, int default_slots) {
     size_t colon = entry.find(':');
     host.name = std::string(entry.substr(0, colon));
     if (colon != std::string_view::npos) {
-      std::string_view n = entry.substr(colon + 1);
-      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), host.slots);
-      if (ec != std::errc() || end != n.data() + n.size() || host.slots < 1 ||
-          host.slots > hostfile::kMaxSlots)
-        throw make_error(ErrorCode::kConfig, "-H {}: slots must be a positive integer",
-                         hostfile::printable(entry));
+      host.slots = static_cast<int>(parse::integer(
+          entry.substr(colon + 1), fmt::format("-H {}: slots", hostfile::printable(entry)), 1,
+          hostfile::kMaxSlots));
     }
     if (std::string why = hostfile::subdomain_problem(host.name); !why.empty())
       throw make_error(ErrorCode::kConfig, "-H {}: {}", hostfile::printable(host.name), why);
