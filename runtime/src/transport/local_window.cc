@@ -81,17 +81,19 @@ std::atomic_ref<uint64_t> LocalWindow::call_word(int rank, int bank, int i) cons
 }
 
 // Each call goes to bank sequence % 2, so a reader of call N is not disturbed by call N + 1, and
-// word 0 (the sequence) works as a seqlock: zeroed before the other words change, set after.
+// word 0 (the sequence) works as a seqlock: zeroed before the other words change, set after. All
+// accesses are sequentially consistent (no separate fences, which TSan cannot check): both sides
+// are slow paths. A re-post of the same call only adds its algorithm, so a reader that mixes the
+// two posts still reads that call.
 void LocalWindow::announce(const CallSignature& call) {
   const CallSignature::Wire wire = call.encode();
   uint64_t words[3];
   std::memcpy(words, wire.data(), sizeof(words));
   const int bank = static_cast<int>(call.sequence % 2);
-  call_word(rank_, bank, 0).store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  call_word(rank_, bank, 1).store(words[1], std::memory_order_relaxed);
-  call_word(rank_, bank, 2).store(words[2], std::memory_order_relaxed);
-  call_word(rank_, bank, 0).store(words[0], std::memory_order_release);
+  call_word(rank_, bank, 0).store(0);
+  call_word(rank_, bank, 1).store(words[1]);
+  call_word(rank_, bank, 2).store(words[2]);
+  call_word(rank_, bank, 0).store(words[0]);
 }
 
 int LocalWindow::find_disagreement(const CallSignature& mine, CallSignature& theirs) const {
@@ -99,13 +101,11 @@ int LocalWindow::find_disagreement(const CallSignature& mine, CallSignature& the
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     uint64_t words[3];
-    words[0] = call_word(r, bank, 0).load(std::memory_order_acquire);
+    words[0] = call_word(r, bank, 0).load();
     if (words[0] != mine.sequence) continue;
-    words[1] = call_word(r, bank, 1).load(std::memory_order_relaxed);
-    words[2] = call_word(r, bank, 2).load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (call_word(r, bank, 0).load(std::memory_order_relaxed) != words[0])
-      continue;  // rewritten meanwhile
+    words[1] = call_word(r, bank, 1).load();
+    words[2] = call_word(r, bank, 2).load();
+    if (call_word(r, bank, 0).load() != words[0]) continue;  // rewritten meanwhile
     CallSignature::Wire wire;
     std::memcpy(wire.data(), words, sizeof(words));
     theirs = CallSignature::decode(wire.data());
