@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/deadline.hpp"
+
 namespace tutti::transport {
 
 using ConstPieces = std::span<const std::span<const std::byte>>;
@@ -21,6 +23,12 @@ class ByteStream {
   // it closed the connection or died.
   virtual size_t write_some(ConstPieces pieces) = 0;
   virtual size_t read_some(Pieces pieces) = 0;
+
+  // Before the stream is closed after an abort notice went out: make sure the peer can read it.
+  // A TCP socket closed with unread bytes sends a reset, and a reset can discard the notice on
+  // the peer's side before it reads it; so this half-closes, then reads and drops what arrives
+  // until the peer closes or the deadline passes.
+  virtual void drain_before_close(Deadline deadline) { (void)deadline; }
 
   virtual int wait_fd() const = 0;
   virtual int liveness_fd() const { return -1; }

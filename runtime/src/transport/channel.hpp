@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "core/deadline.hpp"
 #include "transport/call_signature.hpp"
 
 namespace tutti::transport {
@@ -99,6 +100,10 @@ class Channel {
   // different calls of the same number, each waiting for the other, find out. Waits send it only
   // once they have stalled: it costs nothing while messages flow.
   virtual void announce_call() {}
+
+  // Called before the channel is destroyed once this rank sent abort notices: see
+  // ByteStream::drain_before_close. Every channel shares one deadline.
+  virtual void drain_before_close(Deadline deadline) { (void)deadline; }
 
   // True while sends wait for room in the wait_fd()'s send buffer, so a waiter polls it for
   // POLLOUT too (only then: a writable socket would otherwise wake the waiter forever).

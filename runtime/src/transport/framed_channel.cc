@@ -333,6 +333,7 @@ void FramedChannel::send_abort(ErrorCode code, const std::string& reason) noexce
         static_cast<std::byte>(code == ErrorCode::kMismatch ? kAbortMismatch : kAbortFailure);
     std::memcpy(payload.data() + 1, reason.data(), reason.size());
     Request request = enqueue_send(kAbortTag, {}, std::move(payload));
+    abort_sent_ = true;
     Deadline budget = Deadline::after(kAbortFlushBudget);
     while (!request.complete() && !budget.expired()) {
       if (!progress_sends()) sched_yield();

@@ -46,6 +46,9 @@ class FramedChannel final : public Channel {
   }
   void check_early_messages() override;
   void announce_call() override;
+  void drain_before_close(Deadline deadline) override {
+    if (abort_sent_ && !stream_broken_) stream_->drain_before_close(deadline);
+  }
 
  private:
   // tag u64, payload length u64, the sender's CallSignature.
@@ -113,6 +116,7 @@ class FramedChannel final : public Channel {
 
   std::optional<Error> failure_;  // every later call rethrows it
   bool stream_broken_ = false;    // the stream itself failed: nothing more can be sent
+  bool abort_sent_ = false;
   // The peer closed between frames while nothing was pending: maybe a clean shutdown, so this only
   // fails a later operation that needs the peer.
   std::optional<Error> closed_;

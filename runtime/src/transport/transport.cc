@@ -31,6 +31,8 @@ constexpr int kAgreementCheckRounds = 64;
 // for each other in different calls find out), then again at this interval.
 constexpr auto kFirstAnnouncement = std::chrono::milliseconds(10);
 constexpr auto kAnnouncementInterval = std::chrono::seconds(1);
+// How long a transport that sent abort notices keeps its connections open at the end.
+constexpr auto kAbortLinger = std::chrono::milliseconds(250);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -85,7 +87,15 @@ void Transport::check_call_agreement() {
   }
 }
 
-Transport::~Transport() = default;
+Transport::~Transport() {
+  // After abort notices, closing at once could reset the connections before the peers read them
+  // (they would report a lost connection instead of the reason): give them a moment, all
+  // channels together.
+  if (!aborted_) return;
+  const Deadline deadline = Deadline::after(kAbortLinger);
+  for (auto& c : channels_)
+    if (c) c->drain_before_close(deadline);
+}
 
 Channel& Transport::channel(int peer) {
   if (peer < 0 || peer >= size() || peer == rank_)
@@ -236,6 +246,7 @@ void Transport::throw_window_timeout(std::string_view what, std::span<const int>
 }
 
 void Transport::abort_all(const std::string& reason, ErrorCode code) noexcept {
+  aborted_ = true;
   for (auto& c : channels_)
     if (c) c->send_abort(code, reason);
 }

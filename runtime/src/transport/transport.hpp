@@ -77,6 +77,7 @@ class Transport {
   int rank_;
   CallSignature call_;         // the channels read it through bind_call: the Transport never moves
   CallSignature posted_call_;  // what the window's call line shows for this rank
+  bool aborted_ = false;       // abort notices went out: linger before closing
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<pollfd> pollfds_;  // reused between waits
   std::string no_window_reason_ = "the transport was built without a shared-memory window";

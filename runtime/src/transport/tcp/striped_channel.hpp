@@ -43,6 +43,9 @@ class StripedChannel final : public Channel {
     for (auto& s : streams_) s->bind_call(self, current);
   }
   void announce_call() override { streams_[0]->announce_call(); }
+  void drain_before_close(Deadline deadline) override {
+    for (auto& s : streams_) s->drain_before_close(deadline);
+  }
   void check_early_messages() override {
     for (auto& s : streams_) s->check_early_messages();
   }

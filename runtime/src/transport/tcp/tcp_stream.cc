@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -94,6 +95,18 @@ size_t TcpStream::read_some(Pieces pieces) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     if (peer_gone(errno)) throw_lost(errno);
     throw_system_error(fmt::format("readv from {}", describe()), errno);
+  }
+}
+
+void TcpStream::drain_before_close(Deadline deadline) {
+  if (!socket_.valid()) return;
+  ::shutdown(socket_.get(), SHUT_WR);
+  std::array<std::byte, 64 << 10> sink;
+  while (!deadline.expired()) {
+    pollfd p{socket_.get(), POLLIN, 0};
+    if (::poll(&p, 1, deadline.remaining_ms(1)) <= 0) continue;
+    ssize_t n = ::recv(socket_.get(), sink.data(), sink.size(), 0);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;  // the peer closed
   }
 }
 

@@ -19,6 +19,7 @@ class TcpStream final : public ByteStream {
 
   size_t write_some(ConstPieces pieces) override;
   size_t read_some(Pieces pieces) override;
+  void drain_before_close(Deadline deadline) override;
   int wait_fd() const override { return socket_.get(); }
   std::string describe() const override;
   std::string_view kind() const override { return "tcp"; }
