@@ -18,6 +18,7 @@ enum class ErrorCode : int {
   kSystem = 7,           // an OS call failed (socket, mmap, ...)
   kConfig = 8,           // bad environment variable or option
   kInternal = 9,         // a bug in tutti
+  kAborted = 10,         // the communicator was aborted (abort(), or the launcher went away)
 };
 
 // Default visibility so that catch (tutti::Error&) works across the libtutti.so boundary.

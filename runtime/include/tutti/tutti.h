@@ -40,7 +40,8 @@ enum {
   TUTTI_ERR_AUTH = -6,             /* wrong job token or protocol */
   TUTTI_ERR_SYSTEM = -7,           /* an OS call failed */
   TUTTI_ERR_CONFIG = -8,           /* bad TUTTI_* variable */
-  TUTTI_ERR_INTERNAL = -9          /* a bug in tutti: please report it */
+  TUTTI_ERR_INTERNAL = -9,         /* a bug in tutti: please report it */
+  TUTTI_ERR_ABORTED = -10          /* the communicator was aborted (by a rank, or the launcher is gone) */
 };
 
 /* Joins the world described by the environment (tuttirun, Open MPI, torchrun/Kubeflow, Slurm, PMI).

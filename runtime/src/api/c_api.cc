@@ -131,6 +131,7 @@ const char* tutti_error_name(int code) {
     case TUTTI_ERR_SYSTEM: return "TUTTI_ERR_SYSTEM";
     case TUTTI_ERR_CONFIG: return "TUTTI_ERR_CONFIG";
     case TUTTI_ERR_INTERNAL: return "TUTTI_ERR_INTERNAL";
+    case TUTTI_ERR_ABORTED: return "TUTTI_ERR_ABORTED";
     default: return "TUTTI_ERR_UNKNOWN";
   }
 }
@@ -143,4 +144,5 @@ static_assert(TUTTI_BFLOAT16 == static_cast<int>(tutti::DataType::kBFloat16));
 static_assert(TUTTI_UINT8 == static_cast<int>(tutti::DataType::kUInt8));
 static_assert(TUTTI_AVG == static_cast<int>(tutti::ReduceOp::kAvg));
 static_assert(TUTTI_ERR_INTERNAL == -static_cast<int>(tutti::ErrorCode::kInternal));
+static_assert(TUTTI_ERR_ABORTED == -static_cast<int>(tutti::ErrorCode::kAborted));
 static_assert(TUTTI_ERR_TIMEOUT == -static_cast<int>(tutti::ErrorCode::kTimeout));

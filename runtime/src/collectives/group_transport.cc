@@ -27,6 +27,7 @@ class ChannelView final : public transport::Channel {
   }
   int wait_fd() const override { return inner_.wait_fd(); }
   int liveness_fd() const override { return inner_.liveness_fd(); }
+  int peer_pidfd() const override { return inner_.peer_pidfd(); }
   bool busy() const override { return inner_.busy(); }
   bool wants_writable() const override { return inner_.wants_writable(); }
   // The world transport bound the real channel to its own call; a group never rebinds it.

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "transport/tag.hpp"
+
 namespace tutti::collectives {
 
 struct Hierarchy {
@@ -22,11 +24,10 @@ struct Hierarchy {
 Hierarchy hierarchy_of(std::span<const int> host_of_rank, int rank);
 
 // A sequence number of its own for each phase of a composite collective, so the phases' tags never
-// match each other (two phases may use the same channel) nor any plain collective's: plain
-// sequences stay far below bit 38 (2^38 calls), and make_tag shifts by 24, keeping tags below the
-// transport's control tags.
+// match each other (two phases may use the same channel) nor any plain collective's: the phase flag
+// puts them in a half of the tag's sequence space that plain calls never use (transport/tag.hpp).
 inline uint64_t phase_sequence(uint64_t sequence, unsigned phase) {
-  return (uint64_t{1} << 38) | (sequence << 2) | (phase & 3u);
+  return transport::kPhaseFlag | (sequence << 2) | (phase & 3u);
 }
 
 }  // namespace tutti::collectives

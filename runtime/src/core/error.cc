@@ -15,6 +15,7 @@ std::string_view to_string(ErrorCode code) {
     case ErrorCode::kSystem: return "system";
     case ErrorCode::kConfig: return "configuration";
     case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kAborted: return "aborted";
   }
   return "unknown";
 }

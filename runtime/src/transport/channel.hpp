@@ -2,6 +2,7 @@
 // against this interface only; they never know whether bytes go over TCP or shared memory.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,29 +11,23 @@
 
 #include "core/deadline.hpp"
 #include "transport/call_signature.hpp"
+#include "transport/tag.hpp"
 
 namespace tutti::transport {
 
-using Tag = uint64_t;
-
-// Tags from kControlTagBase up belong to the transport itself (abort notices); collectives use
-// make_tag() which stays far below.
-inline constexpr Tag kControlTagBase = ~Tag{0} - 255;
-
-// A collective call's sequence number and a step within it make a tag, so two calls in flight
-// never match each other's messages.
-constexpr Tag make_tag(uint64_t sequence, uint32_t step) {
-  return (sequence << 24) | (step & 0xffffff);
-}
-
-// One posted send or receive. The Channel fills it in; the caller only looks at `complete`.
+// One posted send or receive. The Channel fills it in (under its link's lock, see
+// context_channel.hpp); the caller only looks at `complete`, possibly from another thread than the
+// one that progressed the channel: finish() publishes the bytes with it.
 struct Operation {
   std::byte* data = nullptr;  // for sends this points at const data; the channel never writes it
   size_t size = 0;
   size_t done = 0;
   Tag tag = 0;
   bool is_send = false;
-  bool complete = false;
+  std::atomic<bool> complete{false};
+
+  void finish() { complete.store(true, std::memory_order_release); }
+  bool finished() const { return complete.load(std::memory_order_acquire); }
 };
 
 // A handle on a posted Operation. Cheap to move; an empty Request counts as complete.
@@ -40,7 +35,7 @@ class Request {
  public:
   Request() = default;
   explicit Request(std::shared_ptr<Operation> op) : op_(std::move(op)) {}
-  bool complete() const { return !op_ || op_->complete; }
+  bool complete() const { return !op_ || op_->finished(); }
   const Operation* operation() const { return op_.get(); }
 
  private:
@@ -80,6 +75,11 @@ class Channel {
 
   // A pollable fd that turns readable when the peer process dies (pidfd for local peers), or -1.
   virtual int liveness_fd() const { return -1; }
+
+  // A pidfd of the peer that stays valid after the peer died (for shared-memory window waits,
+  // which must keep seeing it gone), owned elsewhere; -1 when the channel has none to lend, and
+  // the Transport then keeps a copy of liveness_fd().
+  virtual int peer_pidfd() const { return -1; }
 
   // True while sends or receives are posted and not complete.
   virtual bool busy() const = 0;

@@ -23,9 +23,8 @@ constexpr size_t kMaxSpareStash = 16;
 constexpr size_t kMaxSpareStashBytes = 8 << 20;
 // send_abort is best effort while the process is failing: it may not stall the exit for long.
 constexpr auto kAbortFlushBudget = std::chrono::milliseconds(50);
-// First byte of an abort notice: which error the peer should fail with.
-constexpr uint8_t kAbortFailure = 1;
-constexpr uint8_t kAbortMismatch = 2;
+// Frames of a failed or released context are read into this much memory at a time and dropped.
+constexpr size_t kDiscardChunk = 64 << 10;
 
 template <size_t N>
 void encode_header(std::array<std::byte, N>& out, Tag tag, uint64_t length,
@@ -44,8 +43,53 @@ FramedChannel::FramedChannel(int peer, std::unique_ptr<ByteStream> stream)
 
 FramedChannel::~FramedChannel() = default;
 
-void FramedChannel::rethrow_if_failed() const {
+FramedChannel::ContextState* FramedChannel::find_context(ContextId context) {
+  if (last_context_ && last_context_->id == context) return last_context_;
+  for (ContextState& state : contexts_)
+    if (state.id == context) return last_context_ = &state;
+  return nullptr;
+}
+
+const FramedChannel::ContextState* FramedChannel::find_context(ContextId context) const {
+  if (last_context_ && last_context_->id == context) return last_context_;
+  for (const ContextState& state : contexts_)
+    if (state.id == context) return &state;
+  return nullptr;
+}
+
+FramedChannel::ContextState& FramedChannel::context_of(ContextId context) {
+  if (ContextState* state = find_context(context)) return *state;
+  ContextState& state = contexts_.emplace_back();
+  state.id = context;
+  state.peer = peer_;
+  return *(last_context_ = &state);
+}
+
+void FramedChannel::bind_call_in(ContextId context, int self, int peer,
+                                 const CallSignature* current) {
+  ContextState& state = context_of(context);
+  state.self = self;
+  state.peer = peer;
+  state.call = current;
+  state.released = false;
+}
+
+const Error* FramedChannel::context_failure(ContextId context) const {
+  const ContextState* state = find_context(context);
+  return state && state->failure ? &*state->failure : nullptr;
+}
+
+bool FramedChannel::busy_in(ContextId context) const {
+  const ContextState* state = find_context(context);
+  return state && (state->pending_sends > 0 || state->pending_receives > 0);
+}
+
+void FramedChannel::rethrow_if_failed(const ContextState& state) const {
   if (failure_) throw *failure_;
+  if (state.failure) throw *state.failure;
+  if (state.released)
+    throw make_error(ErrorCode::kInternal, "rank {}: context {} used after its release", state.self,
+                     state.id);
 }
 
 void FramedChannel::fail(const Error& error) {
@@ -53,43 +97,115 @@ void FramedChannel::fail(const Error& error) {
   throw *failure_;
 }
 
-Error FramedChannel::mismatch(Tag tag, size_t sent, size_t expected) const {
+void FramedChannel::purge(ContextState& state) {
+  auto drop_posted = [&](auto& table) {
+    for (auto it = table.begin(); it != table.end();) {
+      if (tag_context(it->first) == state.id)
+        it = table.erase(it);
+      else
+        ++it;
+    }
+  };
+  drop_posted(posted_);
+  drop_posted(unexpected_);
+  pending_receives_ -= state.pending_receives;
+  state.pending_receives = 0;
+  if (in_context_ == &state && in_payload_) {
+    // The frame being read belonged to it: read the rest of it into nowhere.
+    in_op_.reset();
+    in_stash_.reset();
+    discard_payload();
+  }
+}
+
+void FramedChannel::fail_context(ContextState& state, const Error& error) {
+  if (!state.failure) state.failure = error;
+  purge(state);
+}
+
+void FramedChannel::release_context(ContextId context) {
+  ContextState* state = find_context(context);
+  if (!state) return;
+  drop_sends_of(*state);
+  state->released = true;
+  state->call = nullptr;
+  purge(*state);
+}
+
+void FramedChannel::drop_sends_of(const ContextState& state) {
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (it->context != &state) {
+      ++it;
+      continue;
+    }
+    if (it->header_done == 0 && it->op->done == 0) {
+      it->context->pending_sends--;
+      it = sends_.erase(it);
+      continue;
+    }
+    if (it->owned.empty() && it->op->done < it->op->size) {
+      // Half sent: the peer expects the rest of it. Keep the rest in memory of our own.
+      it->owned.assign(it->op->data + it->op->done, it->op->data + it->op->size);
+      auto op = std::make_shared<Operation>();
+      op->size = it->owned.size();
+      op->data = it->owned.data();
+      op->tag = it->op->tag;
+      op->is_send = true;
+      it->op = std::move(op);
+    }
+    ++it;
+  }
+}
+
+Error FramedChannel::mismatch(Tag tag, size_t sent, size_t expected, int from) {
+  if (tag_class(tag) == TagClass::kPointToPoint)
+    return make_error(ErrorCode::kMismatch,
+                      "rank {} sent {} bytes with tag {} but this rank posted a receive of {} "
+                      "bytes: the send and receive sizes must match",
+                      from, sent, tag_user(tag), expected);
   return make_error(ErrorCode::kMismatch,
                     "rank {} sent {} bytes for collective #{} step {} but this rank expected {} "
                     "bytes: ranks are calling different collectives or passing different "
                     "counts/dtypes",
-                    peer_, sent, tag >> 24, tag & 0xffffff, expected);
+                    from, sent, tag_sequence(tag), tag_step(tag), expected);
 }
 
 Request FramedChannel::isend(Tag tag, std::span<const std::byte> data) {
-  rethrow_if_failed();
-  if (tag >= kControlTagBase)
+  if (tag_class(tag) == TagClass::kControl)
     throw make_error(ErrorCode::kInternal,
                      "tag {:#x} sent to rank {} is reserved for the transport", tag, peer_);
+  ContextState& state = context_of(tag_context(tag));
+  rethrow_if_failed(state);
   if (closed_) fail(*closed_);
   return enqueue_send(tag, data, {});
 }
 
 Request FramedChannel::enqueue_send(Tag tag, std::span<const std::byte> data,
                                     std::vector<std::byte> owned) {
+  ContextState& state = context_of(tag_context(tag));
   auto op = std::make_shared<Operation>();
   op->tag = tag;
   op->is_send = true;
   PendingSend& send = sends_.emplace_back();
   send.owned = std::move(owned);
+  send.context = &state;
   // const_cast: Operation has one pointer type for both directions; sends never write through it.
   op->data = send.owned.empty() ? const_cast<std::byte*>(data.data()) : send.owned.data();
   op->size = send.owned.empty() ? data.size() : send.owned.size();
-  encode_header(send.header, tag, op->size, call_);
+  // A point-to-point message belongs to no collective call: it carries no signature to check.
+  const bool stamped = tag_class(tag) != TagClass::kPointToPoint;
+  encode_header(send.header, tag, op->size, stamped ? state.call : nullptr);
   send.op = op;
+  ++state.pending_sends;
   return Request(std::move(op));
 }
 
 Request FramedChannel::irecv(Tag tag, std::span<std::byte> data) {
-  rethrow_if_failed();
-  if (tag >= kControlTagBase)
+  if (tag_class(tag) == TagClass::kControl)
     throw make_error(ErrorCode::kInternal,
                      "tag {:#x} received from rank {} is reserved for the transport", tag, peer_);
+  ContextState& state = context_of(tag_context(tag));
+  rethrow_if_failed(state);
   auto op = std::make_shared<Operation>();
   op->data = data.data();
   op->size = data.size();
@@ -101,29 +217,37 @@ Request FramedChannel::irecv(Tag tag, std::span<std::byte> data) {
     std::shared_ptr<Stash> stash = std::move(stashed->second.front());
     stashed->second.pop_front();
     if (stashed->second.empty()) unexpected_.erase(stashed);
-    check_call(stash->call, CallSource::kMatched);
-    if (stash->data.size() != data.size()) fail(mismatch(tag, stash->data.size(), data.size()));
+    std::optional<Error> error = check_call(state, stash->call, CallSource::kMatched);
+    if (!error && stash->data.size() != data.size())
+      error = mismatch(tag, stash->data.size(), data.size(), state.peer);
+    if (error) {
+      if (stash.get() == in_stash_.get()) in_stash_.reset();
+      fail_context(state, *error);
+      throw *state.failure;
+    }
     if (stash->complete) {
       if (!data.empty()) std::memcpy(data.data(), stash->data.data(), data.size());
       recycle(std::move(stash->data));
       op->done = op->size;
-      op->complete = true;
+      op->finish();
     } else {
       stash->claimed = std::move(op);
       ++pending_receives_;
+      ++state.pending_receives;
     }
     return request;
   }
   if (closed_) fail(*closed_);
   posted_[tag].push_back(std::move(op));
   ++pending_receives_;
+  ++state.pending_receives;
   return request;
 }
 
-bool FramedChannel::progress() {
-  rethrow_if_failed();
+bool FramedChannel::progress_link() {
+  if (failure_) throw *failure_;
   if (closed_) {
-    if (busy()) fail(*closed_);
+    if (busy_any()) fail(*closed_);
     return false;
   }
   bool moved = false;
@@ -137,16 +261,21 @@ bool FramedChannel::progress() {
 }
 
 void FramedChannel::on_stream_error(const Error& error) {
-  // Mismatches and aborts already set failure_; this only sorts out stream (peer) failures.
+  // Corrupted frames already set failure_; this only sorts out stream (peer) failures.
   if (failure_) throw *failure_;
   stream_broken_ = true;
   bool between_frames = !in_payload_ && header_done_ == 0;
-  if (error.code() == ErrorCode::kPeerFailure && between_frames && !busy()) {
+  if (error.code() == ErrorCode::kPeerFailure && between_frames && !busy_any()) {
     log::debug("{} closed while nothing was pending", stream_->describe());
     closed_ = error;
     return;
   }
   fail(error);
+}
+
+void FramedChannel::on_send_complete(const PendingSend& send) {
+  send.op->finish();
+  send.context->pending_sends--;
 }
 
 bool FramedChannel::progress_sends() {
@@ -181,7 +310,7 @@ bool FramedChannel::progress_sends() {
       s.op->done += p;
       n -= p;
       if (s.header_done < kHeaderBytes || s.op->done < s.op->size) break;
-      s.op->complete = true;
+      on_send_complete(s);
       sends_.pop_front();
     }
     if (n != 0) throw make_error(ErrorCode::kInternal, "stream to rank {} wrote too much", peer_);
@@ -203,14 +332,18 @@ bool FramedChannel::progress_receives() {
       continue;
     }
     // Read the payload and, behind it, whatever of the next header is there: one call per
-    // message while messages stream in.
+    // message while messages stream in. A discarded payload cycles through one buffer.
+    const size_t left = in_size_ - in_done_;
     std::array<std::span<std::byte>, 2> pieces = {
-        std::span<std::byte>(in_dest_ + in_done_, in_size_ - in_done_),
+        in_discard_ ? std::span<std::byte>(discard_buffer_).first(std::min(left, kDiscardChunk))
+                    : std::span<std::byte>(in_dest_ + in_done_, left),
         std::span<std::byte>(header_)};
-    size_t n = stream_->read_some(pieces);
+    // Behind a discarded chunk that is not the payload's last, no header may be read yet.
+    const bool header_follows = pieces[0].size() == left;
+    size_t n = stream_->read_some(std::span(pieces.data(), header_follows ? 2 : 1));
     if (n == 0) break;
     moved = true;
-    size_t payload = std::min(n, in_size_ - in_done_);
+    size_t payload = std::min(n, left);
     in_done_ += payload;
     if (in_op_) in_op_->done = in_done_;
     if (in_done_ < in_size_) continue;
@@ -219,6 +352,12 @@ bool FramedChannel::progress_receives() {
     if (header_done_ == kHeaderBytes) on_header();
   }
   return moved;
+}
+
+void FramedChannel::discard_payload() {
+  if (discard_buffer_.size() < kDiscardChunk) discard_buffer_.resize(kDiscardChunk);
+  in_discard_ = true;
+  in_dest_ = nullptr;
 }
 
 void FramedChannel::on_header() {
@@ -231,89 +370,143 @@ void FramedChannel::on_header() {
   in_tag_ = tag;
   in_size_ = length;
   in_done_ = 0;
-  if (tag == kCallTag && length == 0) {
-    check_call(in_call_, CallSource::kAnnounced);
+  in_discard_ = false;
+  in_payload_ = true;
+  if (tag_class(tag) == TagClass::kControl) {
+    on_control_header();
+  } else {
+    // A context nobody here has bound yet (a communicator another rank created first) still
+    // stashes its messages: they are checked once it exists.
+    ContextState& state = context_of(tag_context(tag));
+    in_context_ = &state;
+    if (state.failure || state.released) {
+      discard_payload();
+    } else if (auto posted = posted_.find(tag); posted != posted_.end()) {
+      in_op_ = std::move(posted->second.front());
+      posted->second.pop_front();
+      if (posted->second.empty()) posted_.erase(posted);
+      std::optional<Error> error = check_call(state, in_call_, CallSource::kMatched);
+      if (!error && in_op_->size != length) error = mismatch(tag, length, in_op_->size, state.peer);
+      if (error) {
+        // The receive is dropped with the context; count it out first.
+        --pending_receives_;
+        --state.pending_receives;
+        in_op_.reset();
+        fail_context(state, *error);
+      } else {
+        in_dest_ = in_op_->data;
+      }
+    } else if (std::optional<Error> error = check_call(state, in_call_, CallSource::kEarly)) {
+      fail_context(state, *error);
+    } else {
+      in_stash_ = std::make_shared<Stash>();
+      in_stash_->call = in_call_;
+      if (!spare_stash_.empty()) {
+        in_stash_->data = std::move(spare_stash_.back());
+        spare_stash_.pop_back();
+      }
+      in_stash_->data.resize(length);
+      in_dest_ = in_stash_->data.data();
+      unexpected_[tag].push_back(in_stash_);
+    }
+  }
+  if (in_payload_ && length == 0) on_payload_complete();
+}
+
+void FramedChannel::on_control_header() {
+  ContextState& state = context_of(tag_context(in_tag_));
+  in_context_ = &state;
+  const ControlKind kind = control_kind(in_tag_);
+  if (kind == ControlKind::kCallAnnouncement && in_size_ == 0) {
+    in_payload_ = false;
+    in_context_ = nullptr;
+    if (!state.failure && !state.released)
+      if (std::optional<Error> error = check_call(state, in_call_, CallSource::kAnnounced))
+        fail_context(state, *error);
     return;
   }
-  if (tag >= kControlTagBase) {
-    if (tag != kAbortTag || length > kMaxControlPayload)
-      fail(make_error(ErrorCode::kPeerFailure,
-                      "{} sent a corrupted frame (control tag {:#x}, {} bytes); is it running the "
-                      "same tutti version?",
-                      stream_->describe(), tag, length));
-    control_payload_.assign(length, std::byte{0});
-    in_dest_ = control_payload_.data();
-  } else if (auto posted = posted_.find(tag); posted != posted_.end()) {
-    in_op_ = std::move(posted->second.front());
-    posted->second.pop_front();
-    if (posted->second.empty()) posted_.erase(posted);
-    check_call(in_call_, CallSource::kMatched);
-    if (in_op_->size != length) fail(mismatch(tag, length, in_op_->size));
-    in_dest_ = in_op_->data;
-  } else {
-    check_call(in_call_, CallSource::kEarly);
-    in_stash_ = std::make_shared<Stash>();
-    in_stash_->call = in_call_;
-    if (!spare_stash_.empty()) {
-      in_stash_->data = std::move(spare_stash_.back());
-      spare_stash_.pop_back();
-    }
-    in_stash_->data.resize(length);
-    in_dest_ = in_stash_->data.data();
-    unexpected_[tag].push_back(in_stash_);
-  }
-  in_payload_ = true;
-  if (length == 0) on_payload_complete();
+  if (kind != ControlKind::kAbort || in_size_ > kMaxControlPayload)
+    fail(make_error(ErrorCode::kPeerFailure,
+                    "{} sent a corrupted frame (control tag {:#x}, {} bytes); is it running the "
+                    "same tutti version?",
+                    stream_->describe(), in_tag_, in_size_));
+  control_payload_.assign(in_size_, std::byte{0});
+  in_dest_ = control_payload_.data();
 }
 
 void FramedChannel::on_payload_complete() {
   in_payload_ = false;
-  if (in_tag_ >= kControlTagBase) {
-    const bool mismatch =
-        !control_payload_.empty() && control_payload_[0] == static_cast<std::byte>(kAbortMismatch);
+  ContextState* state = in_context_;
+  in_context_ = nullptr;
+  if (in_discard_) {
+    in_discard_ = false;
+    return;
+  }
+  if (tag_class(in_tag_) == TagClass::kControl) {
+    // An abort notice: its first byte is the error the sender failed with.
+    ErrorCode code = ErrorCode::kPeerFailure;
+    if (!control_payload_.empty()) {
+      const auto sent = static_cast<ErrorCode>(control_payload_[0]);
+      if (sent == ErrorCode::kMismatch || sent == ErrorCode::kAborted) code = sent;
+    }
     std::string reason(reinterpret_cast<const char*>(control_payload_.data()),
                        control_payload_.size());
     if (!reason.empty()) reason.erase(0, 1);
-    fail(make_error(mismatch ? ErrorCode::kMismatch : ErrorCode::kPeerFailure,
-                    "rank {} aborted: {}", peer_, reason));
+    if (!state->released)
+      fail_context(*state, make_error(code, "rank {} aborted: {}", state->peer, reason));
+    return;
   }
   if (in_op_) {
     in_op_->done = in_op_->size;
-    in_op_->complete = true;
+    in_op_->finish();
     in_op_.reset();
     --pending_receives_;
+    --state->pending_receives;
   } else if (in_stash_) {
     in_stash_->complete = true;
     if (auto& op = in_stash_->claimed) {
       if (op->size > 0) std::memcpy(op->data, in_stash_->data.data(), op->size);
       recycle(std::move(in_stash_->data));
       op->done = op->size;
-      op->complete = true;
+      op->finish();
       op.reset();
       --pending_receives_;
+      --state->pending_receives;
     }
     in_stash_.reset();
   }
 }
 
-void FramedChannel::check_call(const CallSignature& theirs, CallSource source) {
-  if (call_ == nullptr || !call_->stamped() || !theirs.stamped() || !theirs.conflicts(*call_))
-    return;
+std::optional<Error> FramedChannel::check_call(const ContextState& state,
+                                               const CallSignature& theirs,
+                                               CallSource source) const {
+  const CallSignature* mine = state.call;
+  if (mine == nullptr || !mine->stamped() || !theirs.stamped() || !theirs.conflicts(*mine))
+    return std::nullopt;
   // A later call is the peer running ahead; it is checked when this rank gets there.
-  if (source != CallSource::kMatched && theirs.sequence > call_->sequence) return;
-  if (source == CallSource::kAnnounced && theirs.sequence < call_->sequence) return;
-  fail(call_mismatch(self_, *call_, peer_, theirs));
+  if (source != CallSource::kMatched && theirs.sequence > mine->sequence) return std::nullopt;
+  if (source == CallSource::kAnnounced && theirs.sequence < mine->sequence) return std::nullopt;
+  return call_mismatch(state.self, *mine, state.peer, theirs);
 }
 
-void FramedChannel::check_early_messages() {
-  rethrow_if_failed();
-  for (const auto& [tag, stashes] : unexpected_)
-    for (const auto& stash : stashes) check_call(stash->call, CallSource::kEarly);
+void FramedChannel::check_early_messages_in(ContextId context) {
+  ContextState& state = context_of(context);
+  rethrow_if_failed(state);
+  for (const auto& [tag, stashes] : unexpected_) {
+    if (tag_context(tag) != context) continue;
+    for (const auto& stash : stashes)
+      if (std::optional<Error> error = check_call(state, stash->call, CallSource::kEarly)) {
+        fail_context(state, *error);  // invalidates the iteration: leave at once
+        throw *state.failure;
+      }
+  }
 }
 
-void FramedChannel::announce_call() {
-  if (failure_ || closed_ || call_ == nullptr || !call_->stamped()) return;
-  enqueue_send(kCallTag, {}, {});
+void FramedChannel::announce_call_in(ContextId context) {
+  ContextState* state = find_context(context);
+  if (failure_ || closed_ || !state || state->failure || !state->call || !state->call->stamped())
+    return;
+  enqueue_send(control_tag(ControlKind::kCallAnnouncement, context), {}, {});
 }
 
 void FramedChannel::recycle(std::vector<std::byte> buffer) {
@@ -321,18 +514,23 @@ void FramedChannel::recycle(std::vector<std::byte> buffer) {
     spare_stash_.push_back(std::move(buffer));
 }
 
-void FramedChannel::send_abort(ErrorCode code, const std::string& reason) noexcept {
+void FramedChannel::send_abort_in(ContextId context, ErrorCode code,
+                                  const std::string& reason) noexcept {
   try {
+    ContextState& state = context_of(context);
+    // From now on this context takes nothing more here: what arrives for it is dropped.
+    if (!state.failure) state.failure = make_error(code, "{}", reason);
+    purge(state);
     // A channel failed by a mismatch or a local error still reaches its peer: tell it why.
     if (stream_broken_ || closed_) return;
     // Frames the peer has not seen a byte of are dropped: the abort goes out sooner, and their
     // buffers may already be gone with the failing caller. A half-sent frame must be finished.
-    std::erase_if(sends_, [](const PendingSend& s) { return s.header_done == 0; });
+    drop_sends_of(state);
     std::vector<std::byte> payload(1 + reason.size());
-    payload[0] =
-        static_cast<std::byte>(code == ErrorCode::kMismatch ? kAbortMismatch : kAbortFailure);
+    payload[0] = static_cast<std::byte>(code);
     std::memcpy(payload.data() + 1, reason.data(), reason.size());
-    Request request = enqueue_send(kAbortTag, {}, std::move(payload));
+    Request request =
+        enqueue_send(control_tag(ControlKind::kAbort, context), {}, std::move(payload));
     abort_sent_ = true;
     Deadline budget = Deadline::after(kAbortFlushBudget);
     while (!request.complete() && !budget.expired()) {

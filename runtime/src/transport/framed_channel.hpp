@@ -1,6 +1,9 @@
-// FramedChannel: the Channel of every byte-stream backend. Each message travels as a frame
-// (tag u64, length u64, payload). Sends leave in FIFO order; a received payload goes straight into
-// the posted receive of its tag, or into an "unexpected" stash until that receive is posted.
+// FramedChannel: the Link of every byte-stream backend. Each message travels as a frame (tag u64,
+// length u64, the sender's call signature, payload). Sends leave in FIFO order; a received payload
+// goes straight into the posted receive of its tag, or into an "unexpected" stash until that
+// receive is posted. Every communicator of the process that reaches the peer shares it, each as a
+// context of its own (link.hpp): a mismatch or abort notice fails one context, and the frames that
+// still arrive for a failed or released context are read and dropped, so the stream stays in step.
 #pragma once
 
 #include <array>
@@ -13,17 +16,12 @@
 #include <vector>
 
 #include "transport/byte_stream.hpp"
-#include "transport/channel.hpp"
+#include "transport/link.hpp"
 #include "tutti/error.hpp"
 
 namespace tutti::transport {
 
-// Control tags (>= kControlTagBase) understood by every FramedChannel.
-inline constexpr Tag kAbortTag = kControlTagBase + 1;
-// An empty frame whose header's call signature says which call the sender waits in.
-inline constexpr Tag kCallTag = kControlTagBase + 2;
-
-class FramedChannel final : public Channel {
+class FramedChannel final : public Link {
  public:
   FramedChannel(int peer, std::unique_ptr<ByteStream> stream);
   ~FramedChannel() override;
@@ -34,20 +32,26 @@ class FramedChannel final : public Channel {
 
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
-  bool progress() override;
-  void send_abort(ErrorCode code, const std::string& reason) noexcept override;
+  bool progress_link() override;
   int wait_fd() const override;
   int liveness_fd() const override;
-  bool busy() const override { return !sends_.empty() || pending_receives_ > 0; }
   bool wants_writable() const override { return !sends_.empty(); }
-  void bind_call(int self, const CallSignature* current) override {
-    self_ = self;
-    call_ = current;
-  }
-  void check_early_messages() override;
-  void announce_call() override;
   void drain_before_close(Deadline deadline) override {
     if (abort_sent_ && !stream_broken_) stream_->drain_before_close(deadline);
+  }
+
+  const Error* context_failure(ContextId context) const override;
+  bool busy_in(ContextId context) const override;
+  bool busy_any() const override { return !sends_.empty() || pending_receives_ > 0; }
+  void bind_call_in(ContextId context, int self, int peer, const CallSignature* current) override;
+  void release_context(ContextId context) override;
+  void check_early_messages_in(ContextId context) override;
+  void announce_call_in(ContextId context) override;
+  void send_abort_in(ContextId context, ErrorCode code,
+                     const std::string& reason) noexcept override;
+  // Fails `context` here with `error` (found on a sibling stream of a StripedChannel).
+  void fail_context_in(ContextId context, const Error& error) {
+    fail_context(context_of(context), error);
   }
 
  private:
@@ -55,8 +59,10 @@ class FramedChannel final : public Channel {
   static constexpr size_t kHeaderBytes = 16 + CallSignature::kWireBytes;
   using Header = std::array<std::byte, kHeaderBytes>;
 
+  struct ContextState;
   struct PendingSend {
     std::shared_ptr<Operation> op;
+    ContextState* context = nullptr;
     Header header;
     size_t header_done = 0;
     std::vector<std::byte> owned;  // payload of control frames
@@ -69,15 +75,42 @@ class FramedChannel final : public Channel {
     std::shared_ptr<Operation> claimed;  // a receive posted while the payload was still arriving
   };
 
-  void rethrow_if_failed() const;
+  // What one communicator (context) has on this link.
+  struct ContextState {
+    ContextId id = 0;
+    int self = -1;                        // this rank's number in the context
+    int peer = -1;                        // the peer's number in the context
+    const CallSignature* call = nullptr;  // its current call; null until bound
+    size_t pending_sends = 0;
+    size_t pending_receives = 0;
+    std::optional<Error> failure;  // a mismatch or abort notice failed it
+    bool released = false;         // its communicator is gone
+  };
+
+  ContextState* find_context(ContextId context);
+  const ContextState* find_context(ContextId context) const;
+  ContextState& context_of(ContextId context);
+  // The context no longer takes messages (failed or released): what it had posted or stashed is
+  // dropped, and later frames for it are discarded.
+  void purge(ContextState& state);
+  // Records `error` as the context's failure (the first one stays) and purges it.
+  void fail_context(ContextState& state, const Error& error);
+  void rethrow_if_failed(const ContextState& state) const;
+  // A frame that has not started leaving is dropped; a half-sent one keeps its remaining bytes in
+  // owned memory, since its caller's buffer may be gone once the context failed.
+  void drop_sends_of(const ContextState& state);
   [[noreturn]] void fail(const Error& error);
   void on_stream_error(const Error& error);
   Request enqueue_send(Tag tag, std::span<const std::byte> data, std::vector<std::byte> owned);
+  void on_send_complete(const PendingSend& send);
   bool progress_sends();
   bool progress_receives();
   void on_header();
+  void on_control_header();
   void on_payload_complete();
-  Error mismatch(Tag tag, size_t sent, size_t expected) const;
+  void discard_payload();
+  // `from`: the sender's number in the message's context.
+  static Error mismatch(Tag tag, size_t sent, size_t expected, int from);
   // How a peer's call reached this rank, which decides what contradicts this rank's call.
   enum class CallSource {
     kMatched,    // on a message a receive here took: any difference
@@ -86,14 +119,17 @@ class FramedChannel final : public Channel {
     kAnnounced,  // in an announcement: the same call number only (a peer still finishing an
                  // earlier call is only slow)
   };
-  // Fails with kMismatch when `theirs` contradicts this rank's call.
-  void check_call(const CallSignature& theirs, CallSource source);
+  // The kMismatch error when `theirs` contradicts the context's call, else nothing.
+  std::optional<Error> check_call(const ContextState& state, const CallSignature& theirs,
+                                  CallSource source) const;
   void recycle(std::vector<std::byte> buffer);  // a consumed stash buffer, kept for reuse
 
   int peer_;
   std::unique_ptr<ByteStream> stream_;
-  int self_ = -1;
-  const CallSignature* call_ = nullptr;
+  // Usually one or a few communicators: a vector searched from the last one used. Entries are
+  // never removed (a released context still discards its late frames), and deque keeps them put.
+  std::deque<ContextState> contexts_;
+  ContextState* last_context_ = nullptr;
 
   std::deque<PendingSend> sends_;
   std::unordered_map<Tag, std::deque<std::shared_ptr<Operation>>> posted_;
@@ -110,7 +146,10 @@ class FramedChannel final : public Channel {
   size_t in_done_ = 0;
   std::byte* in_dest_ = nullptr;
   std::shared_ptr<Operation> in_op_;
+  ContextState* in_context_ = nullptr;
   std::shared_ptr<Stash> in_stash_;
+  bool in_discard_ = false;  // the payload goes nowhere (its context failed or is gone)
+  std::vector<std::byte> discard_buffer_;
   std::vector<std::byte> control_payload_;
   std::vector<std::vector<std::byte>> spare_stash_;
 

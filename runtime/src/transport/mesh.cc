@@ -62,9 +62,10 @@ std::string why_no_window(const MeshConfig& c, size_t bytes) {
 
 }  // namespace
 
-std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Store& store,
-                                        Deadline deadline) {
+std::shared_ptr<Fabric> connect_fabric(const MeshConfig& config, bootstrap::Store& store,
+                                       Deadline deadline) {
   validate(config);
+  (void)window_bytes(config);  // a bad setting fails before anything is published
   MeshContext context{config, store, deadline};
   std::vector<int> tcp_peers, shm_peers, all_peers;
   for (int r = 0; r < config.size; ++r) {
@@ -77,8 +78,6 @@ std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Sto
   // other rank, rather than hidden behind a peer that waits for it.
   std::optional<TcpMesh> tcp;
   std::optional<ShmMesh> shm;
-  const size_t area_bytes = window_bytes(config);
-  const std::string no_window = why_no_window(config, area_bytes);
   if (!tcp_peers.empty()) tcp.emplace(context, tcp_peers);
   if (!shm_peers.empty()) shm.emplace(context, shm_peers);
   std::vector<std::string> endpoint_keys;
@@ -87,22 +86,37 @@ std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Sto
   context.wait_for(all_peers, endpoint_keys, "publish their endpoints",
                    "the store (" + store.describe() + ")");
 
-  std::vector<std::unique_ptr<Channel>> channels(config.size);
+  std::vector<std::unique_ptr<Link>> links(config.size);
   if (shm) shm->map_peers();
-  if (tcp) tcp->connect(channels);
-  if (shm) shm->connect(channels);
-  auto transport = std::make_unique<Transport>(config.rank, std::move(channels));
-  if (no_window.empty()) {
-    const int spin = config.shm_spin_rounds.value_or(
-        env::is_set("TUTTI_SHM_SPIN_ROUNDS")
-            ? static_cast<int>(env::get_int("TUTTI_SHM_SPIN_ROUNDS"))
-            : default_spin_rounds(config.size));
-    transport->set_local_window(connect_local_window(context, *transport, area_bytes, spin));
-  } else {
-    transport->set_local_window(nullptr, no_window);
+  if (tcp) tcp->connect(links);
+  if (shm) shm->connect(links);
+  log::debug("rank {} connected: {} tcp, {} shm peers", config.rank, tcp_peers.size(),
+             shm_peers.size());
+  return std::make_shared<Fabric>(config.rank, std::move(links));
+}
+
+void attach_local_window(const MeshConfig& config, Transport& transport, bootstrap::Store& store,
+                         Deadline deadline) {
+  const size_t area_bytes = window_bytes(config);
+  const std::string no_window = why_no_window(config, area_bytes);
+  if (!no_window.empty()) {
+    transport.set_local_window(nullptr, no_window);
+    return;
   }
-  log::debug("rank {} connected: {} tcp, {} shm peers, {}", config.rank, tcp_peers.size(),
-             shm_peers.size(), no_window.empty() ? "shared-memory window" : no_window);
+  MeshContext context{config, store, deadline};
+  const int spin = config.shm_spin_rounds.value_or(
+      env::is_set("TUTTI_SHM_SPIN_ROUNDS") ? static_cast<int>(env::get_int("TUTTI_SHM_SPIN_ROUNDS"))
+                                           : default_spin_rounds(config.size));
+  transport.set_local_window(connect_local_window(context, transport, area_bytes, spin));
+}
+
+std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Store& store,
+                                        Deadline deadline) {
+  std::shared_ptr<Fabric> fabric = connect_fabric(config, store, deadline);
+  std::vector<int> members(config.size);
+  for (int r = 0; r < config.size; ++r) members[r] = r;
+  auto transport = fabric->make_transport(0, members, config.rank);
+  attach_local_window(config, *transport, store, deadline);
   return transport;
 }
 

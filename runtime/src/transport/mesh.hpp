@@ -11,6 +11,7 @@
 
 #include "bootstrap/store.hpp"
 #include "core/deadline.hpp"
+#include "transport/fabric.hpp"
 #include "transport/transport.hpp"
 
 namespace tutti::transport {
@@ -34,6 +35,18 @@ struct MeshConfig {
   std::optional<int> shm_spin_rounds;
 };
 
+// The links of this rank to every other (fabric.hpp), nothing more: no window.
+std::shared_ptr<Fabric> connect_fabric(const MeshConfig& config, bootstrap::Store& store,
+                                       Deadline deadline);
+
+// Gives `transport` (of the communicator `config` describes: rank, size and host ids are the
+// communicator's, job_id namespaces its store keys and segment names) its LocalWindow when every
+// member shares this host and the window is not turned off, or records why not. Every member
+// must call it.
+void attach_local_window(const MeshConfig& config, Transport& transport, bootstrap::Store& store,
+                         Deadline deadline);
+
+// connect_fabric, then the transport of context 0 over every rank, with its window.
 std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Store& store,
                                         Deadline deadline);
 

@@ -31,6 +31,10 @@ constexpr int kAgreementCheckRounds = 64;
 // for each other in different calls find out), then again at this interval.
 constexpr auto kFirstAnnouncement = std::chrono::milliseconds(10);
 constexpr auto kAnnouncementInterval = std::chrono::seconds(1);
+// Longest single sleep of a wait while other transports share the links, or an interrupt
+// (abort(), launcher gone) may come.
+constexpr long kSharedLinkMaxSleepNs = 1'000'000;
+constexpr long kInterruptCheckNs = 20'000'000;
 // How long a transport that sent abort notices keeps its connections open at the end.
 constexpr auto kAbortLinger = std::chrono::milliseconds(250);
 
@@ -87,10 +91,21 @@ void Transport::check_call_agreement() {
   }
 }
 
+void Transport::share_links(std::shared_ptr<std::atomic<int>> live) {
+  live_sharers_ = std::move(live);
+  live_sharers_->fetch_add(1);
+}
+
+void Transport::set_interrupt(const std::atomic<bool>* flag, std::function<Error()> interrupted) {
+  interrupt_flag_ = flag;
+  interrupted_ = std::move(interrupted);
+}
+
 Transport::~Transport() {
+  if (live_sharers_) live_sharers_->fetch_sub(1);
   // After abort notices, closing at once could reset the connections before the peers read them
   // (they would report a lost connection instead of the reason): give them a moment, all
-  // channels together.
+  // channels together. (Channels that are views of shared links leave this to the links' owner.)
   if (!aborted_) return;
   const Deadline deadline = Deadline::after(kAbortLinger);
   for (auto& c : channels_)
@@ -112,6 +127,7 @@ void Transport::wait(std::span<const Request> requests, Deadline deadline, std::
   int idle_rounds = 0;
   long sleep_ns = kMinSleepNs;
   for (;;) {
+    check_interrupt();
     // Every channel, busy or not: an abort notice may come from any peer.
     bool moved = progress_all();
     if (all_complete(requests)) return;
@@ -169,12 +185,18 @@ bool Transport::progress_all() {
 void Transport::set_local_window(std::unique_ptr<LocalWindow> window, std::string reason_if_none) {
   window_ = std::move(window);
   peer_pidfds_.clear();
+  owned_pidfds_.clear();
   if (window_) {
     no_window_reason_.clear();
-    peer_pidfds_.resize(channels_.size());
+    peer_pidfds_.assign(channels_.size(), -1);
     for (size_t peer = 0; peer < channels_.size(); ++peer) {
-      int fd = channels_[peer] ? channels_[peer]->liveness_fd() : -1;
-      if (fd >= 0) peer_pidfds_[peer].reset(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+      if (!channels_[peer]) continue;
+      if (int lent = channels_[peer]->peer_pidfd(); lent >= 0) {
+        peer_pidfds_[peer] = lent;
+      } else if (int fd = channels_[peer]->liveness_fd(); fd >= 0) {
+        owned_pidfds_.emplace_back(fcntl(fd, F_DUPFD_CLOEXEC, 0));
+        peer_pidfds_[peer] = owned_pidfds_.back().get();
+      }
     }
   } else {
     no_window_reason_ = std::move(reason_if_none);
@@ -189,6 +211,11 @@ void Transport::sleep_on_fds(long timeout_ns) {
       pollfds_.push_back({fd, static_cast<short>(POLLIN | (c->wants_writable() ? POLLOUT : 0)), 0});
     if (int fd = c->liveness_fd(); fd >= 0) pollfds_.push_back({fd, POLLIN, 0});
   }
+  // Another thread's communicator may read the bytes meant for this one off a shared link.
+  if (live_sharers_ && live_sharers_->load(std::memory_order_relaxed) > 1)
+    timeout_ns = std::min(timeout_ns, kSharedLinkMaxSleepNs);
+  // Nor would poll() see an interrupt.
+  if (interrupt_flag_) timeout_ns = std::min(timeout_ns, kInterruptCheckNs);
   timespec ts{timeout_ns / 1'000'000'000, timeout_ns % 1'000'000'000};
   if (ppoll(pollfds_.data(), pollfds_.size(), &ts, nullptr) < 0 && errno != EINTR)
     throw_system_error(fmt::format("rank {}: ppoll on {} channel fds", rank_, pollfds_.size()),
@@ -213,11 +240,12 @@ void Transport::throw_timeout(std::string_view what, double waited_seconds) cons
 }
 
 void Transport::check_peers(std::span<const int> awaited, std::string_view what) {
+  check_interrupt();
   progress_all();
   check_call_agreement();
   for (int peer : awaited) {
     Channel& c = channel(peer);
-    int fd = static_cast<size_t>(peer) < peer_pidfds_.size() ? peer_pidfds_[peer].get() : -1;
+    int fd = static_cast<size_t>(peer) < peer_pidfds_.size() ? peer_pidfds_[peer] : -1;
     if (fd < 0) fd = c.liveness_fd();
     if (fd < 0) continue;
     pollfd p{fd, POLLIN, 0};

@@ -5,6 +5,8 @@
 
 #include <poll.h>
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -56,6 +58,15 @@ class Transport {
   // Adopts the window, or records why there is none.
   void set_local_window(std::unique_ptr<LocalWindow> window, std::string reason_if_none = {});
 
+  // The channels are views of links that other transports (communicators, maybe in other threads)
+  // use too: `live` counts them. While more than one is live, a wait sleeps at most 1 ms at a
+  // time, since another thread may read the bytes that would have woken it.
+  void share_links(std::shared_ptr<std::atomic<int>> live);
+
+  // Interrupts waits: while *flag is set, every wait throws `interrupted()`'s error at its next
+  // round (communicator abort, launcher gone). The flag outlives the transport.
+  void set_interrupt(const std::atomic<bool>* flag, std::function<Error()> interrupted);
+
   // Progresses every channel once; throws the first peer failure. True if anything moved.
   bool progress_all();
 
@@ -70,6 +81,10 @@ class Transport {
                                          double waited_seconds) const;
 
  private:
+  // Throws the interrupt's error when the flag is set.
+  void check_interrupt() const {
+    if (interrupt_flag_ && interrupt_flag_->load(std::memory_order_relaxed)) throw interrupted_();
+  }
   // Sleeps in poll() on the channels' fds for at most timeout_ns (the idle path of wait()).
   void sleep_on_fds(long timeout_ns);
   [[noreturn]] void throw_timeout(std::string_view what, double waited_seconds) const;
@@ -78,12 +93,16 @@ class Transport {
   CallSignature call_;         // the channels read it through bind_call: the Transport never moves
   CallSignature posted_call_;  // what the window's call line shows for this rank
   bool aborted_ = false;       // abort notices went out: linger before closing
+  std::shared_ptr<std::atomic<int>> live_sharers_;
+  const std::atomic<bool>* interrupt_flag_ = nullptr;
+  std::function<Error()> interrupted_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<pollfd> pollfds_;  // reused between waits
   std::string no_window_reason_ = "the transport was built without a shared-memory window";
   // Copies of the peers' pidfds taken when the window is set: a channel stops reporting its pidfd
   // once it has seen the peer go, but a window wait must still notice that the peer is gone.
-  std::vector<bootstrap::Fd> peer_pidfds_;
+  std::vector<bootstrap::Fd> owned_pidfds_;
+  std::vector<int> peer_pidfds_;  // per peer: a channel's peer_pidfd() or one of owned_pidfds_
   std::unique_ptr<LocalWindow> window_;  // after channels_: destroyed first, it waits through them
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -157,10 +158,19 @@ TEST(Hierarchy, LeadersAreTheLowestRankOfEachHostInHostOrder) {
 TEST(Hierarchy, PhaseSequencesAreDistinctAndNeverPlainSequences) {
   EXPECT_NE(phase_sequence(5, 0), phase_sequence(5, 1));
   EXPECT_NE(phase_sequence(5, 2), phase_sequence(6, 2));
-  EXPECT_GT(phase_sequence(1, 0), uint64_t{1} << 37);
-  // Tags of phase sequences stay below the transport's own control tags.
-  EXPECT_LT(transport::make_tag(phase_sequence(uint64_t{1} << 30, 3), 0xffffff),
-            transport::kControlTagBase);
+  // Whatever the call number (the tag's sequence field wraps), a phase's tag is never a plain
+  // call's tag, and both stay collective tags of no context.
+  std::set<transport::Tag> plain, phases;
+  for (uint64_t s : {uint64_t{1}, uint64_t{2}, uint64_t{1} << 15, (uint64_t{1} << 17) + 1,
+                     uint64_t{1} << 30, (uint64_t{1} << 40) + 7}) {
+    plain.insert(transport::make_tag(s, 3));
+    for (unsigned p = 0; p < 4; ++p) phases.insert(transport::make_tag(phase_sequence(s, p), 3));
+  }
+  for (transport::Tag t : phases) {
+    EXPECT_EQ(plain.count(t), 0u) << std::hex << t;
+    EXPECT_EQ(transport::tag_class(t), transport::TagClass::kCollective);
+    EXPECT_EQ(transport::tag_context(t), 0u);
+  }
 }
 
 }  // namespace

@@ -180,8 +180,11 @@ TEST_P(ChannelTest, WaitDeadlineNamesWhatAndThePendingPeer) {
 TEST_P(ChannelTest, UserTagsMayNotUseTheControlRange) {
   run_pair([&](int rank, Transport& t) {
     std::vector<std::byte> buf(1);
-    EXPECT_THROW(t.channel(1 - rank).isend(kControlTagBase + 1, buf), Error);
-    EXPECT_THROW(t.channel(1 - rank).irecv(kControlTagBase, buf), Error);
+    EXPECT_THROW(t.channel(1 - rank).isend(control_tag(ControlKind::kAbort, 0), buf), Error);
+    EXPECT_THROW(t.channel(1 - rank).irecv(control_tag(ControlKind::kCallAnnouncement, 0), buf),
+                 Error);
+    // Nor may a caller pick another communicator's context.
+    EXPECT_THROW(t.channel(1 - rank).isend(with_context(make_tag(1, 1), 7), buf), Error);
   });
 }
 

@@ -43,7 +43,7 @@ void ShmMesh::map_peers() {
   context_.store.set(context_.key("shm-mapped", context_.config.rank), "1");
 }
 
-void ShmMesh::connect(std::vector<std::unique_ptr<Channel>>& channels) {
+void ShmMesh::connect(std::vector<std::unique_ptr<Link>>& channels) {
   const MeshConfig& c = context_.config;
   context_.wait_for("shm-mapped", peers_, "map this rank's shared memory",
                     fmt::format("/dev/shm{} on host {}", own_->name(), context_.host(c.rank)));

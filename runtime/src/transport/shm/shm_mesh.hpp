@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "transport/channel.hpp"
+#include "transport/link.hpp"
 #include "transport/mesh_rendezvous.hpp"
 #include "transport/shm/segment.hpp"
 
@@ -22,7 +22,7 @@ class ShmMesh {
   void map_peers();
 
   // Waits until every peer mapped this rank's segment, unlinks it, fills channels[p] for each peer.
-  void connect(std::vector<std::unique_ptr<Channel>>& channels);
+  void connect(std::vector<std::unique_ptr<Link>>& channels);
 
  private:
   // Which ring of `owner`'s segment `writer` writes: writers are numbered in rank order.

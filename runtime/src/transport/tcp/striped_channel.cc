@@ -18,7 +18,7 @@ size_t stripe_part_bytes(size_t bytes, size_t parts) {
   return (bytes + parts - 1) / parts;
 }
 
-StripedChannel::StripedChannel(int peer, std::vector<std::unique_ptr<Channel>> streams)
+StripedChannel::StripedChannel(int peer, std::vector<std::unique_ptr<FramedChannel>> streams)
     : peer_(peer),
       streams_(std::move(streams)),
       epoll_(epoll_create1(EPOLL_CLOEXEC)),
@@ -58,26 +58,54 @@ Request StripedChannel::post(Tag tag, Span data, bool is_send, Post&& post_part)
 }
 
 Request StripedChannel::isend(Tag tag, std::span<const std::byte> data) {
-  return post(tag, data, true,
-              [tag](Channel& c, std::span<const std::byte> part) { return c.isend(tag, part); });
+  return post(tag, data, true, [tag](FramedChannel& c, std::span<const std::byte> part) {
+    return c.isend(tag, part);
+  });
 }
 
 Request StripedChannel::irecv(Tag tag, std::span<std::byte> data) {
   return post(tag, data, false,
-              [tag](Channel& c, std::span<std::byte> part) { return c.irecv(tag, part); });
+              [tag](FramedChannel& c, std::span<std::byte> part) { return c.irecv(tag, part); });
 }
 
-bool StripedChannel::progress() {
+bool StripedChannel::progress_link() {
   bool moved = false;
   try {
-    for (auto& s : streams_) moved = s->progress() || moved;
+    for (auto& s : streams_) moved = s->progress_link() || moved;
   } catch (...) {
     update_interest();
     throw;
   }
+  spread_context_failures();
   settle();
   update_interest();
   return moved;
+}
+
+void StripedChannel::spread_context_failures() {
+  if (streams_.size() < 2) return;
+  for (const Striped& s : striped_) {
+    const ContextId context = tag_context(s.op->tag);
+    if (const Error* failure = context_failure(context))
+      for (auto& stream : streams_) stream->fail_context_in(context, *failure);
+  }
+}
+
+const Error* StripedChannel::context_failure(ContextId context) const {
+  for (const auto& s : streams_)
+    if (const Error* failure = s->context_failure(context)) return failure;
+  return nullptr;
+}
+
+bool StripedChannel::busy_in(ContextId context) const {
+  return std::any_of(streams_.begin(), streams_.end(),
+                     [context](const auto& s) { return s->busy_in(context); });
+}
+
+void StripedChannel::release_context(ContextId context) {
+  for (auto& s : streams_) s->release_context(context);
+  std::erase_if(striped_,
+                [context](const Striped& s) { return tag_context(s.op->tag) == context; });
 }
 
 void StripedChannel::settle() {
@@ -85,13 +113,13 @@ void StripedChannel::settle() {
     if (!std::all_of(s.parts.begin(), s.parts.end(), [](const Request& r) { return r.complete(); }))
       return false;
     s.op->done = s.op->size;
-    s.op->complete = true;
+    s.op->finish();
     return true;
   });
 }
 
-bool StripedChannel::busy() const {
-  return std::any_of(streams_.begin(), streams_.end(), [](const auto& s) { return s->busy(); });
+bool StripedChannel::busy_any() const {
+  return std::any_of(streams_.begin(), streams_.end(), [](const auto& s) { return s->busy_any(); });
 }
 
 // Level-triggered interest per stream socket: readable always, writable only while that stream
@@ -117,8 +145,11 @@ void StripedChannel::update_interest() {
   }
 }
 
-void StripedChannel::send_abort(ErrorCode code, const std::string& reason) noexcept {
-  for (auto& s : streams_) s->send_abort(code, reason);
+void StripedChannel::send_abort_in(ContextId context, ErrorCode code,
+                                   const std::string& reason) noexcept {
+  for (auto& s : streams_) s->send_abort_in(context, code, reason);
+  std::erase_if(striped_,
+                [context](const Striped& s) { return tag_context(s.op->tag) == context; });
 }
 
 }  // namespace tutti::transport

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "bootstrap/socket.hpp"
-#include "transport/channel.hpp"
+#include "transport/framed_channel.hpp"
+#include "transport/link.hpp"
 
 namespace tutti::transport {
 
@@ -20,10 +21,10 @@ inline constexpr size_t kMinStripePartBytes = 16 << 10;
 size_t stripe_parts(size_t bytes, size_t streams);
 size_t stripe_part_bytes(size_t bytes, size_t parts);
 
-class StripedChannel final : public Channel {
+class StripedChannel final : public Link {
  public:
   // streams[0..K) all connect this rank to `peer`; K >= 1.
-  StripedChannel(int peer, std::vector<std::unique_ptr<Channel>> streams);
+  StripedChannel(int peer, std::vector<std::unique_ptr<FramedChannel>> streams);
   ~StripedChannel() override;
 
   int peer() const override { return peer_; }
@@ -32,23 +33,30 @@ class StripedChannel final : public Channel {
 
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
-  bool progress() override;
-  void send_abort(ErrorCode code, const std::string& reason) noexcept override;
+  bool progress_link() override;
   // An epoll fd over the streams' sockets: readable when any of them has bytes or, while it has
   // sends queued, room for them. Poll it for POLLIN only.
   int wait_fd() const override { return epoll_.get(); }
-  bool busy() const override;
   bool wants_writable() const override { return false; }
-  void bind_call(int self, const CallSignature* current) override {
-    for (auto& s : streams_) s->bind_call(self, current);
-  }
-  void announce_call() override { streams_[0]->announce_call(); }
   void drain_before_close(Deadline deadline) override {
     for (auto& s : streams_) s->drain_before_close(deadline);
   }
-  void check_early_messages() override {
-    for (auto& s : streams_) s->check_early_messages();
+
+  // A context failed on one stream fails on every stream: the parts still posted on the others
+  // point into the caller's buffer, which it may free once the call failed.
+  const Error* context_failure(ContextId context) const override;
+  bool busy_in(ContextId context) const override;
+  bool busy_any() const override;
+  void bind_call_in(ContextId context, int self, int peer, const CallSignature* current) override {
+    for (auto& s : streams_) s->bind_call_in(context, self, peer, current);
   }
+  void release_context(ContextId context) override;
+  void check_early_messages_in(ContextId context) override {
+    for (auto& s : streams_) s->check_early_messages_in(context);
+  }
+  void announce_call_in(ContextId context) override { streams_[0]->announce_call_in(context); }
+  void send_abort_in(ContextId context, ErrorCode code,
+                     const std::string& reason) noexcept override;
 
  private:
   // A message cut into parts: complete once every part is.
@@ -60,10 +68,12 @@ class StripedChannel final : public Channel {
   template <typename Span, typename Post>
   Request post(Tag tag, Span data, bool is_send, Post&& post_part);
   void settle();
+  // Spreads a context failure found on one stream to the others.
+  void spread_context_failures();
   void update_interest();
 
   int peer_;
-  std::vector<std::unique_ptr<Channel>> streams_;
+  std::vector<std::unique_ptr<FramedChannel>> streams_;
   std::vector<Striped> striped_;
   bootstrap::Fd epoll_;
   std::vector<int> registered_fd_;       // per stream: the fd in epoll_, or -1

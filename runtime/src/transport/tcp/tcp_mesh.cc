@@ -59,7 +59,7 @@ TcpMesh::TcpMesh(const MeshContext& context, std::vector<int> peers)
   log::debug("rank {} listens for data connections on {}", c.rank, endpoint_.to_string());
 }
 
-void TcpMesh::connect(std::vector<std::unique_ptr<Channel>>& channels) {
+void TcpMesh::connect(std::vector<std::unique_ptr<Link>>& channels) {
   const int rank = context_.config.rank;
   std::vector<int> higher;
   // Lower ranks first: they only wait for us once they reach their accept loop, and the chain
@@ -73,7 +73,7 @@ void TcpMesh::connect(std::vector<std::unique_ptr<Channel>>& channels) {
   if (!higher.empty()) accept_from(higher, channels);
 }
 
-void TcpMesh::connect_to(int peer, std::vector<std::unique_ptr<Channel>>& channels) {
+void TcpMesh::connect_to(int peer, std::vector<std::unique_ptr<Link>>& channels) {
   const MeshConfig& c = context_.config;
   std::string text = context_.store.get(context_.key("tcp", peer), context_.deadline);
   bootstrap::Endpoint endpoint =
@@ -100,9 +100,9 @@ void TcpMesh::connect_to(int peer, std::vector<std::unique_ptr<Channel>>& channe
   channels[peer] = make_channel(peer, std::move(sockets), text);
 }
 
-std::unique_ptr<Channel> TcpMesh::make_channel(int peer, std::vector<bootstrap::Fd> sockets,
+std::unique_ptr<Link> TcpMesh::make_channel(int peer, std::vector<bootstrap::Fd> sockets,
                                                const std::string& address) const {
-  std::vector<std::unique_ptr<Channel>> streams;
+  std::vector<std::unique_ptr<FramedChannel>> streams;
   for (auto& socket : sockets) {
     streams.push_back(std::make_unique<FramedChannel>(
         peer, std::make_unique<TcpStream>(std::move(socket), peer, context_.host(peer), address,
@@ -113,7 +113,7 @@ std::unique_ptr<Channel> TcpMesh::make_channel(int peer, std::vector<bootstrap::
 }
 
 void TcpMesh::accept_from(const std::vector<int>& higher,
-                          std::vector<std::unique_ptr<Channel>>& channels) {
+                          std::vector<std::unique_ptr<Link>>& channels) {
   const MeshConfig& c = context_.config;
   std::vector<int> missing = higher;
   // Per expected peer: its streams by index, as they arrive in any order.

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bootstrap/socket.hpp"
-#include "transport/channel.hpp"
+#include "transport/link.hpp"
 #include "transport/mesh_rendezvous.hpp"
 
 namespace tutti::transport {
@@ -21,12 +21,12 @@ class TcpMesh {
   TcpMesh(const MeshContext& context, std::vector<int> peers);
 
   // Call once every peer has published: fills channels[p] for every TCP peer p.
-  void connect(std::vector<std::unique_ptr<Channel>>& channels);
+  void connect(std::vector<std::unique_ptr<Link>>& channels);
 
  private:
-  void connect_to(int peer, std::vector<std::unique_ptr<Channel>>& channels);
-  void accept_from(const std::vector<int>& higher, std::vector<std::unique_ptr<Channel>>& channels);
-  std::unique_ptr<Channel> make_channel(int peer, std::vector<bootstrap::Fd> sockets,
+  void connect_to(int peer, std::vector<std::unique_ptr<Link>>& channels);
+  void accept_from(const std::vector<int>& higher, std::vector<std::unique_ptr<Link>>& channels);
+  std::unique_ptr<Link> make_channel(int peer, std::vector<bootstrap::Fd> sockets,
                                         const std::string& address) const;
 
   const MeshContext& context_;

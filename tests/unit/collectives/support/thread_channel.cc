@@ -56,7 +56,7 @@ bool ThreadChannel::match_receives() {
   }
   bool moved = false;
   for (auto& receive : receives_) {
-    if (receive->complete) continue;
+    if (receive->finished()) continue;
     for (auto& message : box.messages) {
       if (message.copied || message.op->tag != receive->tag) continue;
       if (message.op->size != receive->size) {
@@ -67,12 +67,12 @@ bool ThreadChannel::match_receives() {
       if (receive->size > 0) std::memcpy(receive->data, message.op->data, receive->size);
       message.copied = true;
       receive->done = receive->size;
-      receive->complete = true;
+      receive->finish();
       moved = true;
       break;
     }
   }
-  while (!receives_.empty() && receives_.front()->complete) receives_.pop_front();
+  while (!receives_.empty() && receives_.front()->finished()) receives_.pop_front();
   return moved;
 }
 
@@ -85,7 +85,7 @@ bool ThreadChannel::complete_sends() {
   std::erase_if(box.messages, [&](Mailbox::Message& message) {
     if (!message.copied) return false;
     message.op->done = message.op->size;
-    message.op->complete = true;
+    message.op->finish();
     --unfinished_sends_;
     moved = true;
     return true;
