@@ -1,19 +1,24 @@
 // tutti C++ API. Errors are thrown as tutti::Error (see tutti/error.hpp).
 //
-//   tutti::World world;                          // init from the environment; finalize at scope exit
-//   auto& comm = world.communicator();
-//   comm.allreduce(grad.data(), grad.data(), grad.size(), tutti::DataType::kFloat32, tutti::ReduceOp::kSum);
-//   comm.allreduce(std::span<float>(grad), tutti::ReduceOp::kAvg);   // typed, in place
+//   tutti::World world;                          // init from the environment; finalize at scope
+//   exit auto& comm = world.communicator(); comm.allreduce(grad.data(), grad.data(), grad.size(),
+//   tutti::DataType::kFloat32, tutti::ReduceOp::kSum); comm.allreduce(std::span<float>(grad),
+//   tutti::ReduceOp::kAvg);   // typed, in place tutti::Communicator half = comm.split(comm.rank()
+//   % 2, comm.rank());  // even and odd ranks
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
 
 #include "tutti/error.hpp"
+#include "tutti/options.hpp"
+#include "tutti/store.hpp"
 #include "tutti/types.hpp"
 
 #if defined(__GNUC__)
@@ -26,25 +31,67 @@ namespace tutti {
 
 namespace comm {
 class Communicator;
-}
+class Request;
+}  // namespace comm
 
 template <typename T>
 constexpr DataType data_type_of() {
-  if constexpr (std::is_same_v<T, float>) return DataType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>) return DataType::kFloat64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DataType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DataType::kInt64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DataType::kUInt8;
-  else static_assert(sizeof(T) == 0, "no tutti DataType for this element type; use the void* overloads");
+  if constexpr (std::is_same_v<T, float>)
+    return DataType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DataType::kFloat64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DataType::kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DataType::kInt64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DataType::kUInt8;
+  else
+    static_assert(sizeof(T) == 0,
+                  "no tutti DataType for this element type; use the void* overloads");
 }
 
-// A group of ranks that run collectives together. Calls are synchronous; use one thread at a time.
+// A posted point-to-point send or receive. Its buffer must stay valid until it completes.
+class TUTTI_CXX_API Request {
+ public:
+  Request();
+  explicit Request(std::unique_ptr<comm::Request> impl);
+  ~Request();
+  Request(Request&&) noexcept;
+  Request& operator=(Request&&) noexcept;
+
+  // True once complete (moves bytes once if not). Throws the error that failed it.
+  bool test();
+  // Returns once complete; Error(kTimeout) after `timeout` (default: the communicator's).
+  void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
+ private:
+  std::unique_ptr<comm::Request> impl_;
+};
+
+// A group of ranks that run collectives together: the world, or a split, group or dup of another
+// communicator. A Communicator is a handle: copies refer to the same communicator, which lives
+// until the last copy goes. Calls are synchronous and are made by one thread at a time (another
+// thread's call on the same communicator is refused); different communicators may be used from
+// different threads at once. A failed call leaves the communicator broken (later calls rethrow the
+// error); other communicators go on unless a peer process died.
 class TUTTI_CXX_API Communicator {
  public:
-  explicit Communicator(std::unique_ptr<comm::Communicator> impl);
+  Communicator() = default;  // null: a split() with a negative color returns one
+  explicit Communicator(std::shared_ptr<comm::Communicator> impl);
   ~Communicator();
-  Communicator(const Communicator&) = delete;
-  Communicator& operator=(const Communicator&) = delete;
+  Communicator(const Communicator&) = default;
+  Communicator& operator=(const Communicator&) = default;
+  Communicator(Communicator&&) noexcept = default;
+  Communicator& operator=(Communicator&&) noexcept = default;
+
+  // `size` ranks meet through `store` (each process calls this with its own rank). Options
+  // default to the TUTTI_* environment; the i-th create() of each process meets the i-th of the
+  // others unless Options::name pairs them.
+  static Communicator create(std::shared_ptr<Store> store, int rank, int size,
+                             const Options& options = Options::from_env());
+
+  explicit operator bool() const { return impl_ != nullptr; }
 
   int rank() const;
   int size() const;
@@ -53,30 +100,60 @@ class TUTTI_CXX_API Communicator {
   int cross_rank() const;
   int cross_size() const;
 
-  void allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
-  void broadcast(void* buf, size_t count, DataType type, int root);
-  void allgather(const void* send, void* recv, size_t count, DataType type);
-  void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op);
-  void barrier();
+  // MPI_Comm_split: every rank calls it; ranks with the same color form a communicator, ordered by
+  // key (then by rank here). A negative color joins none: the result is null.
+  Communicator split(int color, int key) const;
+  // Only the listed ranks (of this communicator, in the order given) call it; they form the new
+  // communicator. A rank that is not listed gets Error(kInvalidArgument).
+  Communicator group(std::span<const int> ranks) const;
+  // The same ranks in a communicator of their own (collective): for a second thread, or a library
+  // that must not share call order with its caller.
+  Communicator dup() const;
+
+  // From any thread: every pending and later call on this communicator, on every rank, fails with
+  // Error(kAborted) naming this rank and `reason`. Other communicators are not affected.
+  void abort(const std::string& reason) const;
+
+  void allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                 const CallOptions& call = {}) const;
+  void broadcast(void* buf, size_t count, DataType type, int root,
+                 const CallOptions& call = {}) const;
+  void allgather(const void* send, void* recv, size_t count, DataType type,
+                 const CallOptions& call = {}) const;
+  void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op,
+                      const CallOptions& call = {}) const;
+  void barrier(const CallOptions& call = {}) const;
+
+  // Point-to-point: a message to `peer` with `tag` (0 .. 2^31-1) is received by the receive from
+  // this rank with the same tag, in order. Sizes must match: a mismatch fails both sides with
+  // Error(kMismatch). A sent buffer must stay unchanged until its request completes.
+  Request isend(const void* buf, size_t count, DataType type, int peer, int tag) const;
+  Request irecv(void* buf, size_t count, DataType type, int peer, int tag) const;
+  void send(const void* buf, size_t count, DataType type, int peer, int tag,
+            const CallOptions& call = {}) const;
+  void recv(void* buf, size_t count, DataType type, int peer, int tag,
+            const CallOptions& call = {}) const;
 
   template <typename T>
-  void allreduce(std::span<T> data, ReduceOp op) {
-    allreduce(data.data(), data.data(), data.size(), data_type_of<std::remove_const_t<T>>(), op);
+  void allreduce(std::span<T> data, ReduceOp op, const CallOptions& call = {}) const {
+    allreduce(data.data(), data.data(), data.size(), data_type_of<std::remove_const_t<T>>(), op,
+              call);
   }
   template <typename T>
-  void allreduce(std::span<const T> send, std::span<T> recv, ReduceOp op) {
-    if (send.size() != recv.size()) throw Error(ErrorCode::kInvalidArgument, "allreduce: send and recv sizes differ");
-    allreduce(send.data(), recv.data(), send.size(), data_type_of<T>(), op);
+  void allreduce(std::span<const T> send, std::span<T> recv, ReduceOp op,
+                 const CallOptions& call = {}) const {
+    if (send.size() != recv.size())
+      throw Error(ErrorCode::kInvalidArgument, "allreduce: send and recv sizes differ");
+    allreduce(send.data(), recv.data(), send.size(), data_type_of<T>(), op, call);
   }
   template <typename T>
-  void broadcast(std::span<T> data, int root) {
-    broadcast(data.data(), data.size(), data_type_of<T>(), root);
+  void broadcast(std::span<T> data, int root, const CallOptions& call = {}) const {
+    broadcast(data.data(), data.size(), data_type_of<T>(), root, call);
   }
-
-  comm::Communicator& impl() { return *impl_; }
 
  private:
-  std::unique_ptr<comm::Communicator> impl_;
+  comm::Communicator& get() const;
+  std::shared_ptr<comm::Communicator> impl_;
 };
 
 // Joins the world from the environment (idempotent) and returns the world communicator.

@@ -1,12 +1,11 @@
 // The C API: every entry point catches everything, stores the message for tutti_last_error() and
 // returns a negative code, so no C++ exception ever crosses into C.
-#include "tutti/tutti.h"
-
 #include <exception>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "tutti/tutti.h"
 #include "tutti/tutti.hpp"
 
 namespace {
@@ -46,8 +45,12 @@ int guarded(Body&& body) {
   }
 }
 
-tutti::DataType to_type(tutti_dtype_t t) { return static_cast<tutti::DataType>(t); }
-tutti::ReduceOp to_op(tutti_op_t op) { return static_cast<tutti::ReduceOp>(op); }
+tutti::DataType to_type(tutti_dtype_t t) {
+  return static_cast<tutti::DataType>(t);
+}
+tutti::ReduceOp to_op(tutti_op_t op) {
+  return static_cast<tutti::ReduceOp>(op);
+}
 
 }  // namespace
 
@@ -67,7 +70,9 @@ int tutti_finalize(void) {
   });
 }
 
-int tutti_initialized(void) { return tutti::initialized() ? 1 : 0; }
+int tutti_initialized(void) {
+  return tutti::initialized() ? 1 : 0;
+}
 
 int tutti_rank(void) {
   return guarded([] { return tutti::world().rank(); });
@@ -82,7 +87,8 @@ int tutti_local_size(void) {
   return guarded([] { return tutti::world().local_size(); });
 }
 
-int tutti_allreduce(const void* send, void* recv, size_t count, tutti_dtype_t dtype, tutti_op_t op) {
+int tutti_allreduce(const void* send, void* recv, size_t count, tutti_dtype_t dtype,
+                    tutti_op_t op) {
   return guarded([&] {
     tutti::world().allreduce(send, recv, count, to_type(dtype), to_op(op));
     return 0;
@@ -103,7 +109,8 @@ int tutti_allgather(const void* send, void* recv, size_t count, tutti_dtype_t dt
   });
 }
 
-int tutti_reduce_scatter(const void* send, void* recv, size_t recv_count, tutti_dtype_t dtype, tutti_op_t op) {
+int tutti_reduce_scatter(const void* send, void* recv, size_t recv_count, tutti_dtype_t dtype,
+                         tutti_op_t op) {
   return guarded([&] {
     tutti::world().reduce_scatter(send, recv, recv_count, to_type(dtype), to_op(op));
     return 0;
@@ -117,22 +124,36 @@ int tutti_barrier(void) {
   });
 }
 
-const char* tutti_last_error(void) { return t_last_error.c_str(); }
+const char* tutti_last_error(void) {
+  return t_last_error.c_str();
+}
 
 const char* tutti_error_name(int code) {
   switch (code) {
-    case TUTTI_OK: return "TUTTI_OK";
-    case TUTTI_ERR_INVALID_ARGUMENT: return "TUTTI_ERR_INVALID_ARGUMENT";
-    case TUTTI_ERR_NOT_INITIALIZED: return "TUTTI_ERR_NOT_INITIALIZED";
-    case TUTTI_ERR_TIMEOUT: return "TUTTI_ERR_TIMEOUT";
-    case TUTTI_ERR_PEER_FAILURE: return "TUTTI_ERR_PEER_FAILURE";
-    case TUTTI_ERR_MISMATCH: return "TUTTI_ERR_MISMATCH";
-    case TUTTI_ERR_AUTH: return "TUTTI_ERR_AUTH";
-    case TUTTI_ERR_SYSTEM: return "TUTTI_ERR_SYSTEM";
-    case TUTTI_ERR_CONFIG: return "TUTTI_ERR_CONFIG";
-    case TUTTI_ERR_INTERNAL: return "TUTTI_ERR_INTERNAL";
-    case TUTTI_ERR_ABORTED: return "TUTTI_ERR_ABORTED";
-    default: return "TUTTI_ERR_UNKNOWN";
+    case TUTTI_OK:
+      return "TUTTI_OK";
+    case TUTTI_ERR_INVALID_ARGUMENT:
+      return "TUTTI_ERR_INVALID_ARGUMENT";
+    case TUTTI_ERR_NOT_INITIALIZED:
+      return "TUTTI_ERR_NOT_INITIALIZED";
+    case TUTTI_ERR_TIMEOUT:
+      return "TUTTI_ERR_TIMEOUT";
+    case TUTTI_ERR_PEER_FAILURE:
+      return "TUTTI_ERR_PEER_FAILURE";
+    case TUTTI_ERR_MISMATCH:
+      return "TUTTI_ERR_MISMATCH";
+    case TUTTI_ERR_AUTH:
+      return "TUTTI_ERR_AUTH";
+    case TUTTI_ERR_SYSTEM:
+      return "TUTTI_ERR_SYSTEM";
+    case TUTTI_ERR_CONFIG:
+      return "TUTTI_ERR_CONFIG";
+    case TUTTI_ERR_INTERNAL:
+      return "TUTTI_ERR_INTERNAL";
+    case TUTTI_ERR_ABORTED:
+      return "TUTTI_ERR_ABORTED";
+    default:
+      return "TUTTI_ERR_UNKNOWN";
   }
 }
 

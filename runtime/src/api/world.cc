@@ -1,4 +1,4 @@
-// The process-wide world: tutti::init()/finalize() and the public Communicator wrapper.
+// The process-wide world (tutti::init()/finalize()) and the public Communicator handle.
 #include <exception>
 #include <mutex>
 
@@ -13,44 +13,125 @@ namespace {
 std::mutex g_mutex;
 std::unique_ptr<Communicator> g_world;
 
+// Only tutti::Error leaves the API: an allocation or thread start that fails becomes kSystem.
+template <typename Body>
+auto errors_as_tutti(std::string_view what, Body&& body) {
+  try {
+    return body();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw make_error(ErrorCode::kSystem, "{} failed: {}", what, e.what());
+  }
+}
+
 }  // namespace
 
-Communicator::Communicator(std::unique_ptr<comm::Communicator> impl) : impl_(std::move(impl)) {}
+Communicator::Communicator(std::shared_ptr<comm::Communicator> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
 
-int Communicator::rank() const { return impl_->rank(); }
-int Communicator::size() const { return impl_->size(); }
-int Communicator::local_rank() const { return impl_->topology().local_rank; }
-int Communicator::local_size() const { return impl_->topology().local_size; }
-int Communicator::cross_rank() const { return impl_->topology().cross_rank; }
-int Communicator::cross_size() const { return impl_->topology().cross_size; }
+comm::Communicator& Communicator::get() const {
+  if (!impl_)
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "this Communicator is null (a split with a negative color, or moved from)");
+  return *impl_;
+}
 
-void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
-  impl_->allreduce(send, recv, count, type, op);
+Communicator Communicator::create(std::shared_ptr<Store> store, int rank, int size,
+                                  const Options& options) {
+  return errors_as_tutti("Communicator::create", [&] {
+    return Communicator(comm::Communicator::create(std::move(store), rank, size, options));
+  });
 }
-void Communicator::broadcast(void* buf, size_t count, DataType type, int root) {
-  impl_->broadcast(buf, count, type, root);
+
+int Communicator::rank() const {
+  return get().rank();
 }
-void Communicator::allgather(const void* send, void* recv, size_t count, DataType type) {
-  impl_->allgather(send, recv, count, type);
+int Communicator::size() const {
+  return get().size();
 }
-void Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op) {
-  impl_->reduce_scatter(send, recv, recv_count, type, op);
+int Communicator::local_rank() const {
+  return get().topology().local_rank;
 }
-void Communicator::barrier() { impl_->barrier(); }
+int Communicator::local_size() const {
+  return get().topology().local_size;
+}
+int Communicator::cross_rank() const {
+  return get().topology().cross_rank;
+}
+int Communicator::cross_size() const {
+  return get().topology().cross_size;
+}
+
+Communicator Communicator::split(int color, int key) const {
+  return errors_as_tutti("split", [&] { return Communicator(get().split(color, key)); });
+}
+Communicator Communicator::group(std::span<const int> ranks) const {
+  return errors_as_tutti("group", [&] { return Communicator(get().group(ranks)); });
+}
+Communicator Communicator::dup() const {
+  return errors_as_tutti("dup", [&] { return Communicator(get().dup()); });
+}
+void Communicator::abort(const std::string& reason) const {
+  get().abort(reason);
+}
+
+void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                             const CallOptions& call) const {
+  get().allreduce(send, recv, count, type, op, call);
+}
+void Communicator::broadcast(void* buf, size_t count, DataType type, int root,
+                             const CallOptions& call) const {
+  get().broadcast(buf, count, type, root, call);
+}
+void Communicator::allgather(const void* send, void* recv, size_t count, DataType type,
+                             const CallOptions& call) const {
+  get().allgather(send, recv, count, type, call);
+}
+void Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
+                                  ReduceOp op, const CallOptions& call) const {
+  get().reduce_scatter(send, recv, recv_count, type, op, call);
+}
+void Communicator::barrier(const CallOptions& call) const {
+  get().barrier(call);
+}
+
+Request Communicator::isend(const void* buf, size_t count, DataType type, int peer, int tag) const {
+  return Request(std::make_unique<comm::Request>(get().isend(buf, count, type, peer, tag)));
+}
+Request Communicator::irecv(void* buf, size_t count, DataType type, int peer, int tag) const {
+  return Request(std::make_unique<comm::Request>(get().irecv(buf, count, type, peer, tag)));
+}
+void Communicator::send(const void* buf, size_t count, DataType type, int peer, int tag,
+                        const CallOptions& call) const {
+  get().send(buf, count, type, peer, tag, call);
+}
+void Communicator::recv(void* buf, size_t count, DataType type, int peer, int tag,
+                        const CallOptions& call) const {
+  get().recv(buf, count, type, peer, tag, call);
+}
+
+Request::Request() = default;
+Request::Request(std::unique_ptr<comm::Request> impl) : impl_(std::move(impl)) {}
+Request::~Request() = default;
+Request::Request(Request&&) noexcept = default;
+Request& Request::operator=(Request&&) noexcept = default;
+bool Request::test() {
+  return !impl_ || impl_->test();
+}
+void Request::wait(std::optional<std::chrono::milliseconds> timeout) {
+  if (impl_) impl_->wait(timeout);
+}
 
 Communicator& init() {
   std::lock_guard lock(g_mutex);
   if (!g_world) {
-    // Only tutti::Error leaves the API: an allocation or thread start that fails becomes kSystem.
-    try {
+    errors_as_tutti("init", [] {
       auto info = bootstrap::world_info_from_env();
-      g_world = std::make_unique<Communicator>(comm::Communicator::create(info, comm::Settings::from_env()));
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw make_error(ErrorCode::kSystem, "init failed: {}", e.what());
-    }
+      g_world =
+          std::make_unique<Communicator>(comm::Communicator::create(info, Options::from_env()));
+      return 0;
+    });
   }
   return *g_world;
 }
@@ -67,7 +148,9 @@ bool initialized() {
 
 Communicator& world() {
   std::lock_guard lock(g_mutex);
-  if (!g_world) throw make_error(ErrorCode::kNotInitialized, "tutti is not initialized: call tutti::init() first");
+  if (!g_world)
+    throw make_error(ErrorCode::kNotInitialized,
+                     "tutti is not initialized: call tutti::init() first");
   return *g_world;
 }
 

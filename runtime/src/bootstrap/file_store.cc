@@ -209,6 +209,12 @@ void FileStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
   }
 }
 
+bool FileStore::remove(const std::string& key) {
+  if (::unlink(path_for(key).c_str()) == 0) return true;
+  if (errno == ENOENT) return false;
+  throw_system_error(fmt::format("file store: removing key '{}' ({})", key, path_for(key)), errno);
+}
+
 std::string FileStore::describe() const {
   return "file " + directory_;
 }

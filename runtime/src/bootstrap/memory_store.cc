@@ -16,6 +16,11 @@ void MemoryStore::set(const std::string& key, const std::string& value) {
   changed_.notify_all();
 }
 
+bool MemoryStore::remove(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  return values_.erase(key) > 0;
+}
+
 std::string MemoryStore::get(const std::string& key, Deadline deadline) {
   std::unique_lock lock(mutex_);
   if (!wait_until(changed_, lock, deadline, [&] { return values_.count(key) > 0; }))

@@ -17,6 +17,7 @@ class MemoryStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override;
   std::vector<std::string> missing(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, Deadline deadline) override;
+  bool remove(const std::string& key) override;
   std::string describe() const override { return "memory"; }
 
  private:

@@ -29,6 +29,9 @@ class Store {
   // Waits until every key exists. Throws Error(kTimeout) listing the keys still missing.
   virtual void wait(const std::vector<std::string>& keys, Deadline deadline) = 0;
 
+  // Removes key; returns whether it existed.
+  virtual bool remove(const std::string& key) = 0;
+
   // Human-readable location for error messages ("tcp 10.0.0.1:29500", "file /mnt/x").
   virtual std::string describe() const = 0;
 };

@@ -82,6 +82,9 @@ Request decode_request(std::span<const std::byte> payload, const std::string& pe
       request.timeout_ms = get_timeout(r, peer);
       request.keys = get_keys(r);
       break;
+    case Op::kDelete:
+      request.key = r.str();
+      break;
     default:
       throw make_error(
           ErrorCode::kMismatch,
@@ -118,6 +121,9 @@ wire::Writer encode_request(const Request& request) {
     case Op::kWait:
       w.i64(request.timeout_ms);
       put_keys(w, request.keys);
+      break;
+    case Op::kDelete:
+      w.str(request.key);
       break;
   }
   return w;

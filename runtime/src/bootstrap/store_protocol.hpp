@@ -7,8 +7,10 @@
 //   kAdd      str key, i64 delta
 //   kMissing  u32 n, n x str key
 //   kWait     i64 timeout_ms, u32 n, n x str key
+//   kDelete   str key
 // Response payload: u8 Status, then
-//   kOk:       kGet: str value; kAdd: i64 new value; kMissing: u32 n, n x str; others: nothing
+//   kOk:       kGet: str value; kAdd: i64 new value; kMissing: u32 n, n x str; kDelete: u8
+//              existed; others: nothing
 //   kTimeout:  kGet: nothing; kWait: u32 n, n x str (the keys still missing)
 //   kFailed:   u8 ErrorCode, str message (rethrown on the client as that Error)
 // Strings are u32 length + bytes; integers little-endian.
@@ -25,7 +27,7 @@
 
 namespace tutti::bootstrap::store_protocol {
 
-enum class Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kMissing = 4, kWait = 5 };
+enum class Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kMissing = 4, kWait = 5, kDelete = 6 };
 enum class Status : uint8_t { kOk = 0, kTimeout = 1, kFailed = 2 };
 
 // Large enough for any rendezvous value, small enough that a corrupt length cannot exhaust memory.
@@ -38,7 +40,7 @@ inline constexpr int64_t kMaxTimeoutMs = 1'000'000'000;
 // One decoded request; which fields are set depends on op (see the table above).
 struct Request {
   Op op = Op::kSet;
-  std::string key{};                // kSet, kGet, kAdd
+  std::string key{};                // kSet, kGet, kAdd, kDelete
   std::string value{};              // kSet
   int64_t delta = 0;                // kAdd
   int64_t timeout_ms = -1;          // kGet, kWait: -1 = no limit, else 0 .. kMaxTimeoutMs

@@ -151,6 +151,15 @@ void TcpStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
   if (read_status(r) == sp::Status::kTimeout) throw wait_timeout_error(describe(), sp::get_keys(r));
 }
 
+bool TcpStore::remove(const std::string& key) {
+  wire::Writer w = sp::encode_request({.op = sp::Op::kDelete, .key = key});
+  Deadline deadline = default_deadline();
+  auto reply = state_->call(w, deadline, deadline);
+  wire::Reader r(reply, "store reply");
+  read_status(r);
+  return r.u8() != 0;
+}
+
 std::string TcpStore::describe() const {
   return "tcp " + state_->server.to_string();
 }

@@ -45,6 +45,7 @@ class TcpStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override;
   std::vector<std::string> missing(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys, Deadline deadline) override;
+  bool remove(const std::string& key) override;
   std::string describe() const override;
 
   // The local address of the connection to the server: the address peers can reach us on.

@@ -251,6 +251,16 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> pa
       sp::put_keys(response, absent);
       return;
     }
+    case sp::Op::kDelete: {
+      bool existed = false;
+      {
+        std::lock_guard lock(data_mutex);
+        existed = values.erase(request.key) > 0;
+      }
+      response.u8(static_cast<uint8_t>(sp::Status::kOk));
+      response.u8(existed ? 1 : 0);
+      return;
+    }
   }
 }
 

@@ -358,6 +358,7 @@ WorldInfo world_info_from_env() {
   }
   info.host_id = env::raw("TUTTI_HOST").value_or(default_host_id());
   info.job_token = env::get_string("TUTTI_JOB_TOKEN");
+  info.launcher_lifeline = env::is_set("TUTTI_LAUNCHER");
   if (auto id = env::raw("TUTTI_JOB_ID")) {
     info.job_id = *id;
   } else {

@@ -21,6 +21,9 @@ struct WorldInfo {
   bool host_store = false;
   std::string job_token;  // TUTTI_JOB_TOKEN, may be empty
   std::string job_id;     // TUTTI_JOB_ID, or derived
+  // Started by tuttirun (TUTTI_LAUNCHER): watch the launcher's store connection, and fail every
+  // call once it is gone.
+  bool launcher_lifeline = false;
 };
 
 // Reads WorldInfo from the environment, trying tuttirun (TUTTI_*), Open MPI (OMPI_COMM_WORLD_*),

@@ -1,57 +1,108 @@
-// Communicator: one rank's membership in a world. It owns the store connection, the transport
-// (every channel), reusable scratch memory and the collective sequence number, and runs
-// collectives synchronously. The first failed collective aborts the peers (so they fail promptly
-// with the reason instead of waiting for a timeout) and leaves the communicator broken: every later
-// call rethrows that error.
+// Communicator: one rank's membership in a group of ranks that run collectives together: a world
+// (joined through a store), or a split, group or dup of another communicator. Many live at once in
+// a process; those made from one world share its connections (transport/fabric.hpp), each with a
+// namespace of its own: a context id in every message tag, "<job>/c<id>/" store keys and
+// "tutti-<job>-c<id>-..." shared-memory names. One thread drives a communicator at a time
+// (another thread's call is refused); different communicators may be driven by different threads
+// at once.
+//
+// The first failed call aborts the peers (they fail promptly with the reason instead of at a
+// timeout) and leaves the communicator broken: every later call rethrows that error. abort() does
+// the same from any thread. Other communicators live on unless a peer process died.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "bootstrap/store_factory.hpp"
 #include "bootstrap/world_info.hpp"
 #include "collectives/collectives.hpp"
 #include "collectives/selection_cache.hpp"
+#include "comm/exclusive_call.hpp"
+#include "comm/interrupt.hpp"
+#include "comm/job.hpp"
 #include "comm/topology.hpp"
 #include "transport/transport.hpp"
 #include "tutti/error.hpp"
+#include "tutti/options.hpp"
+#include "tutti/store.hpp"
 #include "tutti/types.hpp"
 
 namespace tutti::comm {
 
-struct Settings {
-  double init_timeout_s = 60;
-  double collective_timeout_s = 600;
-  collectives::Algorithm algorithm = collectives::Algorithm::kAuto;
-  size_t segment_bytes = 256 << 10;
-  size_t shm_ring_bytes = 1 << 20;
-  std::string transport = "auto";
-  std::string listen_address;  // empty: the address that reaches the store
+class Communicator;
 
-  static Settings from_env();
+// A posted point-to-point send or receive (Communicator::isend / irecv).
+class Request {
+ public:
+  Request() = default;
+  // True once complete; progresses the communicator's connections once. Throws what failed it.
+  bool test();
+  // Returns once complete; Error(kTimeout) after `timeout` (default: the communicator's).
+  void wait(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  bool valid() const { return comm_ != nullptr; }
+
+ private:
+  friend class Communicator;
+  std::shared_ptr<Communicator> comm_;
+  transport::Request request_;
+  std::string what_;  // "send of 40 bytes to rank 2 with tag 7"
 };
 
-class Communicator {
+class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
-  // Joins the world `info` describes. Throws Error(kTimeout) listing ranks that never arrived.
-  static std::unique_ptr<Communicator> create(const bootstrap::WorldInfo& info,
-                                              const Settings& settings);
+  // Joins the world `info` describes through the store it names. Throws Error(kTimeout) listing
+  // ranks that never arrived.
+  static std::shared_ptr<Communicator> create(const bootstrap::WorldInfo& info,
+                                              const Options& options);
+  // Joins `size` ranks meeting through a caller's store.
+  static std::shared_ptr<Communicator> create(std::shared_ptr<tutti::Store> store, int rank,
+                                              int size, const Options& options);
   ~Communicator();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   const Topology& topology() const { return topology_; }
-  const std::string& job_id() const { return job_id_; }
+  const std::string& job_id() const { return job_->job_id; }
+  transport::ContextId context_id() const { return context_; }
+  const Options& options() const { return options_; }
 
-  void allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
-  void broadcast(void* buf, size_t count, DataType type, int root);
-  void allgather(const void* send, void* recv, size_t count, DataType type);
-  void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op);
-  void barrier();
+  // MPI_Comm_split: every rank of this communicator calls it; ranks with the same color form a
+  // communicator, ordered by key, then by rank here. A negative color joins none (null result).
+  std::shared_ptr<Communicator> split(int color, int key);
+  // The listed ranks (of this communicator, in the order given) form a communicator; only they
+  // call it. A caller that is not listed gets Error(kInvalidArgument).
+  std::shared_ptr<Communicator> group(std::span<const int> ranks);
+  // The same ranks in a communicator of their own (collective).
+  std::shared_ptr<Communicator> dup();
+
+  // From any thread: every pending and later call on this communicator, on every rank, fails with
+  // Error(kAborted) naming this rank and the reason.
+  void abort(const std::string& reason);
+
+  void allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                 const CallOptions& call = {});
+  void broadcast(void* buf, size_t count, DataType type, int root, const CallOptions& call = {});
+  void allgather(const void* send, void* recv, size_t count, DataType type,
+                 const CallOptions& call = {});
+  void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op,
+                      const CallOptions& call = {});
+  void barrier(const CallOptions& call = {});
+
+  // Point-to-point: a message to `peer` with a user tag (0 .. 2^31-1) is received by the receive
+  // from this rank with the same tag, in order. Sizes must match (else kMismatch on both sides).
+  Request isend(const void* buf, size_t count, DataType type, int peer, int tag);
+  Request irecv(void* buf, size_t count, DataType type, int peer, int tag);
+  void send(const void* buf, size_t count, DataType type, int peer, int tag,
+            const CallOptions& call = {});
+  void recv(void* buf, size_t count, DataType type, int peer, int tag,
+            const CallOptions& call = {});
 
  private:
   struct Key {
@@ -59,29 +110,79 @@ class Communicator {
   };
 
  public:
-  explicit Communicator(Key) {}  // only create() can make a Key
+  Communicator(Key, std::shared_ptr<Job> job, transport::ContextId context,
+               std::vector<int> members, int rank, const Options& options);
+
+  // Builds the communicator of `members` (fabric ranks; this rank among them) with `context`:
+  // its transport and, when they all share this host, its shared-memory window. Every member
+  // calls it.
+  static std::shared_ptr<Communicator> make(std::shared_ptr<Job> job, transport::ContextId context,
+                                            std::vector<int> members, const Options& options,
+                                            Deadline deadline);
 
  private:
   // Runs one collective call: refuses a second thread, stamps the call's signature on the
   // transport (so ranks in different calls fail with kMismatch), and breaks the communicator on a
   // failure other than a bad argument.
   template <typename Body>
-  void run(std::string_view name, transport::CallSignature call, Body&& body);
+  void run(std::string_view name, transport::CallSignature call, const CallOptions& options,
+           Body&& body);
+  friend class Request;
+  // Runs `body` as one call of this communicator (one thread at a time; a failure other than a
+  // bad argument breaks the communicator and aborts the peers).
+  template <typename Body>
+  void guarded(std::string_view name, uint64_t sequence, Body&& body);
+  // Posts one point-to-point operation after checking its arguments.
+  Request post(bool is_send, void* buf, size_t count, DataType type, int peer, int tag);
+  // Sends the abort notices of an abort() that found no call in progress.
+  void deliver_abort_if_idle();
+  // Fails the communicator with `error`: the peers get the notice, later calls rethrow it.
+  void fail(const Error& error, std::string_view name, uint64_t sequence);
+  // A new context id, the same on every rank of `members` (this communicator's ranks that call
+  // it): the lowest of them draws it from the job's counter in the store, the others read it.
+  transport::ContextId draw_context(std::string_view purpose, std::span<const int> members);
 
+  std::shared_ptr<Job> job_;
+  transport::ContextId context_ = 0;
+  std::vector<int> members_;  // fabric rank of each rank of this communicator
   int rank_ = 0;
   int size_ = 1;
+  Options options_;
   Topology topology_;
   std::vector<int> host_of_rank_;  // every rank's host index, for the collectives' Context
-  std::string job_id_;
-  Settings settings_;
-  bootstrap::StoreConnection store_;
-  std::unique_ptr<bootstrap::StoreLifeline> lifeline_;
   std::unique_ptr<transport::Transport> transport_;
   collectives::Scratch scratch_;
   collectives::SelectionCache selection_;
   uint64_t sequence_ = 0;
+  uint64_t children_ = 0;                        // communicators made by split/dup so far
+  std::map<std::vector<int>, uint64_t> groups_;  // group() calls so far, per member list
   std::optional<Error> failure_;
   std::atomic<bool> busy_{false};
+  std::shared_ptr<Interrupt> interrupt_ = std::make_shared<Interrupt>();
+  std::atomic<bool> abort_delivered_{false};
 };
+
+template <typename Body>
+void Communicator::guarded(std::string_view name, uint64_t sequence, Body&& body) {
+  {
+    ExclusiveCall exclusive(busy_, rank_, name);
+    if (!failure_ && interrupt_->raised()) fail(interrupt_->error(), "", 0);
+    if (failure_) throw *failure_;
+    try {
+      try {
+        body();
+      } catch (const std::bad_alloc&) {
+        throw make_error(ErrorCode::kSystem, "out of memory on rank {} in {}", rank_, name);
+      }
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kInvalidArgument)
+        throw;  // nothing was sent; the communicator is still usable
+      fail(e, name, sequence);
+      throw *failure_;
+    }
+  }
+  // abort() from another thread while this call finished without seeing it: deliver it now.
+  deliver_abort_if_idle();
+}
 
 }  // namespace tutti::comm

@@ -447,7 +447,11 @@ void FramedChannel::on_payload_complete() {
     ErrorCode code = ErrorCode::kPeerFailure;
     if (!control_payload_.empty()) {
       const auto sent = static_cast<ErrorCode>(control_payload_[0]);
-      if (sent == ErrorCode::kMismatch || sent == ErrorCode::kAborted) code = sent;
+      // What every rank should report: the call's real failure where it is the job's, not a
+      // peer's (a mismatch, an abort, a timeout); else the peer failed.
+      if (sent == ErrorCode::kMismatch || sent == ErrorCode::kAborted ||
+          sent == ErrorCode::kTimeout)
+        code = sent;
     }
     std::string reason(reinterpret_cast<const char*>(control_payload_.data()),
                        control_payload_.size());

@@ -35,7 +35,7 @@ class Link : public Channel {
   virtual void check_early_messages_in(ContextId context) = 0;
   virtual void announce_call_in(ContextId context) = 0;
   // Tells the peer that this rank's `context` is failing (best effort; never blocks for long).
-  // The peer's context fails with `code` (kMismatch, kAborted) or else kPeerFailure.
+  // The peer's context fails with `code` (kMismatch, kAborted, kTimeout) or else kPeerFailure.
   virtual void send_abort_in(ContextId context, ErrorCode code,
                              const std::string& reason) noexcept = 0;
 

@@ -114,12 +114,18 @@ int LocalWindow::find_disagreement(const CallSignature& mine, CallSignature& the
   return -1;
 }
 
+void LocalWindow::poison() {
+  for (int index = 0; index < kFlags; ++index)
+    std::atomic_ref<uint64_t>(flag_word(rank_, index)).store(kPoisoned, std::memory_order_seq_cst);
+}
+
 bool LocalWindow::all_reached(int index, uint64_t value) {
   uint64_t lowest = std::numeric_limits<uint64_t>::max();
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     uint64_t v = std::atomic_ref<uint64_t>(flag_word(r, index)).load(std::memory_order_acquire);
-    if (v < value) return false;
+    // Signed: a poisoned counter (a rank that failed) never counts as reached.
+    if (static_cast<int64_t>(v) < static_cast<int64_t>(value)) return false;
     lowest = std::min(lowest, v);
   }
   known_[index] = lowest;
@@ -146,7 +152,9 @@ void LocalWindow::wait_slow(int index, uint64_t value, Deadline deadline, std::s
     pending_.clear();
     for (int r = 0; r < size_; ++r)
       if (r != rank_ &&
-          std::atomic_ref<uint64_t>(flag_word(r, index)).load(std::memory_order_acquire) < value)
+          static_cast<int64_t>(
+              std::atomic_ref<uint64_t>(flag_word(r, index)).load(std::memory_order_acquire)) <
+              static_cast<int64_t>(value))
         pending_.push_back(r);
   };
   bool napping = false;

@@ -85,6 +85,11 @@ class LocalWindow {
     std::atomic_ref<uint64_t>(flag_word(rank_, index)).store(value, std::memory_order_release);
   }
 
+  // This rank failed: its counters become a value no wait of a peer ever sees as reached, so a
+  // peer that would otherwise complete a call from what this rank published before failing goes
+  // to its slow path instead, and finds the abort notice there.
+  void poison();
+
   // Without waiting: whether counter `index` of every other rank is >= value (if so, what they
   // wrote before publishing it is visible). Lets an algorithm do other work instead of waiting.
   bool peers_reached(int index, uint64_t value) {
@@ -101,6 +106,7 @@ class LocalWindow {
 
  private:
   static constexpr size_t kBankBytes = kInlineBytes + sizeof(uint64_t);
+  static constexpr uint64_t kPoisoned = uint64_t{1} << 63;  // negative as int64
   static constexpr int kCallLine = kFlags;  // the line after the collectives' counters
   static constexpr int kLines = kFlags + 1;
   uint64_t& flag_word(int rank, int index) const;

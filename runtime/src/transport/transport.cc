@@ -275,6 +275,7 @@ void Transport::throw_window_timeout(std::string_view what, std::span<const int>
 
 void Transport::abort_all(const std::string& reason, ErrorCode code) noexcept {
   aborted_ = true;
+  if (window_) window_->poison();
   for (auto& c : channels_)
     if (c) c->send_abort(code, reason);
 }

@@ -47,7 +47,8 @@ class Transport {
   void announce_call();
 
   // Sends an abort notice with `reason` to every peer (best effort). Peers fail with `code` when it
-  // is kMismatch (every rank of a mismatched call reports the mismatch), else kPeerFailure.
+  // is kMismatch, kAborted or kTimeout (every rank reports the call's real failure), else
+  // kPeerFailure. A window's counters are poisoned (LocalWindow::poison).
   void abort_all(const std::string& reason, ErrorCode code = ErrorCode::kPeerFailure) noexcept;
 
   // Memory every rank maps when all ranks share this host, or null: some rank is on another

@@ -1,0 +1,58 @@
+// Options of a communicator (Gloo's style): how it connects, which algorithm, its deadlines and
+// buffer sizes. A default-constructed Options holds tutti's defaults; Options::from_env() starts
+// from the TUTTI_* variables (see the README's table), which is what tutti::init() uses. A
+// communicator made by split/group/dup inherits its parent's options.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#if defined(__GNUC__)
+#define TUTTI_OPTIONS_API __attribute__((visibility("default")))
+#else
+#define TUTTI_OPTIONS_API
+#endif
+
+namespace tutti {
+
+// Values match the collectives' numbering.
+enum class Algorithm : int { kAuto = 0, kRing, kTree, kHalvingDoubling, kShm, kHierarchical };
+enum class TransportKind : int { kAuto = 0, kTcp, kShm };
+
+struct TUTTI_OPTIONS_API Options {
+  TransportKind transport = TransportKind::kAuto;  // TUTTI_TRANSPORT
+  Algorithm algorithm = Algorithm::kAuto;          // TUTTI_ALGO (allreduce)
+  std::chrono::milliseconds init_timeout{60'000};  // TUTTI_TIMEOUT: joining, splitting
+  std::chrono::milliseconds timeout{600'000};      // TUTTI_COLLECTIVE_TIMEOUT: each call
+  size_t segment_bytes = 256 << 10;                // TUTTI_SEGMENT_BYTES
+  size_t shm_ring_bytes = 1 << 20;                 // TUTTI_SHM_RING_BYTES
+  size_t shm_window_bytes = 4 << 20;               // TUTTI_SHM_WINDOW_BYTES (0: no window)
+  std::optional<int> shm_spin_rounds;              // TUTTI_SHM_SPIN_ROUNDS (unset: by CPUs)
+  std::string shm_stores = "auto";                 // TUTTI_SHM_STORES: auto|cached|streaming
+  int tcp_streams = 1;                             // TUTTI_TCP_STREAMS
+  size_t tcp_buffer_bytes = 4 << 20;               // TUTTI_TCP_BUFFER_BYTES (0: kernel's)
+  std::string socket_ifname;                       // TUTTI_SOCKET_IFNAME
+  std::string listen_address;                      // TUTTI_ADDR
+  std::string tune_file;                           // TUTTI_TUNE_FILE
+  std::string host_id;    // TUTTI_HOST: ranks with equal ids share memory ("": hostname + boot id)
+  std::string job_token;  // TUTTI_JOB_TOKEN: every connection of the job must present it
+  // Namespace of a communicator created from a caller's store: the i-th create() of each process
+  // meets the i-th of the others unless a name pairs them explicitly.
+  std::string name;
+
+  // The defaults above, overridden by every TUTTI_* variable that is set; Error(kConfig) on a bad
+  // value.
+  static Options from_env();
+};
+
+// Per-call overrides.
+struct CallOptions {
+  std::optional<std::chrono::milliseconds> timeout;  // instead of Options::timeout
+  std::optional<Algorithm> algorithm;                // allreduce only
+  double prescale = 1.0;                             // allreduce (sum, avg): input x prescale
+  double postscale = 1.0;                            // allreduce (sum, avg): result x postscale
+};
+
+}  // namespace tutti

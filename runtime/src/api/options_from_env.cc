@@ -1,0 +1,57 @@
+// Options::from_env: the one place where the TUTTI_* settings become a communicator's Options.
+// Below this layer nothing reads the environment (tests/static/check_layers.sh enforces it).
+#include <chrono>
+
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "tutti/options.hpp"
+
+namespace tutti {
+namespace {
+
+std::chrono::milliseconds milliseconds(std::string_view name) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(env::get_seconds(name)));
+}
+
+Algorithm algorithm_named(const std::string& name) {
+  if (name == "auto") return Algorithm::kAuto;
+  if (name == "ring") return Algorithm::kRing;
+  if (name == "tree") return Algorithm::kTree;
+  if (name == "hd") return Algorithm::kHalvingDoubling;
+  if (name == "shm") return Algorithm::kShm;
+  if (name == "hier") return Algorithm::kHierarchical;
+  throw make_error(ErrorCode::kConfig, "TUTTI_ALGO={} is not an algorithm", name);
+}
+
+TransportKind transport_named(const std::string& name) {
+  if (name == "tcp") return TransportKind::kTcp;
+  if (name == "shm") return TransportKind::kShm;
+  return TransportKind::kAuto;
+}
+
+}  // namespace
+
+Options Options::from_env() {
+  Options o;
+  o.transport = transport_named(env::get_choice("TUTTI_TRANSPORT"));
+  o.algorithm = algorithm_named(env::get_choice("TUTTI_ALGO"));
+  o.init_timeout = milliseconds("TUTTI_TIMEOUT");
+  o.timeout = milliseconds("TUTTI_COLLECTIVE_TIMEOUT");
+  o.segment_bytes = env::get_bytes("TUTTI_SEGMENT_BYTES");
+  if (o.segment_bytes == 0) throw make_error(ErrorCode::kConfig, "TUTTI_SEGMENT_BYTES must be > 0");
+  o.shm_ring_bytes = env::get_bytes("TUTTI_SHM_RING_BYTES");
+  o.shm_window_bytes = env::get_bytes("TUTTI_SHM_WINDOW_BYTES");
+  if (env::is_set("TUTTI_SHM_SPIN_ROUNDS"))
+    o.shm_spin_rounds = static_cast<int>(env::get_int("TUTTI_SHM_SPIN_ROUNDS"));
+  o.shm_stores = env::get_choice("TUTTI_SHM_STORES");
+  o.tcp_streams = static_cast<int>(env::get_int("TUTTI_TCP_STREAMS"));
+  o.tcp_buffer_bytes = env::get_bytes("TUTTI_TCP_BUFFER_BYTES");
+  o.listen_address = env::get_string("TUTTI_ADDR");
+  o.tune_file = env::get_string("TUTTI_TUNE_FILE");
+  o.host_id = env::get_string("TUTTI_HOST");
+  o.job_token = env::get_string("TUTTI_JOB_TOKEN");
+  return o;
+}
+
+}  // namespace tutti

@@ -1,0 +1,198 @@
+// Joining a world: through the store a launcher names (tutti::init), or a caller's store. Both
+// meet the same way: a job id for the namespace, every rank's host id, then the fabric of
+// connections and the world communicator (context 0) on it.
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store_adapters.hpp"
+#include "bootstrap/store_factory.hpp"
+#include "comm/communicator.hpp"
+#include "comm/shared_store.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "transport/mesh.hpp"
+
+namespace tutti::comm {
+namespace {
+
+std::string random_hex(size_t bytes) {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  std::string raw(bytes, '\0');
+  if (!urandom.read(raw.data(), static_cast<std::streamsize>(bytes)))
+    throw make_error(ErrorCode::kSystem, "cannot read /dev/urandom to make a job id");
+  std::string out;
+  for (unsigned char c : raw) out += fmt::format("{:02x}", c);
+  return out;
+}
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+// Every rank publishes its host id; this both tells us who shares memory and is the point where a
+// rank that never started is noticed, so the error lists exactly the missing ranks.
+std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::string& job_id,
+                                           int rank, int size, const std::string& host_id,
+                                           Deadline deadline, double timeout_s) {
+  auto key = [&](int r) { return fmt::format("{}/host/{}", job_id, r); };
+  store.set(key(rank), host_id);
+  std::vector<std::string> keys;
+  for (int r = 0; r < size; ++r) keys.push_back(key(r));
+  try {
+    store.wait(keys, deadline);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kTimeout) throw;
+    std::vector<std::string> missing_keys = store.missing(keys);
+    std::vector<int> missing;
+    for (int r = 0; r < size; ++r)
+      if (std::find(missing_keys.begin(), missing_keys.end(), key(r)) != missing_keys.end())
+        missing.push_back(r);
+    throw make_error(
+        ErrorCode::kTimeout,
+        "init: timed out after {} s (TUTTI_TIMEOUT) waiting for rank{} {} of {} to join the store "
+        "at {}; check that every rank was started and can reach the store",
+        timeout_s, missing.size() == 1 ? "" : "s", join_ranks(missing), size, store.describe());
+  }
+  std::vector<std::string> hosts;
+  for (int r = 0; r < size; ++r) hosts.push_back(store.get(key(r), deadline));
+  return hosts;
+}
+
+// What both ways of joining know before meeting.
+struct Joining {
+  int rank = 0;
+  int size = 1;
+  std::string host_id;
+  std::string job_id;  // empty: rank 0 draws one and publishes it under `id_key`
+  std::string id_key;
+  std::string job_token;
+  std::string local_address;  // our address that reaches the store ("" if unknown)
+};
+
+std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Options& options,
+                          Deadline deadline) {
+  bootstrap::Store& store = *job->store;
+  job->job_id = j.job_id;
+  job->job_token = j.job_token;
+  if (job->job_id.empty()) {
+    // Without a launcher-given id, rank 0 draws one so that concurrent jobs never share keys or
+    // shared-memory names.
+    if (j.rank == 0) store.set(j.id_key, "job-" + random_hex(8));
+    job->job_id = store.get(j.id_key, deadline);
+  }
+  job->host_ids = exchange_host_ids(store, job->job_id, j.rank, j.size, j.host_id, deadline,
+                                    std::chrono::duration<double>(options.init_timeout).count());
+
+  transport::MeshConfig mesh;
+  mesh.rank = j.rank;
+  mesh.size = j.size;
+  mesh.host_ids = job->host_ids;
+  mesh.job_id = job->job_id;
+  mesh.job_token = j.job_token;
+  mesh.listen_address = !options.listen_address.empty() ? options.listen_address
+                        : !j.local_address.empty()      ? j.local_address
+                                                        : "127.0.0.1";
+  mesh.choice = static_cast<transport::TransportChoice>(options.transport);
+  mesh.shm_ring_bytes = options.shm_ring_bytes;
+  mesh.shm_window_bytes = options.shm_window_bytes;
+  mesh.shm_spin_rounds = options.shm_spin_rounds;
+  job->fabric = transport::connect_fabric(mesh, store, deadline);
+  return job;
+}
+
+std::shared_ptr<Communicator> world_of(const std::shared_ptr<Job>& job, const Options& options,
+                                       Deadline deadline, int size) {
+  std::vector<int> members(size);
+  for (int r = 0; r < size; ++r) members[r] = r;
+  return Communicator::make(job, 0, std::move(members), options, deadline);
+}
+
+void check_options(const Options& options) {
+  if (options.segment_bytes == 0)
+    throw make_error(ErrorCode::kConfig,
+                     "Options::segment_bytes (TUTTI_SEGMENT_BYTES) must be > 0");
+  if (options.init_timeout.count() <= 0 || options.timeout.count() <= 0)
+    throw make_error(ErrorCode::kConfig, "Options: init_timeout and timeout must be positive");
+}
+
+}  // namespace
+
+std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& info,
+                                                   const Options& options) {
+  check_options(options);
+  log::set_rank(info.rank);
+  const Deadline deadline = Deadline::after(options.init_timeout);
+  bootstrap::StoreConnection connection = bootstrap::open_store(info, deadline);
+  auto job = std::make_shared<Job>();
+  job->server = std::move(connection.server);
+  job->store = std::make_shared<SharedStore>(std::move(connection.store));
+  Joining j{.rank = info.rank,
+            .size = info.size,
+            .host_id = info.host_id,
+            .job_id = info.job_id,
+            .id_key = "tutti/job_id",
+            .job_token = info.job_token,
+            .local_address = connection.local_address};
+  meet(job, j, options, deadline);
+  auto world = world_of(job, options, deadline, info.size);
+  const Topology& topology = world->topology();
+  if (info.local_rank >= 0 &&
+      (info.local_rank != topology.local_rank || info.local_size != topology.local_size))
+    log::warn(
+        "launcher says local rank {}/{} but host ids say {}/{}; using the host ids (set TUTTI_HOST "
+        "to override)",
+        info.local_rank, info.local_size, topology.local_rank, topology.local_size);
+
+  if (info.launcher_lifeline && !info.store_address.empty() &&
+      !info.store_address.starts_with("file:")) {
+    // The launcher holds the store; when its connection drops the launcher is gone and nobody will
+    // ever collect this rank's result: every call from then on fails (the launcher's process
+    // group and parent-death signals stop the rank itself; the library never ends the process).
+    std::string where = info.store_address;
+    std::weak_ptr<Job> weak = job;
+    job->lifeline = std::make_unique<bootstrap::StoreLifeline>(
+        bootstrap::parse_endpoint(info.store_address, "TUTTI_STORE"), info.job_token, info.rank,
+        deadline, [weak, where] {
+          log::error("lost the connection to the launcher's store at {}: the launcher is gone",
+                     where);
+          if (auto job = weak.lock())
+            job->fail_all(make_error(ErrorCode::kAborted,
+                                     "the launcher is gone (its store at {} closed the "
+                                     "connection): the job is over",
+                                     where));
+        });
+  }
+  log::debug("joined world of {} as rank {} (local {}/{}, host {}/{}), job {}", info.size,
+             info.rank, topology.local_rank, topology.local_size, topology.cross_rank,
+             topology.cross_size, job->job_id);
+  return world;
+}
+
+std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<tutti::Store> store, int rank,
+                                                   int size, const Options& options) {
+  check_options(options);
+  if (size < 1 || rank < 0 || rank >= size)
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "Communicator::create: rank {} is not a rank of a world of {}", rank, size);
+  // The i-th create() of each process meets the i-th of the others, unless a name says otherwise.
+  static std::atomic<uint64_t> creates{0};
+  const std::string name =
+      options.name.empty() ? fmt::format("comm-{}", creates.fetch_add(1)) : options.name;
+  const Deadline deadline = Deadline::after(options.init_timeout);
+  auto job = std::make_shared<Job>();
+  job->store = std::make_shared<SharedStore>(bootstrap::adopt_user_store(std::move(store)));
+  Joining j{.rank = rank,
+            .size = size,
+            .host_id = options.host_id.empty() ? bootstrap::default_host_id() : options.host_id,
+            .job_id = {},
+            .id_key = fmt::format("tutti/{}/job_id", name),
+            .job_token = options.job_token,
+            .local_address = {}};
+  meet(job, j, options, deadline);
+  return world_of(job, options, deadline, size);
+}
+
+}  // namespace tutti::comm

@@ -1,0 +1,111 @@
+// New communicators from an existing one: split (MPI_Comm_split), group (the listed ranks only)
+// and dup. They open no connections: each is a new context on the job's fabric, with an id drawn
+// from one counter in the job's store, so no two communicators of the job ever share one.
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
+#include "comm/communicator.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace tutti::comm {
+namespace {
+
+std::string list(std::span<const int> ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) out += fmt::format("{}{}", i ? "," : "", ranks[i]);
+  return out;
+}
+
+}  // namespace
+
+transport::ContextId Communicator::draw_context(std::string_view purpose,
+                                                std::span<const int> members) {
+  bootstrap::Store& store = *job_->store;
+  const Deadline deadline = Deadline::after(options_.init_timeout);
+  const std::string key = fmt::format("{}/c{}/{}", job_->job_id, context_, purpose);
+  const int lowest = *std::min_element(members.begin(), members.end());
+  if (rank_ == lowest) {
+    const int64_t id = store.add(fmt::format("{}/next_context", job_->job_id), 1);
+    if (id < 1 || id > static_cast<int64_t>(transport::kMaxContextId))
+      throw make_error(ErrorCode::kConfig,
+                       "rank {}: the job has made {} communicators, more than the {} a job may "
+                       "make; free and re-create fewer of them",
+                       rank_, id, transport::kMaxContextId);
+    store.set(key, std::to_string(id));
+    return static_cast<transport::ContextId>(id);
+  }
+  std::string value;
+  try {
+    value = store.get(key, deadline);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kTimeout) throw;
+    throw make_error(ErrorCode::kTimeout,
+                     "rank {} timed out after {} ms waiting for rank {} to create communicator "
+                     "({}); every member must make the same call",
+                     rank_, options_.init_timeout.count(), lowest, purpose);
+  }
+  return static_cast<transport::ContextId>(std::stoul(value));
+}
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+  // Every rank's (color, key), through an allgather on this communicator: a collective call like
+  // any other, so a rank that calls something else instead fails with kMismatch.
+  std::vector<int64_t> mine = {color, key};
+  std::vector<int64_t> all(2 * static_cast<size_t>(size_));
+  allgather(mine.data(), all.data(), 2, DataType::kInt64);
+  const uint64_t child = ++children_;
+  if (color < 0) return nullptr;
+  std::vector<std::tuple<int64_t, int>> order;  // (key, rank) of my color
+  for (int r = 0; r < size_; ++r)
+    if (all[2 * r] == color) order.emplace_back(all[2 * r + 1], r);
+  std::sort(order.begin(), order.end());
+  std::vector<int> ranks;
+  for (auto [k, r] : order) ranks.push_back(r);
+  const transport::ContextId context =
+      draw_context(fmt::format("split/{}/{}", child, color), ranks);
+  std::vector<int> members;
+  for (int r : ranks) members.push_back(members_[r]);
+  auto made =
+      make(job_, context, std::move(members), options_, Deadline::after(options_.init_timeout));
+  log::debug("rank {}: split #{} color {} -> context {}, rank {} of {}", rank_, child, color,
+             context, made->rank(), made->size());
+  return made;
+}
+
+std::shared_ptr<Communicator> Communicator::dup() {
+  return split(0, rank_);
+}
+
+std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
+  if (ranks.empty())
+    throw make_error(ErrorCode::kInvalidArgument, "group on rank {}: no ranks listed", rank_);
+  std::vector<int> sorted(ranks.begin(), ranks.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (sorted[i] < 0 || sorted[i] >= size_)
+      throw make_error(ErrorCode::kInvalidArgument,
+                       "group on rank {}: rank {} is not a rank of this communicator (size {})",
+                       rank_, sorted[i], size_);
+    if (i > 0 && sorted[i] == sorted[i - 1])
+      throw make_error(ErrorCode::kInvalidArgument, "group on rank {}: rank {} is listed twice",
+                       rank_, sorted[i]);
+  }
+  if (!std::binary_search(sorted.begin(), sorted.end(), rank_))
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "group on rank {}: this rank is not among the listed ranks ({}); only the "
+                     "listed ranks may call group",
+                     rank_, list(ranks));
+  // group() is collective over the listed ranks only, so its namespace comes from what they all
+  // know: the list itself and how often they have grouped it.
+  std::vector<int> listed(ranks.begin(), ranks.end());
+  const uint64_t nth = ++groups_[listed];
+  const transport::ContextId context =
+      draw_context(fmt::format("group/{}/{}", list(listed), nth), listed);
+  std::vector<int> members;
+  for (int r : listed) members.push_back(members_[r]);
+  return make(job_, context, std::move(members), options_, Deadline::after(options_.init_timeout));
+}
+
+}  // namespace tutti::comm

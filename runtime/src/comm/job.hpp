@@ -1,0 +1,44 @@
+// Job: what every communicator made from one world shares in this process: the store (and the
+// store server when this rank hosts it), the fabric of connections, every rank's host id, the
+// counter that numbers new communicators, and the launcher lifeline. The last communicator to go
+// takes it down.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "comm/interrupt.hpp"
+#include "transport/fabric.hpp"
+#include "tutti/error.hpp"
+
+namespace tutti::comm {
+
+struct Job {
+  std::string job_id;  // namespaces the store keys and /dev/shm names of every communicator
+  std::string job_token;
+  std::unique_ptr<bootstrap::TcpStoreServer> server;  // when this rank hosts the store
+  std::shared_ptr<bootstrap::Store> store;            // a SharedStore: any thread may use it
+  std::shared_ptr<transport::Fabric> fabric;
+  std::vector<std::string> host_ids;  // per fabric rank
+  std::unique_ptr<bootstrap::StoreLifeline> lifeline;
+
+  // Makes every live and later communicator's calls fail with `error` (the launcher is gone).
+  void fail_all(const Error& error);
+  // Registers a communicator's interrupt for fail_all; raises it at once if the job failed.
+  void watch(const std::shared_ptr<Interrupt>& interrupt);
+
+  ~Job();
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::weak_ptr<Interrupt>> interrupts_;
+  std::optional<Error> failure_;
+};
+
+}  // namespace tutti::comm
