@@ -1,8 +1,8 @@
 /* tutti C API: collectives on raw buffers for any framework or plain C program.
- * Link with -ltutti. Every function returns 0 on success or a negative TUTTI_ERR_* code; the message
- * of the last failure on the calling thread is tutti_last_error(). No C++ exception crosses this API.
- * Collectives are synchronous and must be called by every rank in the same order with matching
- * count, dtype and op; the communicator may be used by one thread at a time. */
+ * Link with -ltutti. Every function returns 0 on success or a negative TUTTI_ERR_* code; the
+ * message of the last failure on the calling thread is tutti_last_error(). No C++ exception crosses
+ * this API. Collectives are synchronous and must be called by every rank in the same order with
+ * matching count, dtype and op; the communicator may be used by one thread at a time. */
 #ifndef TUTTI_TUTTI_H_
 #define TUTTI_TUTTI_H_
 
@@ -28,7 +28,13 @@ typedef enum {
   TUTTI_UINT8 = 6
 } tutti_dtype_t;
 
-typedef enum { TUTTI_SUM = 0, TUTTI_PROD = 1, TUTTI_MIN = 2, TUTTI_MAX = 3, TUTTI_AVG = 4 } tutti_op_t;
+typedef enum {
+  TUTTI_SUM = 0,
+  TUTTI_PROD = 1,
+  TUTTI_MIN = 2,
+  TUTTI_MAX = 3,
+  TUTTI_AVG = 4
+} tutti_op_t;
 
 enum {
   TUTTI_OK = 0,
@@ -41,7 +47,7 @@ enum {
   TUTTI_ERR_SYSTEM = -7,           /* an OS call failed */
   TUTTI_ERR_CONFIG = -8,           /* bad TUTTI_* variable */
   TUTTI_ERR_INTERNAL = -9,         /* a bug in tutti: please report it */
-  TUTTI_ERR_ABORTED = -10          /* the communicator was aborted (by a rank, or the launcher is gone) */
+  TUTTI_ERR_ABORTED = -10 /* the communicator was aborted (by a rank, or the launcher is gone) */
 };
 
 /* Joins the world described by the environment (tuttirun, Open MPI, torchrun/Kubeflow, Slurm, PMI).
@@ -57,15 +63,75 @@ TUTTI_API int tutti_local_rank(void);
 TUTTI_API int tutti_local_size(void);
 
 /* recv = op over all ranks of send, count elements. send == recv means in place. */
-TUTTI_API int tutti_allreduce(const void* send, void* recv, size_t count, tutti_dtype_t dtype, tutti_op_t op);
+TUTTI_API int tutti_allreduce(const void* send, void* recv, size_t count, tutti_dtype_t dtype,
+                              tutti_op_t op);
 /* Every rank's buf (count elements) becomes root's. */
 TUTTI_API int tutti_broadcast(void* buf, size_t count, tutti_dtype_t dtype, int root);
 /* recv (size * count elements) = every rank's send (count elements) in rank order. */
 TUTTI_API int tutti_allgather(const void* send, void* recv, size_t count, tutti_dtype_t dtype);
 /* send holds size * recv_count elements; this rank gets the reduction of block `rank`. */
-TUTTI_API int tutti_reduce_scatter(const void* send, void* recv, size_t recv_count, tutti_dtype_t dtype,
-                                   tutti_op_t op);
+TUTTI_API int tutti_reduce_scatter(const void* send, void* recv, size_t recv_count,
+                                   tutti_dtype_t dtype, tutti_op_t op);
 TUTTI_API int tutti_barrier(void);
+
+TUTTI_API int tutti_cross_rank(void); /* index of this rank's host */
+TUTTI_API int tutti_cross_size(void); /* number of hosts */
+
+/* ---- Communicators ------------------------------------------------------------------------
+ * A tutti_comm_t is a handle on a communicator: the world, or a split, group or dup of another.
+ * Every handle a function returns is the caller's to tutti_comm_free (the communicator lives until
+ * its last handle is freed; freeing the world's handle does not finalize). One thread uses a
+ * communicator at a time; different communicators may be used from different threads at once. */
+typedef struct tutti_comm* tutti_comm_t;
+/* A posted point-to-point operation: complete it with tutti_wait (which frees it) or poll it with
+ * tutti_test (which frees it once it reports completion), or drop it with tutti_request_free. */
+typedef struct tutti_request* tutti_request_t;
+
+TUTTI_API int tutti_comm_world(tutti_comm_t* out);
+/* MPI_Comm_split: ranks with the same color form a communicator ordered by key; a negative color
+ * gives *out = NULL. Every rank of comm calls it. */
+TUTTI_API int tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm_t* out);
+/* Only the n listed ranks of comm call it; they form *out in the order listed. */
+TUTTI_API int tutti_comm_group(tutti_comm_t comm, const int* ranks, int n, tutti_comm_t* out);
+TUTTI_API int tutti_comm_dup(tutti_comm_t comm, tutti_comm_t* out);
+TUTTI_API int tutti_comm_free(tutti_comm_t comm);
+/* From any thread: every pending and later call on comm, on every rank, fails with
+ * TUTTI_ERR_ABORTED naming this rank and the reason. Other communicators go on. */
+TUTTI_API int tutti_comm_abort(tutti_comm_t comm, const char* reason);
+
+/* Return the value, or a negative TUTTI_ERR_* code. */
+TUTTI_API int tutti_comm_rank(tutti_comm_t comm);
+TUTTI_API int tutti_comm_size(tutti_comm_t comm);
+TUTTI_API int tutti_comm_local_rank(tutti_comm_t comm);
+TUTTI_API int tutti_comm_local_size(tutti_comm_t comm);
+TUTTI_API int tutti_comm_cross_rank(tutti_comm_t comm);
+TUTTI_API int tutti_comm_cross_size(tutti_comm_t comm);
+
+TUTTI_API int tutti_comm_allreduce(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                                   tutti_dtype_t dtype, tutti_op_t op);
+TUTTI_API int tutti_comm_broadcast(tutti_comm_t comm, void* buf, size_t count, tutti_dtype_t dtype,
+                                   int root);
+TUTTI_API int tutti_comm_allgather(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                                   tutti_dtype_t dtype);
+TUTTI_API int tutti_comm_reduce_scatter(tutti_comm_t comm, const void* send, void* recv,
+                                        size_t recv_count, tutti_dtype_t dtype, tutti_op_t op);
+TUTTI_API int tutti_comm_barrier(tutti_comm_t comm);
+
+/* Point-to-point: a message to peer with tag (0 .. 2^31-1) is received by the receive from this
+ * rank with the same tag, in order; sizes must match (TUTTI_ERR_MISMATCH on both sides). */
+TUTTI_API int tutti_comm_send(tutti_comm_t comm, const void* buf, size_t count, tutti_dtype_t dtype,
+                              int peer, int tag);
+TUTTI_API int tutti_comm_recv(tutti_comm_t comm, void* buf, size_t count, tutti_dtype_t dtype,
+                              int peer, int tag);
+TUTTI_API int tutti_comm_isend(tutti_comm_t comm, const void* buf, size_t count,
+                               tutti_dtype_t dtype, int peer, int tag, tutti_request_t* request);
+TUTTI_API int tutti_comm_irecv(tutti_comm_t comm, void* buf, size_t count, tutti_dtype_t dtype,
+                               int peer, int tag, tutti_request_t* request);
+/* *done = 1 once complete (the request is then freed), else 0. */
+TUTTI_API int tutti_test(tutti_request_t request, int* done);
+/* Waits for completion (the communicator's timeout) and frees the request, even on failure. */
+TUTTI_API int tutti_wait(tutti_request_t request);
+TUTTI_API int tutti_request_free(tutti_request_t request);
 
 /* Message of the last failed call on this thread ("" if none). Valid until the next call. */
 TUTTI_API const char* tutti_last_error(void);

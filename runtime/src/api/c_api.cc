@@ -1,6 +1,8 @@
 // The C API: every entry point catches everything, stores the message for tutti_last_error() and
 // returns a negative code, so no C++ exception ever crosses into C.
 #include <exception>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -50,6 +52,43 @@ tutti::DataType to_type(tutti_dtype_t t) {
 }
 tutti::ReduceOp to_op(tutti_op_t op) {
   return static_cast<tutti::ReduceOp>(op);
+}
+
+}  // namespace
+
+// The C handles own a C++ handle each.
+struct tutti_comm {
+  tutti::Communicator comm;
+};
+struct tutti_request {
+  tutti::Request request;
+};
+
+namespace {
+
+template <typename T>
+T* out_pointer(T* out) {
+  if (out == nullptr) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null output pointer");
+  return out;
+}
+
+tutti::Communicator& comm_of(tutti_comm_t comm) {
+  if (comm == nullptr) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null tutti_comm_t");
+  return comm->comm;
+}
+
+// Hands a new handle to C: it is the caller's until tutti_comm_free.
+int give(tutti::Communicator comm, tutti_comm_t* out) {
+  if (out == nullptr) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null output pointer");
+  *out = comm ? std::make_unique<tutti_comm>(tutti_comm{std::move(comm)}).release() : nullptr;
+  return 0;
+}
+
+int give(tutti::Request request, tutti_request_t* out) {
+  if (out == nullptr)
+    throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null request pointer");
+  *out = std::make_unique<tutti_request>(tutti_request{std::move(request)}).release();
+  return 0;
 }
 
 }  // namespace
@@ -120,6 +159,155 @@ int tutti_reduce_scatter(const void* send, void* recv, size_t recv_count, tutti_
 int tutti_barrier(void) {
   return guarded([] {
     tutti::world().barrier();
+    return 0;
+  });
+}
+
+int tutti_cross_rank(void) {
+  return guarded([] { return tutti::world().cross_rank(); });
+}
+int tutti_cross_size(void) {
+  return guarded([] { return tutti::world().cross_size(); });
+}
+
+int tutti_comm_world(tutti_comm_t* out) {
+  return guarded([&] { return give(tutti::world(), out); });
+}
+int tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm_t* out) {
+  return guarded([&] {
+    out_pointer(out);
+    return give(comm_of(comm).split(color, key), out);
+  });
+}
+int tutti_comm_group(tutti_comm_t comm, const int* ranks, int n, tutti_comm_t* out) {
+  return guarded([&] {
+    out_pointer(out);
+    if (n <= 0 || ranks == nullptr)
+      throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "tutti_comm_group: no ranks listed");
+    return give(comm_of(comm).group(std::span<const int>(ranks, static_cast<size_t>(n))), out);
+  });
+}
+int tutti_comm_dup(tutti_comm_t comm, tutti_comm_t* out) {
+  return guarded([&] {
+    out_pointer(out);
+    return give(comm_of(comm).dup(), out);
+  });
+}
+int tutti_comm_free(tutti_comm_t comm) {
+  return guarded([&] {
+    std::unique_ptr<tutti_comm> owned(comm);
+    return 0;
+  });
+}
+int tutti_comm_abort(tutti_comm_t comm, const char* reason) {
+  return guarded([&] {
+    comm_of(comm).abort(reason ? reason : "");
+    return 0;
+  });
+}
+
+int tutti_comm_rank(tutti_comm_t comm) {
+  return guarded([&] { return comm_of(comm).rank(); });
+}
+int tutti_comm_size(tutti_comm_t comm) {
+  return guarded([&] { return comm_of(comm).size(); });
+}
+int tutti_comm_local_rank(tutti_comm_t comm) {
+  return guarded([&] { return comm_of(comm).local_rank(); });
+}
+int tutti_comm_local_size(tutti_comm_t comm) {
+  return guarded([&] { return comm_of(comm).local_size(); });
+}
+int tutti_comm_cross_rank(tutti_comm_t comm) {
+  return guarded([&] { return comm_of(comm).cross_rank(); });
+}
+int tutti_comm_cross_size(tutti_comm_t comm) {
+  return guarded([&] { return comm_of(comm).cross_size(); });
+}
+
+int tutti_comm_allreduce(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                         tutti_dtype_t dtype, tutti_op_t op) {
+  return guarded([&] {
+    comm_of(comm).allreduce(send, recv, count, to_type(dtype), to_op(op));
+    return 0;
+  });
+}
+int tutti_comm_broadcast(tutti_comm_t comm, void* buf, size_t count, tutti_dtype_t dtype,
+                         int root) {
+  return guarded([&] {
+    comm_of(comm).broadcast(buf, count, to_type(dtype), root);
+    return 0;
+  });
+}
+int tutti_comm_allgather(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                         tutti_dtype_t dtype) {
+  return guarded([&] {
+    comm_of(comm).allgather(send, recv, count, to_type(dtype));
+    return 0;
+  });
+}
+int tutti_comm_reduce_scatter(tutti_comm_t comm, const void* send, void* recv, size_t recv_count,
+                              tutti_dtype_t dtype, tutti_op_t op) {
+  return guarded([&] {
+    comm_of(comm).reduce_scatter(send, recv, recv_count, to_type(dtype), to_op(op));
+    return 0;
+  });
+}
+int tutti_comm_barrier(tutti_comm_t comm) {
+  return guarded([&] {
+    comm_of(comm).barrier();
+    return 0;
+  });
+}
+
+int tutti_comm_send(tutti_comm_t comm, const void* buf, size_t count, tutti_dtype_t dtype, int peer,
+                    int tag) {
+  return guarded([&] {
+    comm_of(comm).send(buf, count, to_type(dtype), peer, tag);
+    return 0;
+  });
+}
+int tutti_comm_recv(tutti_comm_t comm, void* buf, size_t count, tutti_dtype_t dtype, int peer,
+                    int tag) {
+  return guarded([&] {
+    comm_of(comm).recv(buf, count, to_type(dtype), peer, tag);
+    return 0;
+  });
+}
+int tutti_comm_isend(tutti_comm_t comm, const void* buf, size_t count, tutti_dtype_t dtype,
+                     int peer, int tag, tutti_request_t* request) {
+  return guarded([&] {
+    out_pointer(request);
+    return give(comm_of(comm).isend(buf, count, to_type(dtype), peer, tag), request);
+  });
+}
+int tutti_comm_irecv(tutti_comm_t comm, void* buf, size_t count, tutti_dtype_t dtype, int peer,
+                     int tag, tutti_request_t* request) {
+  return guarded([&] {
+    out_pointer(request);
+    return give(comm_of(comm).irecv(buf, count, to_type(dtype), peer, tag), request);
+  });
+}
+int tutti_test(tutti_request_t request, int* done) {
+  return guarded([&] {
+    if (request == nullptr || done == nullptr)
+      throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "tutti_test: null request or flag");
+    *done = request->request.test() ? 1 : 0;
+    if (*done) std::unique_ptr<tutti_request> owned(request);
+    return 0;
+  });
+}
+int tutti_wait(tutti_request_t request) {
+  return guarded([&] {
+    std::unique_ptr<tutti_request> owned(request);
+    if (!owned) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "tutti_wait: null request");
+    owned->request.wait();
+    return 0;
+  });
+}
+int tutti_request_free(tutti_request_t request) {
+  return guarded([&] {
+    std::unique_ptr<tutti_request> owned(request);
     return 0;
   });
 }

@@ -1,0 +1,100 @@
+/* c_comms_check: the C API's communicator handles from a plain C program: world, split, group
+ * (and a rank it does not list), dup, collectives and point-to-point on them, abort, free. Prints
+ * "c comms OK" on rank 0 and exits 0, or names the first failure and exits 1. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tutti/tutti.h"
+
+static int g_rank = -1;
+
+#define CHECK(call)                                                                         \
+  do {                                                                                      \
+    int rc_ = (call);                                                                       \
+    if (rc_ < 0) {                                                                          \
+      printf("FAIL: rank %d: %s returned %s: %s\n", g_rank, #call, tutti_error_name(rc_), \
+             tutti_last_error());                                                           \
+      return 1;                                                                             \
+    }                                                                                       \
+  } while (0)
+
+#define EXPECT(cond, ...)                         \
+  do {                                            \
+    if (!(cond)) {                                \
+      printf("FAIL: rank %d: ", g_rank);          \
+      printf(__VA_ARGS__);                        \
+      printf("\n");                               \
+      return 1;                                   \
+    }                                             \
+  } while (0)
+
+int main(void) {
+  CHECK(tutti_init());
+  tutti_comm_t world = NULL, half = NULL, copy = NULL, group = NULL;
+  CHECK(tutti_comm_world(&world));
+  g_rank = tutti_comm_rank(world);
+  const int size = tutti_comm_size(world);
+  EXPECT(tutti_cross_size() >= 1 && tutti_cross_rank() >= 0, "cross rank/size");
+
+  /* Even and odd ranks; the sum over each half. */
+  CHECK(tutti_comm_split(world, g_rank % 2, g_rank, &half));
+  double x = g_rank, want = 0;
+  for (int r = g_rank % 2; r < size; r += 2) want += r;
+  CHECK(tutti_comm_allreduce(half, &x, &x, 1, TUTTI_FLOAT64, TUTTI_SUM));
+  EXPECT(x == want, "split sum %g, want %g", x, want);
+
+  /* A negative color gives no communicator. */
+  tutti_comm_t none = world;
+  CHECK(tutti_comm_split(world, g_rank == 0 ? -1 : 0, 0, &none));
+  EXPECT((g_rank == 0) == (none == NULL), "negative color");
+  if (none) CHECK(tutti_comm_free(none));
+
+  /* group of ranks 0 and size-1, listed backwards; other ranks get an error. */
+  int listed[2] = {size - 1, 0};
+  int rc = tutti_comm_group(world, listed, size > 1 ? 2 : 1, &group);
+  if (g_rank == 0 || g_rank == size - 1) {
+    EXPECT(rc == 0, "group: %s", tutti_last_error());
+    EXPECT(tutti_comm_rank(group) == (g_rank == size - 1 ? 0 : 1) || size == 1, "group order");
+    int v = 1;
+    CHECK(tutti_comm_allreduce(group, &v, &v, 1, TUTTI_INT32, TUTTI_SUM));
+    EXPECT(v == tutti_comm_size(group), "group sum %d", v);
+    CHECK(tutti_comm_free(group));
+  } else {
+    EXPECT(rc == TUTTI_ERR_INVALID_ARGUMENT && strstr(tutti_last_error(), "not among"),
+           "group by a rank it does not list: %d %s", rc, tutti_last_error());
+  }
+
+  /* Point-to-point around the ring, nonblocking. */
+  if (size > 1) {
+    int next = (g_rank + 1) % size, prev = (g_rank + size - 1) % size;
+    long out = 1000 + g_rank, in = -1;
+    tutti_request_t r_in, r_out;
+    CHECK(tutti_comm_irecv(world, &in, 1, TUTTI_INT64, prev, 42, &r_in));
+    CHECK(tutti_comm_isend(world, &out, 1, TUTTI_INT64, next, 42, &r_out));
+    int done = 0;
+    while (!done) CHECK(tutti_test(r_in, &done));
+    CHECK(tutti_wait(r_out));
+    EXPECT(in == 1000 + prev, "ring message %ld", in);
+  }
+
+  /* Abort a dup: every rank's next call on it fails with TUTTI_ERR_ABORTED; the world goes on. */
+  CHECK(tutti_comm_dup(world, &copy));
+  if (g_rank == 0) CHECK(tutti_comm_abort(copy, "stopping the dup"));
+  CHECK(tutti_comm_barrier(world));
+  rc = tutti_comm_barrier(copy);
+  EXPECT(rc == TUTTI_ERR_ABORTED && strstr(tutti_last_error(), "stopping the dup"),
+         "aborted dup: %s %s", tutti_error_name(rc), tutti_last_error());
+  CHECK(tutti_comm_free(copy));
+  CHECK(tutti_comm_barrier(world));
+
+  /* Bad handles are errors, not crashes. */
+  EXPECT(tutti_comm_rank(NULL) == TUTTI_ERR_INVALID_ARGUMENT, "null handle");
+  EXPECT(tutti_comm_split(world, 0, 0, NULL) == TUTTI_ERR_INVALID_ARGUMENT, "null output");
+  EXPECT(tutti_wait(NULL) == TUTTI_ERR_INVALID_ARGUMENT, "null request");
+
+  CHECK(tutti_comm_free(half));
+  CHECK(tutti_comm_free(world));
+  CHECK(tutti_finalize());
+  if (g_rank == 0) printf("c comms OK\n");
+  return 0;
+}
