@@ -3,6 +3,8 @@
 // sleeps in poll() on it plus a wake-up pipe that the destructor uses.
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -72,6 +74,13 @@ StoreLifeline::StoreLifeline(const Endpoint& server, const std::string& job_toke
   watch->wake_write.reset(pipe_fds[1]);
   state_->watch = watch;
   state_->thread = std::thread([watch] {
+    // When the launcher is gone, so is the pipe our stderr went to: the message below must not
+    // raise SIGPIPE, whose default action would end the process. Blocked in this thread only,
+    // the signal stays pending here and the write just fails.
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
     if (!watch->wait_for_loss()) return;
     log::debug("lifeline to {} closed", watch->peer);
     if (watch->on_lost) watch->on_lost();
