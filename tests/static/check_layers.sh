@@ -26,4 +26,19 @@ for layer in "${!allowed[@]}"; do
   done < <(grep -rHE '#include "[a-z_]+/' "$src/$layer" || true)
 done
 [ $bad -eq 0 ] && echo "layering: every include points downward"
+
+# Settings reach the layers below comm through a communicator's Options (the environment only fills
+# their defaults, in api/): nothing below comm reads the environment. The one exception is
+# bootstrap/world_info.cc, whose input is the launcher's variables that say which rank this
+# process is (never a setting).
+env_bad=0
+while IFS= read -r line; do
+  file=${line%%:*}
+  case "$file" in */bootstrap/world_info.cc) continue ;; esac
+  echo "settings: $line reads the environment below comm; pass it in through Options"
+  env_bad=1
+done < <(grep -rnE 'getenv|env::(get_|raw|is_set|process_value)|secure_getenv' \
+           "$src"/{reduce,bootstrap,transport,collectives,net} 2>/dev/null | grep -v '^\S*:[0-9]*: *//' || true)
+[ $env_bad -eq 0 ] && echo "settings: nothing below comm reads the environment"
+[ $env_bad -eq 0 ] || bad=1
 exit $bad

@@ -14,7 +14,6 @@
 
 #include "bootstrap/socket.hpp"
 #include "bootstrap/store_errors.hpp"
-#include "core/env.hpp"
 #include "core/error.hpp"
 
 namespace tutti::bootstrap {
@@ -112,7 +111,8 @@ class FileLock {
 
 }  // namespace
 
-FileStore::FileStore(std::string directory) : directory_(std::move(directory)) {
+FileStore::FileStore(std::string directory, std::chrono::milliseconds lock_timeout)
+    : directory_(std::move(directory)), lock_timeout_(lock_timeout) {
   // Not created here: a path that does not exist is most likely a typo or a filesystem that is
   // not mounted on this host, and a directory made here would be seen by no other rank.
   std::error_code ec;
@@ -185,7 +185,7 @@ std::string FileStore::get(const std::string& key, Deadline deadline) {
 }
 
 int64_t FileStore::add(const std::string& key, int64_t delta) {
-  FileLock lock(directory_ + "/lock", Deadline::after_seconds(env::get_seconds("TUTTI_TIMEOUT")));
+  FileLock lock(directory_ + "/lock", Deadline::after(lock_timeout_));
   std::string value;
   bool present = read_file(path_for(key), &value);
   int64_t result = add_to_counter(describe(), key, present ? &value : nullptr, delta);

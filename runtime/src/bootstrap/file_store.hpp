@@ -2,6 +2,7 @@
 // Writes are atomic (write to a temp name, then rename); waits poll with backoff.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "bootstrap/store.hpp"
@@ -10,8 +11,10 @@ namespace tutti::bootstrap {
 
 class FileStore : public Store {
  public:
-  // The directory must exist (Error(kConfig) otherwise); the store never creates it.
-  explicit FileStore(std::string directory);
+  // The directory must exist (Error(kConfig) otherwise); the store never creates it. An add()
+  // waits at most lock_timeout for the directory's lock.
+  explicit FileStore(std::string directory,
+                     std::chrono::milliseconds lock_timeout = std::chrono::seconds(60));
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, Deadline deadline) override;
   int64_t add(const std::string& key, int64_t delta) override;  // flock-protected
@@ -23,6 +26,7 @@ class FileStore : public Store {
  private:
   std::string path_for(const std::string& key) const;  // keys are escaped into safe file names
   std::string directory_;
+  std::chrono::milliseconds lock_timeout_;
 };
 
 }  // namespace tutti::bootstrap

@@ -25,7 +25,8 @@ void claim_rank(Store& store, const WorldInfo& info, const std::string& director
 
 }  // namespace
 
-StoreConnection open_store(const WorldInfo& info, Deadline deadline) {
+StoreConnection open_store(const WorldInfo& info, Deadline deadline,
+                           std::chrono::milliseconds request_timeout) {
   StoreConnection connection;
   const std::string& address = info.store_address;
   if (address.empty()) {
@@ -44,7 +45,7 @@ StoreConnection open_store(const WorldInfo& info, Deadline deadline) {
     if (directory.empty())
       throw make_error(ErrorCode::kConfig,
                        "TUTTI_STORE='{}' names no directory; write file:/shared/dir", address);
-    connection.store = std::make_unique<FileStore>(directory);
+    connection.store = std::make_unique<FileStore>(directory, request_timeout);
     claim_rank(*connection.store, info, directory);
     return connection;
   }
@@ -58,7 +59,8 @@ StoreConnection open_store(const WorldInfo& info, Deadline deadline) {
     connection.server = std::make_unique<TcpStoreServer>("", endpoint.port, info.job_token);
     log::debug("rank {} hosts the store on port {}", info.rank, endpoint.port);
   }
-  auto store = std::make_unique<TcpStore>(endpoint, info.job_token, info.rank, deadline);
+  auto store =
+      std::make_unique<TcpStore>(endpoint, info.job_token, info.rank, deadline, request_timeout);
   connection.local_address = store->local_address();
   connection.store = std::move(store);
   return connection;

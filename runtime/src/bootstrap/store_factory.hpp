@@ -2,6 +2,7 @@
 // rank must host it), FileStore for file:/dir, MemoryStore for a world of one without any address.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "bootstrap/store.hpp"
@@ -16,6 +17,8 @@ struct StoreConnection {
   std::string local_address;  // the address of ours that reaches the store ("" if not TCP)
 };
 
-StoreConnection open_store(const WorldInfo& info, Deadline deadline);
+// `request_timeout`: how long a store call without a deadline of its own may take.
+StoreConnection open_store(const WorldInfo& info, Deadline deadline,
+                           std::chrono::milliseconds request_timeout);
 
 }  // namespace tutti::bootstrap

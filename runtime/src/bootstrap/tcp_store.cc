@@ -8,7 +8,6 @@
 #include "bootstrap/handshake.hpp"
 #include "bootstrap/store_errors.hpp"
 #include "bootstrap/store_protocol.hpp"
-#include "core/env.hpp"
 #include "core/error.hpp"
 
 namespace tutti::bootstrap {
@@ -25,17 +24,13 @@ Deadline with_grace(Deadline deadline) {
   return Deadline::after(deadline.remaining() + kReplyGrace);
 }
 
-// Calls that do not take a deadline (set, add, missing) get the init timeout.
-Deadline default_deadline() {
-  return Deadline::after_seconds(env::get_seconds("TUTTI_TIMEOUT"));
-}
-
 }  // namespace
 
 struct TcpStore::State {
   Endpoint server;
   std::string token;
   int rank = -1;
+  std::chrono::milliseconds request_timeout{60'000};  // for calls without a deadline of their own
   std::string peer;  // "store at host:port", for messages
   std::string local_address;
   std::mutex mutex;
@@ -83,8 +78,9 @@ sp::Status read_status(wire::Reader& r) {
 }  // namespace
 
 TcpStore::TcpStore(const Endpoint& server, std::string job_token, int rank,
-                   Deadline connect_deadline)
+                   Deadline connect_deadline, std::chrono::milliseconds request_timeout)
     : state_(std::make_unique<State>()) {
+  state_->request_timeout = request_timeout;
   state_->server = server;
   state_->token = std::move(job_token);
   state_->rank = rank;
@@ -98,7 +94,7 @@ TcpStore::~TcpStore() = default;
 
 void TcpStore::set(const std::string& key, const std::string& value) {
   wire::Writer w = sp::encode_request({.op = sp::Op::kSet, .key = key, .value = value});
-  Deadline deadline = default_deadline();
+  Deadline deadline = Deadline::after(state_->request_timeout);
   auto reply = state_->call(w, deadline, deadline);
   wire::Reader r(reply, "store reply");
   read_status(r);
@@ -121,7 +117,7 @@ std::string TcpStore::get(const std::string& key, Deadline deadline) {
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {
   wire::Writer w = sp::encode_request({.op = sp::Op::kAdd, .key = key, .delta = delta});
-  Deadline deadline = default_deadline();
+  Deadline deadline = Deadline::after(state_->request_timeout);
   auto reply = state_->call(w, deadline, deadline);
   wire::Reader r(reply, "store reply");
   read_status(r);
@@ -130,7 +126,7 @@ int64_t TcpStore::add(const std::string& key, int64_t delta) {
 
 std::vector<std::string> TcpStore::missing(const std::vector<std::string>& keys) {
   wire::Writer w = sp::encode_request({.op = sp::Op::kMissing, .keys = keys});
-  Deadline deadline = default_deadline();
+  Deadline deadline = Deadline::after(state_->request_timeout);
   auto reply = state_->call(w, deadline, deadline);
   wire::Reader r(reply, "store reply");
   read_status(r);
@@ -153,7 +149,7 @@ void TcpStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
 
 bool TcpStore::remove(const std::string& key) {
   wire::Writer w = sp::encode_request({.op = sp::Op::kDelete, .key = key});
-  Deadline deadline = default_deadline();
+  Deadline deadline = Deadline::after(state_->request_timeout);
   auto reply = state_->call(w, deadline, deadline);
   wire::Reader r(reply, "store reply");
   read_status(r);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,8 +37,10 @@ class TcpStoreServer {
 
 class TcpStore : public Store {
  public:
-  // Connects (retrying until deadline: the server may start later) and authenticates.
-  TcpStore(const Endpoint& server, std::string job_token, int rank, Deadline connect_deadline);
+  // Connects (retrying until deadline: the server may start later) and authenticates. Calls that
+  // take no deadline (set, add, missing, remove) give up after request_timeout.
+  TcpStore(const Endpoint& server, std::string job_token, int rank, Deadline connect_deadline,
+           std::chrono::milliseconds request_timeout = std::chrono::seconds(60));
   ~TcpStore() override;
 
   void set(const std::string& key, const std::string& value) override;

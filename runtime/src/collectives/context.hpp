@@ -13,6 +13,7 @@
 namespace tutti::collectives {
 
 struct SelectionCache;
+struct Settings;
 
 struct Context {
   transport::Transport& transport;
@@ -29,6 +30,11 @@ struct Context {
   // Where select_allreduce keeps its placement and last choice across this communicator's calls;
   // null makes it work them out every call.
   SelectionCache* selection = nullptr;
+  // The communicator's configuration; null means Settings::defaults().
+  const Settings* settings = nullptr;
 };
+
+// ctx.settings, or the defaults.
+const Settings& settings_of(const Context& ctx);
 
 }  // namespace tutti::collectives

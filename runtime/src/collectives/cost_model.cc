@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "collectives/tune_file.hpp"
-#include "core/env.hpp"
+
 
 namespace tutti::collectives {
 namespace {
@@ -158,17 +158,14 @@ CostModel CostModel::defaults() {
   return m;
 }
 
-const CostModel& CostModel::from_env() {
-  static const CostModel model = [] {
-    CostModel m = defaults();
-    m.segment_bytes = env::get_bytes("TUTTI_SEGMENT_BYTES");
-    if (std::string path = env::get_string("TUTTI_TUNE_FILE"); !path.empty()) {
-      m.tuned = read_tune_file(path);
-      m.tuned_from = path;
-    }
-    return m;
-  }();
-  return model;
+CostModel CostModel::configured(size_t segment_bytes, const std::string& tune_file) {
+  CostModel m = defaults();
+  m.segment_bytes = segment_bytes;
+  if (!tune_file.empty()) {
+    m.tuned = read_tune_file(tune_file);
+    m.tuned_from = tune_file;
+  }
+  return m;
 }
 
 std::vector<Algorithm> candidates(const Placement& p) {

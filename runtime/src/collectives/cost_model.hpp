@@ -55,9 +55,9 @@ struct CostModel {
 
   // The measured defaults of cost_model.cc, without tuning lines.
   static CostModel defaults();
-  // defaults() plus TUTTI_TUNE_FILE when set (a bad file is an Error(kConfig) naming it) and
-  // TUTTI_SEGMENT_BYTES; read once per process.
-  static const CostModel& from_env();
+  // defaults() with this segment size, plus the tuning file when one is named (a bad file is an
+  // Error(kConfig) naming it).
+  static CostModel configured(size_t segment_bytes, const std::string& tune_file);
 };
 
 // The algorithms that can run on the placement: ring, tree, hd always (more than one rank), shm

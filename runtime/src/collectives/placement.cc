@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/env.hpp"
+#include "collectives/settings.hpp"
 
 namespace tutti::collectives {
 
@@ -30,7 +30,7 @@ Placement placement_of(const Context& ctx) {
   bool any_tcp = false;
   for (int peer = 0; peer < ctx.size && !any_tcp; ++peer)
     any_tcp = peer != ctx.rank && ctx.transport.channel(peer).kind() == "tcp";
-  static const std::string transport = env::get_choice("TUTTI_TRANSPORT");
+  const std::string& transport = settings_of(ctx).transport;
   p.flat = any_tcp ? Link::kTcp : Link::kShm;
   // From the setting, not from this rank's channels: a rank alone on its host has no local
   // channel to look at, and every rank must price the same way.

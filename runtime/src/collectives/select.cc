@@ -11,6 +11,7 @@
 #include "collectives/cost_model.hpp"
 #include "collectives/placement.hpp"
 #include "collectives/selection_cache.hpp"
+#include "collectives/settings.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -64,7 +65,7 @@ bool log_decision_table_once(const CostModel& model, const Placement& p) {
 
 Algorithm select_allreduce(const Context& ctx, size_t bytes) {
   if (ctx.size <= 1) return Algorithm::kRing;  // no communication at all; any algorithm will do
-  const CostModel& model = CostModel::from_env();
+  const CostModel& model = *settings_of(ctx).model;
   SelectionCache uncached;  // for contexts without a communicator's cache
   SelectionCache& cache = ctx.selection != nullptr ? *ctx.selection : uncached;
   if (cache.last_bytes == bytes) return cache.last;

@@ -25,7 +25,7 @@
 #include "collectives/collectives.hpp"
 #include "collectives/shm_plan.hpp"
 #include "collectives/shm_store_tuner.hpp"
-#include "core/env.hpp"
+#include "collectives/settings.hpp"
 #include "core/error.hpp"
 #include "reduce/reduce.hpp"
 #include "transport/local_window.hpp"
@@ -49,10 +49,10 @@ struct ShmState {
   std::vector<uint64_t> slot_release;
 };
 
-ShmState& state_of(transport::LocalWindow& window) {
+ShmState& state_of(transport::LocalWindow& window, const Settings& settings) {
   auto& slot = window.collective_state();
   if (!slot) {
-    const std::string m = env::get_choice("TUTTI_SHM_STORES");
+    const std::string& m = settings.shm_stores;
     const auto mode = m == "cached"      ? ShmStoreTuner::Mode::kCached
                       : m == "streaming" ? ShmStoreTuner::Mode::kStreaming
                                          : ShmStoreTuner::Mode::kAuto;
@@ -298,7 +298,7 @@ void shm_allreduce(Context& ctx, const void* send, void* recv, size_t count, Dat
     copy_unless_same(send, recv, count * element_size(type));
     return;
   }
-  ShmState& state = state_of(*window);
+  ShmState& state = state_of(*window, settings_of(ctx));
   const size_t bytes = count * element_size(type);
   const reduce::CopyStores stores = state.tuner.choose(bytes);
   if (!state.tuner.timed(bytes)) {

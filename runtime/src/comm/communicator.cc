@@ -51,6 +51,14 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   c->topology_ = topology_from_hosts(hosts, rank);
   c->host_of_rank_ = host_index_of_ranks(hosts);
   c->transport_ = job->fabric->make_transport(context, c->members_, rank);
+  auto settings = std::make_shared<collectives::Settings>();
+  settings->transport = options.transport == TransportKind::kTcp   ? "tcp"
+                        : options.transport == TransportKind::kShm ? "shm"
+                                                                   : "auto";
+  settings->shm_stores = options.shm_stores;
+  settings->model = std::make_shared<const collectives::CostModel>(
+      collectives::CostModel::configured(options.segment_bytes, options.tune_file));
+  c->settings_ = std::move(settings);
 
   transport::MeshConfig mesh;
   mesh.rank = rank;
@@ -112,7 +120,8 @@ void Communicator::run(std::string_view name, transport::CallSignature call,
                              options_.segment_bytes,
                              scratch_,
                              host_of_rank_,
-                             &selection_};
+                             &selection_,
+                             settings_.get()};
     try {
       body(ctx);
     } catch (const std::bad_alloc&) {

@@ -24,6 +24,7 @@
 #include "bootstrap/world_info.hpp"
 #include "collectives/collectives.hpp"
 #include "collectives/selection_cache.hpp"
+#include "collectives/settings.hpp"
 #include "comm/exclusive_call.hpp"
 #include "comm/interrupt.hpp"
 #include "comm/job.hpp"
@@ -153,6 +154,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::unique_ptr<transport::Transport> transport_;
   collectives::Scratch scratch_;
   collectives::SelectionCache selection_;
+  std::shared_ptr<const collectives::Settings> settings_;
   uint64_t sequence_ = 0;
   uint64_t children_ = 0;                        // communicators made by split/dup so far
   std::map<std::vector<int>, uint64_t> groups_;  // group() calls so far, per member list

@@ -99,6 +99,8 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
   mesh.shm_ring_bytes = options.shm_ring_bytes;
   mesh.shm_window_bytes = options.shm_window_bytes;
   mesh.shm_spin_rounds = options.shm_spin_rounds;
+  mesh.tcp_streams = options.tcp_streams;
+  mesh.tcp_buffer_bytes = options.tcp_buffer_bytes;
   job->fabric = transport::connect_fabric(mesh, store, deadline);
   return job;
 }
@@ -125,7 +127,8 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& i
   check_options(options);
   log::set_rank(info.rank);
   const Deadline deadline = Deadline::after(options.init_timeout);
-  bootstrap::StoreConnection connection = bootstrap::open_store(info, deadline);
+  bootstrap::StoreConnection connection =
+      bootstrap::open_store(info, deadline, options.init_timeout);
   auto job = std::make_shared<Job>();
   job->server = std::move(connection.server);
   job->store = std::make_shared<SharedStore>(std::move(connection.store));

@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "transport/mesh_rendezvous.hpp"
@@ -35,8 +34,7 @@ void validate(const MeshConfig& c) {
 constexpr size_t kMinWindowBytes = 64 << 10;
 
 size_t window_bytes(const MeshConfig& c) {
-  size_t bytes =
-      c.shm_window_bytes ? *c.shm_window_bytes : env::get_bytes("TUTTI_SHM_WINDOW_BYTES");
+  size_t bytes = c.shm_window_bytes;
   if (bytes != 0 && bytes < kMinWindowBytes)
     throw make_error(
         ErrorCode::kConfig,
@@ -104,9 +102,7 @@ void attach_local_window(const MeshConfig& config, Transport& transport, bootstr
     return;
   }
   MeshContext context{config, store, deadline};
-  const int spin = config.shm_spin_rounds.value_or(
-      env::is_set("TUTTI_SHM_SPIN_ROUNDS") ? static_cast<int>(env::get_int("TUTTI_SHM_SPIN_ROUNDS"))
-                                           : default_spin_rounds(config.size));
+  const int spin = config.shm_spin_rounds.value_or(default_spin_rounds(config.size));
   transport.set_local_window(connect_local_window(context, transport, area_bytes, spin));
 }
 

@@ -28,11 +28,12 @@ struct MeshConfig {
   TransportChoice choice = TransportChoice::kAuto;
   size_t shm_ring_bytes = 1 << 20;
   // Bytes per rank of the shared-memory window built when all ranks share a host; 0 builds none.
-  // Unset: TUTTI_SHM_WINDOW_BYTES.
-  std::optional<size_t> shm_window_bytes;
-  // Busy-wait rounds of a window wait before it yields. Unset: TUTTI_SHM_SPIN_ROUNDS, else
-  // default_spin_rounds() (shm/shm_window.hpp).
+  size_t shm_window_bytes = 4 << 20;
+  // Busy-wait rounds of a window wait before it yields. Unset: default_spin_rounds()
+  // (shm/shm_window.hpp).
   std::optional<int> shm_spin_rounds;
+  int tcp_streams = 1;                // connections per pair of ranks
+  size_t tcp_buffer_bytes = 4 << 20;  // socket buffers; 0 leaves the kernel's autotuning on
 };
 
 // The links of this rank to every other (fabric.hpp), nothing more: no window.

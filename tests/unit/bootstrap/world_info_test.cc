@@ -413,7 +413,7 @@ class OpenStoreTest : public WorldInfoTest {};
 
 TEST_F(OpenStoreTest, WorldOfOneWithoutAddressGetsAMemoryStore) {
   WorldInfo w;
-  StoreConnection c = open_store(w, Deadline::after(5s));
+  StoreConnection c = open_store(w, Deadline::after(5s), 5s);
   EXPECT_FALSE(c.server);
   EXPECT_EQ(c.store->describe(), "memory");
   EXPECT_EQ(c.local_address, "");
@@ -424,7 +424,7 @@ TEST_F(OpenStoreTest, LargerWorldWithoutAddressExplainsWhatToSet) {
   w.rank = 1;
   w.size = 2;
   try {
-    open_store(w, Deadline::after(5s));
+    open_store(w, Deadline::after(5s), 5s);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kConfig);
@@ -440,7 +440,7 @@ TEST_F(OpenStoreTest, FileAddressGetsAFileStore) {
   WorldInfo w;
   w.size = 2;
   w.store_address = "file:" + dir.path();
-  StoreConnection c = open_store(w, Deadline::after(5s));
+  StoreConnection c = open_store(w, Deadline::after(5s), 5s);
   EXPECT_EQ(c.store->describe(), "file " + dir.path());
   c.store->set("k", "v");
   EXPECT_EQ(c.store->get("k", Deadline::after(1s)), "v");
@@ -453,7 +453,7 @@ TEST_F(OpenStoreTest, FileStoreDirectoryThatDoesNotExistIsRefusedNotCreated) {
   w.size = 2;
   w.store_address = "file:" + missing;
   try {
-    open_store(w, Deadline::after(5s));
+    open_store(w, Deadline::after(5s), 5s);
     FAIL() << "opened a file store in a directory that does not exist";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kConfig);
@@ -474,9 +474,9 @@ TEST_F(OpenStoreTest, ReusedFileStoreDirectoryFailsNamingTheStaleKeys) {
   w.size = 2;
   w.job_id = "store-file_dir";
   w.store_address = "file:" + dir.path();
-  { StoreConnection earlier_job = open_store(w, Deadline::after(5s)); }
+  { StoreConnection earlier_job = open_store(w, Deadline::after(5s), 5s); }
   try {
-    open_store(w, Deadline::after(5s));
+    open_store(w, Deadline::after(5s), 5s);
     FAIL() << "a reused file store directory was taken for a fresh one";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kConfig);
@@ -487,7 +487,7 @@ TEST_F(OpenStoreTest, ReusedFileStoreDirectoryFailsNamingTheStaleKeys) {
   }
   // Another job id in the same directory is another job.
   w.job_id = "next-job";
-  EXPECT_NO_THROW(open_store(w, Deadline::after(5s)));
+  EXPECT_NO_THROW(open_store(w, Deadline::after(5s), 5s));
 }
 
 TEST_F(OpenStoreTest, RankZeroHostsTheTcpStoreAndOthersJoinIt) {
@@ -500,8 +500,8 @@ TEST_F(OpenStoreTest, RankZeroHostsTheTcpStoreAndOthersJoinIt) {
   WorldInfo r1 = r0;
   r1.rank = 1;
   r1.host_store = false;
-  StoreConnection c0 = open_store(r0, Deadline::after(10s));
-  StoreConnection c1 = open_store(r1, Deadline::after(10s));
+  StoreConnection c0 = open_store(r0, Deadline::after(10s), 10s);
+  StoreConnection c1 = open_store(r1, Deadline::after(10s), 10s);
   ASSERT_TRUE(c0.server);
   EXPECT_FALSE(c1.server);
   EXPECT_EQ(c0.server->port(), port);
@@ -516,7 +516,7 @@ TEST_F(OpenStoreTest, MalformedAddressIsAConfigError) {
   w.size = 2;
   w.store_address = "no-port-here";
   try {
-    open_store(w, Deadline::after(1s));
+    open_store(w, Deadline::after(1s), 1s);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kConfig);

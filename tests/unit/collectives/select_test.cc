@@ -212,7 +212,7 @@ TEST(SelectAllreduce, ReadsThePlacementFromTheContext) {
     EXPECT_EQ(p.hosts, 2);
     EXPECT_EQ(p.max_local, 2);
     EXPECT_FALSE(p.window);
-    EXPECT_EQ(select_allreduce(ctx, 8), cheapest(CostModel::from_env(), 8, p));
+    EXPECT_EQ(select_allreduce(ctx, 8), cheapest(CostModel::defaults(), 8, p));
     Context flat = rank.context();
     EXPECT_EQ(placement_of(flat).hosts, 1);
     EXPECT_NE(select_allreduce(flat, 8), Algorithm::kHierarchical);
@@ -232,7 +232,7 @@ TEST(SelectAllreduce, CachedSelectionAnswersLikeTheModel) {
     const Placement p = placement_of(ctx);
     for (size_t bytes : {size_t{8}, size_t{8}, size_t{1} << 20, size_t{8}, size_t{256} << 20,
                          size_t{256} << 20, size_t{4096}}) {
-      EXPECT_EQ(select_allreduce(ctx, bytes), cheapest(CostModel::from_env(), bytes, p)) << bytes;
+      EXPECT_EQ(select_allreduce(ctx, bytes), cheapest(CostModel::defaults(), bytes, p)) << bytes;
       EXPECT_EQ(cache.last_bytes, bytes);
     }
     ASSERT_TRUE(cache.placement.has_value());
@@ -242,7 +242,7 @@ TEST(SelectAllreduce, CachedSelectionAnswersLikeTheModel) {
     // the first placement (a communicator's placement never changes).
     Context flat = rank.context();
     flat.selection = &cache;
-    EXPECT_EQ(select_allreduce(flat, 12345), cheapest(CostModel::from_env(), 12345, p));
+    EXPECT_EQ(select_allreduce(flat, 12345), cheapest(CostModel::defaults(), 12345, p));
   });
   EXPECT_EQ(testing::describe_failures(failures), "");
 }

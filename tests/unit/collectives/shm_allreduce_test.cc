@@ -127,15 +127,18 @@ TEST(ShmAllreduce, MessageLargerThanTheDefaultWindow) {
   for (const auto& e : errors) EXPECT_EQ(e, "");
 }
 
-// Every way of storing into the window (TUTTI_SHM_STORES, read when a window first runs the
-// algorithm): messages above the size where auto starts timing, so auto alternates both kinds.
+// Every way of storing into the window (Options::shm_stores / TUTTI_SHM_STORES, read when a
+// window first runs the algorithm): messages above the size where auto starts timing, so auto
+// alternates both kinds.
 class ShmStoresTest : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
 TEST_P(ShmStoresTest, LargeMessagesMatchExactReduction) {
   const auto [stores, size] = GetParam();
-  ASSERT_EQ(setenv("TUTTI_SHM_STORES", stores, 1), 0);
+  collectives::Settings settings;
+  settings.shm_stores = stores;
   std::vector<std::string> errors(static_cast<size_t>(size));
   auto failures = testing::run_shm_world(size, 1 << 20, [&](ShmRank& rank) {
+    rank.settings = &settings;
     int call = 0;
     for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat64})
       for (size_t bytes : {size_t{300} << 10, (size_t{3} << 20) + 68})
@@ -145,7 +148,6 @@ TEST_P(ShmStoresTest, LargeMessagesMatchExactReduction) {
           if (!e.empty() && errors[rank.rank].empty()) errors[rank.rank] = e;
         }
   });
-  unsetenv("TUTTI_SHM_STORES");
   EXPECT_EQ(describe(failures), "");
   for (const auto& e : errors) EXPECT_EQ(e, "");
 }

@@ -151,42 +151,27 @@ TEST(LocalWindowTest, NoWindowUnlessEveryRankSharesMemory) {
   }
 }
 
-size_t default_window_bytes() {
-  return env::parse_bytes(env::find("TUTTI_SHM_WINDOW_BYTES").default_value, "default");
-}
-
-// Unset in MeshConfig, size and spinning come from TUTTI_SHM_WINDOW_BYTES / TUTTI_SHM_SPIN_ROUNDS.
-TEST(LocalWindowTest, SizeAndSpinningComeFromTheEnvironment) {
+// Size and spinning are what the config says; unset spinning depends on the CPUs.
+TEST(LocalWindowTest, SizeAndSpinningComeFromTheConfig) {
   struct Case {
-    const char* bytes;
-    const char* spin;
-    size_t want_bytes;
+    size_t bytes;
+    std::optional<int> spin;
     int want_spin;
   };
-  for (const Case& c : {Case{"128K", "0", 128 << 10, 0}, Case{"96K", "77", 96 << 10, 77},
-                        Case{nullptr, nullptr, default_window_bytes(), default_spin_rounds(2)}}) {
-    if (c.bytes)
-      setenv("TUTTI_SHM_WINDOW_BYTES", c.bytes, 1);
-    else
-      unsetenv("TUTTI_SHM_WINDOW_BYTES");
-    if (c.spin)
-      setenv("TUTTI_SHM_SPIN_ROUNDS", c.spin, 1);
-    else
-      unsetenv("TUTTI_SHM_SPIN_ROUNDS");
-    const std::string job = test_support::unique_job_id("env");
+  for (const Case& c : {Case{128 << 10, 0, 0}, Case{96 << 10, 77, 77},
+                        Case{64 << 10, std::nullopt, default_spin_rounds(2)}}) {
+    const std::string job = test_support::unique_job_id("cfg");
     bootstrap::MemoryStore store;
     test_support::run_ranks_or_throw(2, [&](int rank) {
       MeshConfig config = window_config(rank, 2, Layout::kShm, job);
-      config.shm_window_bytes.reset();
-      config.shm_spin_rounds.reset();
+      config.shm_window_bytes = c.bytes;
+      config.shm_spin_rounds = c.spin;
       auto t = connect_mesh(config, store, Deadline::after_seconds(30));
       ASSERT_NE(t->local_window(), nullptr) << t->no_local_window_reason();
-      EXPECT_EQ(t->local_window()->area_bytes(), c.want_bytes);
+      EXPECT_EQ(t->local_window()->area_bytes(), c.bytes);
       EXPECT_EQ(t->local_window()->spin_rounds(), c.want_spin);
     });
   }
-  unsetenv("TUTTI_SHM_WINDOW_BYTES");
-  unsetenv("TUTTI_SHM_SPIN_ROUNDS");
 }
 
 TEST(LocalWindowTest, TooSmallWindowIsAConfigError) {

@@ -18,12 +18,12 @@ namespace {
 
 using test_support::Layout;
 
-// Sets TUTTI_TCP_STREAMS for the test's lifetime (before any rank thread starts).
-class ScopedStreams {
- public:
-  explicit ScopedStreams(int k) { setenv("TUTTI_TCP_STREAMS", std::to_string(k).c_str(), 1); }
-  ~ScopedStreams() { unsetenv("TUTTI_TCP_STREAMS"); }
-};
+// A TCP mesh config with `streams` connections per pair (Options::tcp_streams).
+MeshConfig striped_config(int rank, int size, const std::string& job, int streams) {
+  MeshConfig c = test_support::mesh_config(rank, size, Layout::kTcp, job);
+  c.tcp_streams = streams;
+  return c;
+}
 
 TEST(StripeCut, PartsCoverTheMessageAndSmallMessagesStayWhole) {
   for (size_t streams = 1; streams <= 4; ++streams) {
@@ -53,13 +53,12 @@ class StripedChannelTest : public ::testing::TestWithParam<int> {
 
 TEST_P(StripedChannelTest, EverySizeArrivesWholeBetweenThreeRanks) {
   const int streams = GetParam();
-  ScopedStreams env(streams);
   const std::vector<size_t> sizes = {
       0, 1, 4099, kMinStripePartBytes * 2 - 1, 32768, 32769, 65537, 100003 * 3, 262144, 1000003};
   constexpr int kRanks = 3;
   std::string job = test_support::unique_job_id("stripe");
   test_support::run_ranks_or_throw(kRanks, [&](int rank) {
-    auto t = connect_mesh(test_support::mesh_config(rank, kRanks, Layout::kTcp, job), store_,
+    auto t = connect_mesh(striped_config(rank, kRanks, job, streams), store_,
                           Deadline::after_seconds(30));
     for (int peer = 0; peer < kRanks; ++peer) {
       if (peer == rank) continue;
@@ -118,10 +117,9 @@ TEST_P(StripedChannelTest, EverySizeArrivesWholeBetweenThreeRanks) {
 }
 
 TEST_P(StripedChannelTest, SizeMismatchIsReportedNotHung) {
-  ScopedStreams env(GetParam());
   std::string job = test_support::unique_job_id("stripe-mm");
   auto errors = test_support::run_ranks(2, [&](int rank) {
-    auto t = connect_mesh(test_support::mesh_config(rank, 2, Layout::kTcp, job), store_,
+    auto t = connect_mesh(striped_config(rank, 2, job, GetParam()), store_,
                           Deadline::after_seconds(30));
     std::vector<std::byte> buf(rank == 0 ? 300000 : 200000);
     Request r = rank == 0 ? t->channel(1).isend(make_tag(3, 3), buf)
@@ -133,10 +131,9 @@ TEST_P(StripedChannelTest, SizeMismatchIsReportedNotHung) {
 }
 
 TEST_P(StripedChannelTest, PeerGoneMidMessageFailsTheWaiterNamingIt) {
-  ScopedStreams env(GetParam());
   std::string job = test_support::unique_job_id("stripe-gone");
   auto errors = test_support::run_ranks(2, [&](int rank) {
-    auto t = connect_mesh(test_support::mesh_config(rank, 2, Layout::kTcp, job), store_,
+    auto t = connect_mesh(striped_config(rank, 2, job, GetParam()), store_,
                           Deadline::after_seconds(30));
     std::vector<std::byte> buf(4 << 20);
     if (rank == 1) {
@@ -156,10 +153,9 @@ TEST_P(StripedChannelTest, PeerGoneMidMessageFailsTheWaiterNamingIt) {
 }
 
 TEST_P(StripedChannelTest, AbortNoticeReachesThePeer) {
-  ScopedStreams env(GetParam());
   std::string job = test_support::unique_job_id("stripe-abort");
   auto errors = test_support::run_ranks(2, [&](int rank) {
-    auto t = connect_mesh(test_support::mesh_config(rank, 2, Layout::kTcp, job), store_,
+    auto t = connect_mesh(striped_config(rank, 2, job, GetParam()), store_,
                           Deadline::after_seconds(30));
     if (rank == 1) {
       t->abort_all("rank 1 ran out of memory");
@@ -176,13 +172,12 @@ TEST_P(StripedChannelTest, AbortNoticeReachesThePeer) {
 }
 
 TEST(TcpStreamsConfig, OutOfRangeIsAConfigErrorNamingTheVariable) {
-  ScopedStreams env(0);
   bootstrap::MemoryStore store;
   std::string job = test_support::unique_job_id("stripe-bad");
   try {
-    connect_mesh(test_support::mesh_config(0, 2, Layout::kTcp, job), store,
+    connect_mesh(striped_config(0, 2, job, 0), store,
                  Deadline::after_seconds(5));
-    ADD_FAILURE() << "TUTTI_TCP_STREAMS=0 was accepted";
+    ADD_FAILURE() << "0 streams per pair were accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kConfig) << e.what();
     EXPECT_NE(std::string(e.what()).find("TUTTI_TCP_STREAMS"), std::string::npos) << e.what();

@@ -7,7 +7,6 @@
 
 #include "bootstrap/handshake.hpp"
 #include "bootstrap/handshake_acceptor.hpp"
-#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "transport/framed_channel.hpp"
@@ -36,23 +35,23 @@ StreamHeader encode_stream_header(uint32_t index, uint32_t count) {
   return h;
 }
 
-// The registry bounds both (1-16 streams: more only multiply sockets; buffers up to 1G).
-int streams_from_env() {
-  return static_cast<int>(env::get_int("TUTTI_TCP_STREAMS"));
-}
-
-int buffer_bytes_from_env() {
-  return static_cast<int>(env::get_bytes("TUTTI_TCP_BUFFER_BYTES"));
-}
-
 }  // namespace
 
 TcpMesh::TcpMesh(const MeshContext& context, std::vector<int> peers)
     : context_(context),
       peers_(std::move(peers)),
-      streams_(streams_from_env()),
-      buffer_bytes_(buffer_bytes_from_env()) {
+      streams_(context.config.tcp_streams),
+      buffer_bytes_(static_cast<int>(context.config.tcp_buffer_bytes)) {
   const MeshConfig& c = context_.config;
+  // Bounded like TUTTI_TCP_STREAMS / TUTTI_TCP_BUFFER_BYTES: more streams only multiply sockets.
+  if (streams_ < 1 || streams_ > 16)
+    throw make_error(ErrorCode::kConfig,
+                     "TCP streams per pair (TUTTI_TCP_STREAMS, Options::tcp_streams) must be 1 to "
+                     "16, not {}",
+                     streams_);
+  if (c.tcp_buffer_bytes > (size_t{1} << 30))
+    throw make_error(ErrorCode::kConfig, "tcp buffer bytes must be at most 1G, not {}",
+                     c.tcp_buffer_bytes);
   endpoint_.host = c.listen_address.empty() ? "127.0.0.1" : c.listen_address;
   listener_ = bootstrap::listen_tcp(endpoint_.host, 0, &endpoint_.port);
   context_.store.set(context_.key("tcp", c.rank), endpoint_.to_string());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectives/context.hpp"
+#include "collectives/settings.hpp"
 #include "collectives/scratch.hpp"
 #include "transport/transport.hpp"
 
@@ -20,6 +21,7 @@ struct ShmRank {
   transport::Transport& transport;
   collectives::Scratch& scratch;
   uint64_t sequence = 0;
+  const collectives::Settings* settings = nullptr;  // null: the defaults
 
   // A context for the next collective call; every rank must call it once per collective.
   collectives::Context context(double timeout_seconds = 60);
