@@ -272,6 +272,7 @@ case "$CASE" in
       --store-addr 127.0.0.1 -- touch "$WORK/ran"
     expect_rc 3
     expect_err 'never became reachable within 2s through kubexec: job-worker-1 \(Error from server \(NotFound\): pods "job-worker-1" not found\)'
+    expect_err 'kubectl get pods.*KUBEXEC_NAMESPACE'
     [ ! -e "$WORK/ran" ] || fail "a rank ran although a pod was unreachable"
     # tuttirun missing on the host: refused at once (not after the probe timeout), with the fix.
     run --pods job-worker-0 --remote-tuttirun /nonexistent/tuttirun --probe-timeout 60 \
@@ -280,6 +281,18 @@ case "$CASE" in
     expect_err '^tuttirun: job-worker-0 cannot run ranks: .*/nonexistent/tuttirun: not found'
     expect_err 'pass --remote-tuttirun'
     [ ! -e "$WORK/ran" ] || fail "a rank ran although tuttirun is missing on the host"
+    ;;
+  remote_ssh)
+    # ssh is a stand-in that runs the command on this machine (local_ssh.sh); the hosts are names.
+    SSH="$(dirname "$0")/local_ssh.sh"
+    # A host that refuses ssh: no rank starts, exit 3, and the advice is about ssh, not kubexec.
+    LOCAL_SSH_DOWN=node-b run -H node-a,node-b --exec ssh --ssh "$SSH" --probe-timeout 2 \
+      --store-addr 127.0.0.1 -- touch "$WORK/ran"
+    expect_rc 3
+    expect_err 'never became reachable within 2s through ssh: node-b \(ssh: connect to host node-b port 22: Connection refused\)'
+    expect_err 'ssh to each of them works without a password.*BatchMode=yes'
+    ! grep -qE 'KUBEXEC|kubectl' "$WORK/err" || fail "the advice for ssh names kubexec's settings"
+    [ ! -e "$WORK/ran" ] || fail "a rank ran although a host was unreachable"
     ;;
   restarts_and_output_dir)
     export KUBEXEC_KUBECTL="$(dirname "$0")/local_kubectl.sh"
