@@ -266,6 +266,9 @@ case "$CASE" in
     [ "$RC" -ne 0 ] || fail "tuttirun succeeded although rank 2 was killed"
     expect_err 'rank 2 on job-worker-1 \(pid [0-9]+\) exited with status 137'
     expect_err 'rank 2 on job-worker-1 was killed by signal 9'
+    # The ranks tuttirun stopped read as local ones do, though their agents exited 143.
+    expect_err 'rank 0 on job-worker-0 \(pid [0-9]+\) was killed by signal 15 \(SIGTERM\) sent by tuttirun'
+    expect_err 'rank 3 on job-worker-1 \(pid [0-9]+\) was killed by signal 15 \(SIGTERM\) sent by tuttirun'
     expect_no_leftovers
     # A pod that never answers: no rank starts, exit 3, the pod and kubectl's reason are named.
     LOCAL_KUBECTL_MISSING=job-worker-1 run --pods job-worker-0,job-worker-1 --probe-timeout 2 \
@@ -293,6 +296,14 @@ case "$CASE" in
     expect_err 'ssh to each of them works without a password.*BatchMode=yes'
     ! grep -qE 'KUBEXEC|kubectl' "$WORK/err" || fail "the advice for ssh names kubexec's settings"
     [ ! -e "$WORK/ran" ] || fail "a rank ran although a host was unreachable"
+    # Rank 1 fails; tuttirun stops rank 0 through its ssh session's agent, and the summary says so
+    # as it does for a local rank.
+    run -H node-a,node-b --exec ssh --ssh "$SSH" --store-addr 127.0.0.1 --grace 1 -- \
+      "$PROBE" on 1 exit 3 sleep 60 marker "$MARK"
+    expect_rc 3
+    expect_err '^tuttirun: rank 1 on node-b \(pid [0-9]+\) exited with status 3$'
+    expect_err '^tuttirun: 2 of 2 ranks failed: .*rank 0 on node-a \(pid [0-9]+\) was killed by signal 15 \(SIGTERM\) sent by tuttirun'
+    expect_no_leftovers
     ;;
   restarts_and_output_dir)
     export KUBEXEC_KUBECTL="$(dirname "$0")/local_kubectl.sh"
