@@ -243,6 +243,15 @@ std::optional<int> wait_backoff(double seconds, SignalWatcher& signals) {
 }  // namespace
 
 int run_job(const LaunchOptions& options) {
+  // tuttirun logs by the ranks' TUTTI_LOG_LEVEL and passes it on to them. The logger itself falls
+  // back to warn on a bad value, so without this check a typo would pass here silently and then
+  // fail every rank's init, once per rank.
+  try {
+    env::get_choice("TUTTI_LOG_LEVEL");
+  } catch (const Error& e) {
+    print_error(fmt::format("tuttirun: {}; no rank was started", e.what()));
+    return kExitUsage;
+  }
   if (options.verbose && !log::enabled(log::Level::kInfo)) log::set_threshold(log::Level::kInfo);
   // A reader of tuttirun's output that goes away must not kill tuttirun before it stops the job.
   ::signal(SIGPIPE, SIG_IGN);

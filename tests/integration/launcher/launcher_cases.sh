@@ -208,6 +208,14 @@ case "$CASE" in
       grep -q '^tuttirun: ' "$WORK/err" || fail "'tuttirun $args' printed no error"
       grep -q 'tuttirun --help' "$WORK/err" || fail "'tuttirun $args' does not point to --help"
     done
+    # A bad setting tuttirun reads itself is refused before any rank starts, once, naming it.
+    TUTTI_LOG_LEVEL=chatty run -np 2 -- "$PROBE" touch "$WORK/ran"
+    expect_rc 2
+    expect_err "^tuttirun: TUTTI_LOG_LEVEL='chatty' is not one of error\|warn\|info\|debug\|trace; no rank was started$"
+    [ "$(wc -l <"$WORK/err")" -eq 1 ] || fail "more than the one line about TUTTI_LOG_LEVEL"
+    [ ! -e "$WORK/ran.0" ] || fail "a rank ran with a bad TUTTI_LOG_LEVEL"
+    TUTTI_LOG_LEVEL=DEBUG run -np 1 -- true
+    expect_rc 0
     run --help
     expect_rc 0
     expect_out 'Usage: tuttirun -np N'
