@@ -264,7 +264,7 @@ int run_job(const LaunchOptions& options) {
   ExecKind exec = ExecKind::kLocal;
   try {
     exports = resolve_exports(options.exports, launcher_env, &unset);
-    hosts = select_hosts(options.hosts, process_env,
+    hosts = select_hosts(options.hosts, env::process_value,
                          [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; });
     if (hosts.origin == HostOrigin::kThisHost) {
       if (options.np < 1)

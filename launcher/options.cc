@@ -8,6 +8,7 @@
 #include <array>
 #include <string_view>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "hostfile/hostfile.hpp"
@@ -186,7 +187,7 @@ ParseResult parse_options(std::span<const std::string> args) {
   bool hosts_given =
       !h.hostfile.empty() || !h.host_list.empty() || !h.pods.empty() || !h.pods_file.empty();
   if (app.count("--np") == 0 && !hosts_given &&
-      !mpijob_hostfile(process_env,
+      !mpijob_hostfile(env::process_value,
                        [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }))
     return usage_error(
         "-np N is required (the number of ranks to start) unless hosts are given (--hostfile, "
