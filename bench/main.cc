@@ -20,6 +20,7 @@
 #include "baseline.hpp"
 #include "bench_options.hpp"
 #include "collective_runner.hpp"
+#include "env_value.hpp"
 #include "pair_stats.hpp"
 #include "report.hpp"
 #include "tune.hpp"
@@ -53,9 +54,8 @@ void print(const std::string& text);
 // Distinct hosts as the runtime sees them: TUTTI_HOST where set, else the host name.
 int count_hosts(Communicator& comm) {
   std::array<char, 64> mine{};
-  const char* host = std::getenv("TUTTI_HOST");
-  if (host && *host)
-    std::strncpy(mine.data(), host, mine.size() - 1);
+  if (auto host = env_value("TUTTI_HOST"))
+    std::strncpy(mine.data(), host->c_str(), mine.size() - 1);
   else
     ::gethostname(mine.data(), mine.size() - 1);
   std::vector<std::array<char, 64>> all(static_cast<size_t>(comm.size()));
@@ -66,8 +66,7 @@ int count_hosts(Communicator& comm) {
 }
 
 std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
+  return env_value(name).value_or(fallback);
 }
 
 // Rank 0 fits the in-place times and merges the line into the tuning file (tune.hpp).

@@ -1,7 +1,5 @@
 #include "kubexec/config.hpp"
 
-#include <cstdlib>
-
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "hostfile/dns_name.hpp"
@@ -18,12 +16,6 @@ std::string label_or_throw(const std::string& value, std::string_view variable) 
 }
 
 }  // namespace
-
-std::optional<std::string> process_env(std::string_view name) {
-  const char* value = std::getenv(std::string(name).c_str());
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
 
 Config config_from_env(const EnvLookup& lookup) {
   Config config;

@@ -1,6 +1,7 @@
 // kubexec is configured by environment variables because Open MPI and Hydra call it with nothing
 // but a host and a command. These are KUBEXEC_* (the names mpi-operator users already set), not
-// TUTTI_*, so they are read through a lookup function rather than the TUTTI_* registry.
+// TUTTI_*, so they are read through a lookup function rather than the TUTTI_* registry (main passes
+// env::process_value, tests their own).
 #pragma once
 
 #include <functional>
@@ -25,8 +26,5 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
 // Unset or empty variables keep the defaults. A malformed value is a kConfig error naming the
 // variable (a namespace or container must be a DNS-1123 label).
 Config config_from_env(const EnvLookup& lookup);
-
-// The process environment (getenv), for main.
-std::optional<std::string> process_env(std::string_view name);
 
 }  // namespace tutti::kubexec

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.hpp"
 #include "kubexec/arguments.hpp"
 #include "kubexec/attempt.hpp"
 #include "kubexec/config.hpp"
@@ -21,7 +22,8 @@ int main(int argc, char** argv) {
     return parsed.exit_code;
   }
   try {
-    return run(*parsed.invocation, config_from_env(process_env), STDOUT_FILENO, STDERR_FILENO);
+    return run(*parsed.invocation, config_from_env(tutti::env::process_value), STDOUT_FILENO,
+               STDERR_FILENO);
   } catch (const tutti::Error& e) {
     write_all(STDERR_FILENO, std::string("kubexec: ") + e.what() + "\n");
     return e.code() == tutti::ErrorCode::kSystem ? kExitKubectlNotFound : kExitUsage;

@@ -1,7 +1,6 @@
 #include "launcher/host_source.hpp"
 
 #include <charconv>
-#include <cstdlib>
 #include <fstream>
 #include <set>
 
@@ -21,12 +20,6 @@ std::string read_pods_file(const std::string& path) {
 }
 
 }  // namespace
-
-std::optional<std::string> process_env(std::string_view name) {
-  const char* v = std::getenv(std::string(name).c_str());
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  return std::string(v);
-}
 
 std::optional<std::string> mpijob_hostfile(const EnvLookup& env, const FileExists& exists) {
   for (const char* var : {"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile"})

@@ -31,12 +31,10 @@ struct HostSelection {
   std::string mpijob_agent;
 };
 
+// The variables read here are Open MPI's and Kubeflow's, not TUTTI_* ones: the process's are
+// env::process_value (core/env.hpp), tests pass their own.
 using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
 using FileExists = std::function<bool(const std::string&)>;
-
-// getenv as an EnvLookup (unset and empty are both nullopt). These are Open MPI's and Kubeflow's
-// variables, not TUTTI_* ones, so they bypass the TUTTI_* registry.
-std::optional<std::string> process_env(std::string_view name);
 
 // The MPIJob launcher's hostfile, in the order Kubeflow sets it up; nullopt outside a launcher pod.
 std::optional<std::string> mpijob_hostfile(const EnvLookup& env, const FileExists& exists);

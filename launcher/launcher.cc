@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "launcher/exec_backend.hpp"
+#include "launcher/exec_kind.hpp"
 #include "launcher/host_probe.hpp"
 #include "launcher/job_env.hpp"
 #include "launcher/launch_limits.hpp"
@@ -73,27 +74,28 @@ bool all_hosts_local(const JobPlan& plan) {
 }
 
 // --exec, or what fits where the hosts came from.
-std::string choose_exec(const LaunchOptions& options, const HostSelection& hosts,
-                        const JobPlan& plan) {
-  if (!options.exec.empty()) {
-    if (options.exec == "local")
+ExecKind choose_exec(const LaunchOptions& options, const HostSelection& hosts,
+                     const JobPlan& plan) {
+  if (options.exec) {
+    if (*options.exec == ExecKind::kLocal)
       for (const std::string& h : plan.hosts())
         if (!is_this_host(h))
           throw make_error(ErrorCode::kConfig,
                            "--exec local starts ranks on this host only, but the plan puts ranks "
                            "on {}; use --exec ssh or --exec kubexec",
                            h);
-    return options.exec;
+    return *options.exec;
   }
-  if (all_hosts_local(plan)) return "local";
+  if (all_hosts_local(plan)) return ExecKind::kLocal;
   switch (hosts.origin) {
     case HostOrigin::kPods:
-      return "kubexec";
+      return ExecKind::kKubexec;
     case HostOrigin::kMpiJob:
       // v1 MPIJobs give mpirun a kubexec script as its remote shell; v2beta1 ones use ssh.
-      return hosts.mpijob_agent.find("kubexec") != std::string::npos ? "kubexec" : "ssh";
+      return hosts.mpijob_agent.find("kubexec") != std::string::npos ? ExecKind::kKubexec
+                                                                     : ExecKind::kSsh;
     default:
-      return "ssh";
+      return ExecKind::kSsh;
   }
 }
 
@@ -133,13 +135,13 @@ Environment remote_base(const Environment& launcher_env) {
   return base;
 }
 
-void print_plan(const JobPlan& plan, const std::string& exec, const StoreEndpoint& store,
+void print_plan(const JobPlan& plan, ExecKind exec, const StoreEndpoint& store,
                 const std::vector<std::string>& command) {
   std::string out = fmt::format(
       "tuttirun: dry run: {} rank{} on {} host{} via {}; store at {}:<port chosen at launch>; "
       "command {}\n",
       plan.world_size(), plan.world_size() == 1 ? "" : "s", plan.hosts().size(),
-      plan.hosts().size() == 1 ? "" : "s", exec, store.dial, fmt::join(command, " "));
+      plan.hosts().size() == 1 ? "" : "s", exec_name(exec), store.dial, fmt::join(command, " "));
   for (const RankSlot& s : plan.slots)
     out += fmt::format("rank {} host {} local_rank {}/{} cross_rank {}/{}\n", s.rank, s.host,
                        s.local_rank, s.local_size, s.cross_rank, s.cross_size);
@@ -149,7 +151,7 @@ void print_plan(const JobPlan& plan, const std::string& exec, const StoreEndpoin
 struct JobSetup {
   const LaunchOptions& options;
   JobPlan plan;
-  std::string exec;
+  ExecKind exec = ExecKind::kLocal;
   StoreEndpoint store;
   Environment launcher_env;
   std::vector<EnvExport> exports;
@@ -157,11 +159,19 @@ struct JobSetup {
 };
 
 std::unique_ptr<ExecBackend> make_backend(const JobSetup& s) {
-  if (s.exec == "local") return make_local_backend();
   RemoteBackendOptions o;
-  o.shell = s.exec == "ssh" ? RemoteShell::kSsh : RemoteShell::kKubexec;
-  o.program = s.exec == "ssh" ? s.options.ssh
-                              : (s.options.kubexec.empty() ? default_kubexec() : s.options.kubexec);
+  switch (s.exec) {
+    case ExecKind::kLocal:
+      return make_local_backend();
+    case ExecKind::kSsh:
+      o.shell = RemoteShell::kSsh;
+      o.program = s.options.ssh;
+      break;
+    case ExecKind::kKubexec:
+      o.shell = RemoteShell::kKubexec;
+      o.program = s.options.kubexec.empty() ? default_kubexec() : s.options.kubexec;
+      break;
+  }
   o.remote_tuttirun =
       s.options.remote_tuttirun.empty() ? own_executable() : s.options.remote_tuttirun;
   o.grace_seconds = s.options.grace_seconds;
@@ -177,7 +187,7 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
   bootstrap::TcpStoreServer store(s.store.bind, s.options.store_port, s.job.job_token);
   s.job.store_address = fmt::format("{}:{}", s.store.dial, store.port());
   log::info("tuttirun: job {} attempt {} with {} ranks via {}; store at {}; command {}",
-            s.job.job_id, attempt, s.plan.world_size(), s.exec, s.job.store_address,
+            s.job.job_id, attempt, s.plan.world_size(), exec_name(s.exec), s.job.store_address,
             fmt::join(s.options.command, " "));
 
   FdSink sink(STDOUT_FILENO, STDERR_FILENO);
@@ -233,6 +243,15 @@ std::optional<int> wait_backoff(double seconds, SignalWatcher& signals) {
 }  // namespace
 
 int run_job(const LaunchOptions& options) {
+  // tuttirun logs by the ranks' TUTTI_LOG_LEVEL and passes it on to them. The logger itself falls
+  // back to warn on a bad value, so without this check a typo would pass here silently and then
+  // fail every rank's init, once per rank.
+  try {
+    env::get_choice("TUTTI_LOG_LEVEL");
+  } catch (const Error& e) {
+    print_error(fmt::format("tuttirun: {}; no rank was started", e.what()));
+    return kExitUsage;
+  }
   if (options.verbose && !log::enabled(log::Level::kInfo)) log::set_threshold(log::Level::kInfo);
   // A reader of tuttirun's output that goes away must not kill tuttirun before it stops the job.
   ::signal(SIGPIPE, SIG_IGN);
@@ -242,10 +261,10 @@ int run_job(const LaunchOptions& options) {
   std::vector<EnvExport> exports;
   HostSelection hosts;
   JobPlan plan;
-  std::string exec;
+  ExecKind exec = ExecKind::kLocal;
   try {
     exports = resolve_exports(options.exports, launcher_env, &unset);
-    hosts = select_hosts(options.hosts, process_env,
+    hosts = select_hosts(options.hosts, env::process_value,
                          [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; });
     if (hosts.origin == HostOrigin::kThisHost) {
       if (options.np < 1)
@@ -260,7 +279,7 @@ int run_job(const LaunchOptions& options) {
     exec = choose_exec(options, hosts, plan);
     // mpirun starts the processes itself; every other mode forks one local child per rank.
     if (!options.mpirun)
-      check_launch_capacity(plan.world_size(), exec == "local" ? plan.world_size() : 0,
+      check_launch_capacity(plan.world_size(), exec == ExecKind::kLocal ? plan.world_size() : 0,
                             LaunchLimits::of_this_process());
   } catch (const Error& e) {
     print_error(fmt::format("tuttirun: {}\nRun 'tuttirun --help' for usage.", e.what()));
@@ -271,14 +290,16 @@ int run_job(const LaunchOptions& options) {
 
   if (options.mpirun) {
     std::string shell;
-    if (exec == "kubexec") shell = options.kubexec.empty() ? default_kubexec() : options.kubexec;
-    if (exec == "ssh" && options.ssh != "ssh") shell = options.ssh;
-    return run_mpirun(options, hosts, plan, shell, exec == "kubexec", exports, launcher_env);
+    if (exec == ExecKind::kKubexec)
+      shell = options.kubexec.empty() ? default_kubexec() : options.kubexec;
+    if (exec == ExecKind::kSsh && options.ssh != "ssh") shell = options.ssh;
+    return run_mpirun(options, hosts, plan, shell, exec == ExecKind::kKubexec, exports,
+                      launcher_env);
   }
 
   JobSetup setup{options, std::move(plan), exec, {}, launcher_env, exports, {}};
   try {
-    setup.store = choose_store(options, setup.plan, exec != "local");
+    setup.store = choose_store(options, setup.plan, exec != ExecKind::kLocal);
   } catch (const Error& e) {
     print_error(fmt::format("tuttirun: {}", e.what()));
     return kExitUsage;
@@ -301,7 +322,7 @@ int run_job(const LaunchOptions& options) {
 
   // Installed before the first fork so that neither SIGCHLD nor Ctrl-C during startup is lost.
   SignalWatcher signals;
-  if (exec != "local" && options.probe_timeout_seconds > 0) {
+  if (exec != ExecKind::kLocal && options.probe_timeout_seconds > 0) {
     std::unique_ptr<ExecBackend> prober = make_backend(setup);
     prober->check_command(options.command, command_env);
     FdSink progress(STDOUT_FILENO, STDERR_FILENO);
@@ -317,17 +338,17 @@ int run_job(const LaunchOptions& options) {
           h.host, h.reason,
           setup.options.remote_tuttirun.empty() ? "this tuttirun's path"
                                                 : setup.options.remote_tuttirun,
-          exec));
+          exec_name(exec)));
       return kExitHostsUnreachable;
     }
     if (!probe.unreachable.empty()) {
-      print_error(fmt::format(
-          "tuttirun: {} of {} hosts never became reachable within {}s through {}: {}\n"
-          "tuttirun: no rank was started. Check that the pods run (kubectl get pods), the names, "
-          "namespace and container (KUBEXEC_NAMESPACE, KUBEXEC_CONTAINER), or raise "
-          "--probe-timeout.",
-          probe.unreachable.size(), setup.plan.hosts().size(), options.probe_timeout_seconds, exec,
-          describe_hosts(probe.unreachable, 20)));
+      std::string advice = unreachable_hosts_advice(exec);
+      print_error(
+          fmt::format("tuttirun: {} of {} hosts never became reachable within {}s through {}: {}\n"
+                      "tuttirun: no rank was started.{}{}",
+                      probe.unreachable.size(), setup.plan.hosts().size(),
+                      options.probe_timeout_seconds, exec_name(exec),
+                      describe_hosts(probe.unreachable, 20), advice.empty() ? "" : " ", advice));
       return kExitHostsUnreachable;
     }
   }

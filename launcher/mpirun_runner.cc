@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "core/deadline.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "hostfile/emit.hpp"
@@ -56,9 +57,8 @@ std::string version_output(const std::string& mpirun, const Environment& env) {
 class TemporaryHostfile {
  public:
   explicit TemporaryHostfile(const std::string& text) {
-    const char* dir = std::getenv("TMPDIR");
     std::string pattern =
-        std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/tuttirun-hostfile-XXXXXX";
+        env::process_value("TMPDIR").value_or("/tmp") + "/tuttirun-hostfile-XXXXXX";
     std::vector<char> name(pattern.begin(), pattern.end());
     name.push_back('\0');
     int fd = ::mkstemp(name.data());

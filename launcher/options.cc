@@ -8,6 +8,7 @@
 #include <array>
 #include <string_view>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
 #include "hostfile/hostfile.hpp"
@@ -103,6 +104,9 @@ ParseResult parse_options(std::span<const std::string> args) {
   std::string np_text, slots_text, restarts_text = "0", store_port_text = "0";
   std::string probe_text = "120";
   std::string backoff_text = "10";
+  std::string exec_text;
+  std::vector<std::string> exec_names;
+  for (ExecKind kind : kExecKinds) exec_names.emplace_back(exec_name(kind));
   bool help = false;
   bool version = false;
 
@@ -123,10 +127,10 @@ ParseResult parse_options(std::span<const std::string> args) {
                  "Pod names from a file (one per line; 'kubectl get pods -o name' output works)");
   app.add_option("--slots", slots_text,
                  "Slots per host for --pods and for -H entries without :N (default 1)");
-  app.add_option("--exec", opts.exec,
+  app.add_option("--exec", exec_text,
                  "How ranks start: local, ssh or kubexec. Default: local when every host is this "
                  "host; kubexec for pods and kubexec-style MPIJobs; ssh otherwise")
-      ->check(CLI::IsMember({"local", "ssh", "kubexec"}));
+      ->check(CLI::IsMember(exec_names));
   app.add_option("--kubexec", opts.kubexec,
                  "The kubexec shim (default: kubexec beside tuttirun, else on PATH); it reads "
                  "KUBEXEC_NAMESPACE, KUBEXEC_CONTAINER, ... from this environment");
@@ -177,12 +181,13 @@ ParseResult parse_options(std::span<const std::string> args) {
   }
   if (help) return ParseResult{std::nullopt, 0, app.help()};
   if (version) return ParseResult{std::nullopt, 0, version_text()};
+  if (!exec_text.empty()) opts.exec = parse_exec_kind(exec_text);  // IsMember checked the name
 
   const HostOptions& h = opts.hosts;
   bool hosts_given =
       !h.hostfile.empty() || !h.host_list.empty() || !h.pods.empty() || !h.pods_file.empty();
   if (app.count("--np") == 0 && !hosts_given &&
-      !mpijob_hostfile(process_env,
+      !mpijob_hostfile(env::process_value,
                        [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }))
     return usage_error(
         "-np N is required (the number of ranks to start) unless hosts are given (--hostfile, "

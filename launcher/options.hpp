@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/exec_kind.hpp"
 #include "launcher/host_source.hpp"
 
 namespace tutti::launcher {
@@ -21,8 +22,8 @@ inline constexpr int64_t kMaxRanks = 1 << 20;
 struct LaunchOptions {
   int np = 0;  // 0: not given (every slot of the hosts)
   HostOptions hosts;
-  std::string exec;     // local|ssh|kubexec; empty: chosen from the hosts
-  std::string kubexec;  // empty: kubexec next to tuttirun, else on PATH
+  std::optional<ExecKind> exec;  // --exec; nullopt: chosen from the hosts
+  std::string kubexec;           // empty: kubexec next to tuttirun, else on PATH
   std::string ssh = "ssh";
   std::string remote_tuttirun;  // empty: this tuttirun's absolute path
   double probe_timeout_seconds = 120.0;

@@ -58,13 +58,20 @@ void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
   if (options_.verbose)
     log::info("tuttirun: rank {} (pid {}) {}", r.slot.rank, r.process.pid(), status.describe());
   if (status.success()) return;
-  // A remote rank's signal comes back through kubectl or ssh as exit status 128 + signal.
   const auto stop_signal = [](int s) { return s == SIGTERM || s == SIGKILL; };
+  const bool stop_code =
+      status.kind == ExitStatus::Kind::kExited && stop_signal(status.value - 128);
+  // A remote rank's agent exits with 128 + the signal that ended the rank: a signal cannot cross
+  // ssh or kubectl as one. Once tuttirun has closed the agents' stdins, 128 + SIGTERM or SIGKILL is
+  // the agent's stop signal, sent on tuttirun's behalf: report the signal, as for a local rank.
+  ExitStatus seen = backend_.remote() && sent_signal_ && stop_code
+                        ? ExitStatus::signaled(status.value - 128)
+                        : status;
+  // A local rank that caught the stop signal and exited 128 + signal itself was stopped by us too.
   bool ours = sent_signal_.has_value() &&
-              ((status.kind == ExitStatus::Kind::kSignaled && stop_signal(status.value)) ||
-               (status.kind == ExitStatus::Kind::kExited && stop_signal(status.value - 128)));
+              ((seen.kind == ExitStatus::Kind::kSignaled && stop_signal(seen.value)) || stop_code);
   std::string host = options_.name_hosts ? r.slot.host : "";
-  failed_.push_back(RankOutcome{r.slot.rank, r.process.pid(), status, ours, host});
+  failed_.push_back(RankOutcome{r.slot.rank, r.process.pid(), seen, ours, host});
   if (phase_ != Phase::kRunning) return;
   mux_.flush_rank(r.slot.rank);
   say(rank_failure_line(r.slot.rank, r.process.pid(), status, host));

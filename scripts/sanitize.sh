@@ -21,7 +21,7 @@ logs=${SANITIZE_LOGS:-$root/build-sanitize-logs}
 # test scripts are given); a test whose program is missing fails as "not found", so a new one shows.
 ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-allreduce collectives_check
   mismatch_check two_threads_check launcher_probe token_intruder idle_intruder bench_tune_test
-  bench_support_test bench_baseline_test)
+  kubexec_cli_e2e)
 
 # The multi-threaded parts under TSan: the store server and its clients, the lifeline (bootstrap unit
 # tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death

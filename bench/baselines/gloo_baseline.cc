@@ -18,6 +18,8 @@
 #include <filesystem>
 #include <string>
 
+#include "env_value.hpp"
+
 namespace tutti::bench {
 namespace {
 
@@ -29,8 +31,8 @@ constexpr std::chrono::seconds kGlooTimeout{120};
 std::string shared_rendezvous_dir(Communicator& comm) {
   std::array<char, 512> path{};
   if (comm.rank() == 0) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = fmt::format("{}/tutti-bench-gloo.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    std::string pattern =
+        fmt::format("{}/tutti-bench-gloo.XXXXXX", env_value("TMPDIR").value_or("/tmp"));
     std::strncpy(path.data(), pattern.c_str(), path.size() - 1);
     if (::mkdtemp(path.data()) == nullptr) {
       // Still broadcast (an empty path) so the other ranks fail with rank 0 instead of waiting.

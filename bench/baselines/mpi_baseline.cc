@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "baselines/unique_fd.hpp"
+#include "env_value.hpp"
 
 namespace tutti::bench {
 namespace {
@@ -30,8 +31,7 @@ void check_mpi(int rc, const char* what) {
 }
 
 bool has_env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0';
+  return env_value(name).has_value();
 }
 
 // A TCP port the kernel says is free right now: bind port 0, read it back, close. Another process

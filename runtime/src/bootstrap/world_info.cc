@@ -1,7 +1,7 @@
 // Each launcher announces rank and size in its own variables. We try them in a fixed order
 // (tuttirun first: it is the most specific) and validate whatever we found in one place.
 // Foreign variables (OMPI_*, PMI_*, RANK, SLURM_*, ...) are not ours to register, so they are read
-// with getenv directly; TUTTI_* ones go through the env registry.
+// with env::process_value; TUTTI_* ones go through the env registry.
 #include "bootstrap/world_info.hpp"
 
 #include <unistd.h>
@@ -40,12 +40,6 @@ struct Reading {
   }
 };
 
-std::optional<std::string> foreign(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  return std::string(v);
-}
-
 // A rank or host index, and a count of ranks or hosts: the bounds every launcher's value must fit.
 struct Bounds {
   int64_t min, max;
@@ -56,7 +50,7 @@ constexpr Bounds kCount{1, env::kMaxRanks};
 // Reads an integer variable of another launcher through the checked parser; records it for
 // messages. Out of range or not a number is Error(kConfig) naming the variable and the range.
 std::optional<int> foreign_int(const char* name, Reading& reading, Bounds bounds) {
-  auto text = foreign(name);
+  auto text = env::process_value(name);
   if (!text) return std::nullopt;
   reading.seen.push_back(fmt::format("{}={}", name, *text));
   try {
@@ -144,7 +138,7 @@ std::optional<Reading> from_torchrun() {
   auto node_rank = foreign_int("PET_NODE_RANK", r, kIndex);
   if (!nnodes || !node_rank) return std::nullopt;
   int per_node = 1;
-  if (auto nproc = foreign("PET_NPROC_PER_NODE")) {
+  if (auto nproc = env::process_value("PET_NPROC_PER_NODE")) {
     r.seen.push_back(fmt::format("PET_NPROC_PER_NODE={}", *nproc));
     try {
       per_node =
@@ -223,7 +217,7 @@ std::optional<Reading> from_slurm() {
   set_if(r.local_rank, foreign_int("SLURM_LOCALID", r, kIndex));
   set_if(r.cross_rank, foreign_int("SLURM_NODEID", r, kIndex));
   set_if(r.cross_size, foreign_int("SLURM_NNODES", r, kCount));
-  if (auto spec = foreign("SLURM_TASKS_PER_NODE"); spec && r.cross_rank != kUnknown)
+  if (auto spec = env::process_value("SLURM_TASKS_PER_NODE"); spec && r.cross_rank != kUnknown)
     set_if(r.local_size, slurm_tasks_on_node(*spec, r.cross_rank));
   return r;
 }
@@ -253,12 +247,12 @@ void validate(const Reading& r) {
 
 // MASTER_ADDR/MASTER_PORT (or Kubeflow's PET_ spellings). Returns "" when not given.
 std::string master_address(const Reading& r) {
-  auto addr = foreign("MASTER_ADDR");
-  if (!addr) addr = foreign("PET_MASTER_ADDR");
-  auto port_text = foreign("MASTER_PORT");
+  auto addr = env::process_value("MASTER_ADDR");
+  if (!addr) addr = env::process_value("PET_MASTER_ADDR");
+  auto port_text = env::process_value("MASTER_PORT");
   const char* port_name = "MASTER_PORT";
   if (!port_text) {
-    port_text = foreign("PET_MASTER_PORT");
+    port_text = env::process_value("PET_MASTER_PORT");
     port_name = "PET_MASTER_PORT";
   }
   if (!addr || !port_text) return "";
@@ -271,7 +265,7 @@ std::string master_address(const Reading& r) {
   }
   // torchrun's agent serves its own c10d store on MASTER_PORT and tells its workers so with
   // TORCHELASTIC_USE_AGENT_STORE=True. That port is taken, so tutti's store uses the next one.
-  if (auto agent = foreign("TORCHELASTIC_USE_AGENT_STORE");
+  if (auto agent = env::process_value("TORCHELASTIC_USE_AGENT_STORE");
       agent && (*agent == "True" || *agent == "true" || *agent == "1")) {
     if (*port == 65535)
       throw make_error(ErrorCode::kConfig,
@@ -296,10 +290,10 @@ std::string sanitize_id(std::string_view text) {
 // Every rank of one job must derive the same id (it names shared-memory segments), and two jobs on
 // one host must not: prefer the launcher's job id, else the store address.
 std::string derive_job_id(const WorldInfo& info) {
-  if (auto id = foreign("SLURM_JOB_ID")) return sanitize_id("slurm-" + *id);
-  if (auto id = foreign("TORCHELASTIC_RUN_ID")) return sanitize_id("torchrun-" + *id);
-  if (auto id = foreign("OMPI_MCA_ess_base_jobid")) return sanitize_id("ompi-" + *id);
-  if (auto id = foreign("PMI_JOBID")) return sanitize_id("pmi-" + *id);
+  if (auto id = env::process_value("SLURM_JOB_ID")) return sanitize_id("slurm-" + *id);
+  if (auto id = env::process_value("TORCHELASTIC_RUN_ID")) return sanitize_id("torchrun-" + *id);
+  if (auto id = env::process_value("OMPI_MCA_ess_base_jobid")) return sanitize_id("ompi-" + *id);
+  if (auto id = env::process_value("PMI_JOBID")) return sanitize_id("pmi-" + *id);
   if (!info.store_address.empty()) return sanitize_id("store-" + info.store_address);
   return fmt::format("local-{}", ::getpid());
 }

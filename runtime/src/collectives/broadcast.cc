@@ -7,6 +7,7 @@
 // that each believed themselves the root would both return as if all went well.
 #include <vector>
 
+#include "collectives/broadcast_shape.hpp"
 #include "collectives/checks.hpp"
 #include "collectives/chunking.hpp"
 #include "collectives/collectives.hpp"
@@ -16,8 +17,6 @@ namespace tutti::collectives {
 namespace {
 
 constexpr std::string_view kWhat = "broadcast";
-// Below this the chain's size-1 hops of latency cost more than the binomial tree's repeated sends.
-constexpr size_t kBinomialMaxBytes = 64 << 10;
 constexpr uint32_t kAckStep = 2;
 
 void acknowledge_root(Context& ctx, int root) {
@@ -106,7 +105,7 @@ void broadcast(Context& ctx, void* buf, size_t count, DataType type, int root) {
   }
   if (ctx.size == 1) return;
   if (bytes == 0) return barrier(ctx);  // meets the peers: see allreduce
-  if (bytes <= kBinomialMaxBytes || ctx.size == 2) {
+  if (binomial_broadcast(bytes, ctx.size)) {
     binomial_broadcast(ctx, bytes_of(buf), bytes, root);
   } else {
     chain_broadcast(ctx, bytes_of(buf), bytes, root);

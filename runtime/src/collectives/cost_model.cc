@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "collectives/broadcast_shape.hpp"
+#include "collectives/shm_plan.hpp"
 #include "collectives/tune_file.hpp"
 
 
@@ -27,11 +29,6 @@ constexpr LinkCost kShm{0.8 * kUs, 0.25 * kNsPerByte};
 constexpr LinkCost kTcp{6.0 * kUs, 0.30 * kNsPerByte};
 constexpr LinkCost kWindow{0.3 * kUs, 0.05 * kNsPerByte};
 constexpr double kReduce = 0.07 * kNsPerByte;
-// The shm algorithm's chunk per rank, and the size up to which it runs as one step (shm_plan.hpp).
-constexpr double kWindowChunkPerRank = 64 << 10;
-constexpr double kWindowOneStepBytes = 8 << 10;
-// broadcast.cc switches from the binomial tree to the chain above this.
-constexpr double kBinomialBroadcastMaxBytes = 64 << 10;
 constexpr size_t kTableSizes[] = {8,       64,      512,      4 << 10,  32 << 10, 256 << 10,
                                   1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20};
 
@@ -74,10 +71,13 @@ double tree_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
 }
 
 // The LocalWindow algorithm: each chunk is staged (a copy of this rank's part), reduced slice-wise
-// from all ranks' staged copies, and copied out, with two flag rounds per chunk.
+// from all ranks' staged copies, and copied out, with two flag rounds per chunk. Messages up to
+// kSingleStepBytes take one step; a chunk holds about one kSliceTargetBytes slice per rank
+// (shm_plan.hpp; the model leaves out plan_shm's clamp of the chunk to 128-512 KiB).
 double window_time(const CostModel& m, int n, double bytes) {
-  const double chunks =
-      bytes <= kWindowOneStepBytes ? 1 : std::ceil(bytes / (kWindowChunkPerRank * n));
+  const double chunks = bytes <= static_cast<double>(kSingleStepBytes)
+                            ? 1
+                            : std::ceil(bytes / (static_cast<double>(kSliceTargetBytes) * n));
   const double others = (n - 1.0) / n * bytes;
   return 2 * chunks * m.window.alpha_s + bytes * m.window.beta_s_per_byte +
          others * m.reduce_s_per_byte + others * m.window.beta_s_per_byte;
@@ -101,7 +101,7 @@ double hierarchical_time(const CostModel& m, double bytes, const Placement& p) {
   if (p.max_local > 1) {
     t += (local - 1) * (l.alpha_s + fill * l.beta_s_per_byte) +
          bytes * std::max(l.beta_s_per_byte, m.reduce_s_per_byte);
-    if (bytes <= kBinomialBroadcastMaxBytes || p.max_local == 2)
+    if (binomial_broadcast(static_cast<size_t>(bytes), p.max_local))
       t += log2_ceil(p.max_local) * (l.alpha_s + bytes * l.beta_s_per_byte);
     else
       t += (local - 1) * (l.alpha_s + fill * l.beta_s_per_byte) + bytes * l.beta_s_per_byte;

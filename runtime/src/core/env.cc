@@ -153,11 +153,15 @@ const Variable& find(std::string_view name) {
                    name);
 }
 
-std::optional<std::string> raw(std::string_view name) {
-  find(name);
+std::optional<std::string> process_value(std::string_view name) {
   const char* v = std::getenv(std::string(name).c_str());
   if (v == nullptr || *v == '\0') return std::nullopt;
   return std::string(v);
+}
+
+std::optional<std::string> raw(std::string_view name) {
+  find(name);
+  return process_value(name);
 }
 
 bool is_set(std::string_view name) {

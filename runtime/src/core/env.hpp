@@ -32,7 +32,12 @@ struct Variable {
 std::span<const Variable> all();
 const Variable& find(std::string_view name);
 
-// The raw value, or nullopt when unset or empty.
+// Any variable of the process environment (TUTTI_* or not, no registry check): nullopt when it is
+// unset or empty. tutti reads an empty value as unset everywhere, so every getenv of the runtime,
+// tuttirun and kubexec goes through here (tutti-bench sees only the public API: it has a copy).
+std::optional<std::string> process_value(std::string_view name);
+
+// A registered variable's raw value, or nullopt when unset or empty.
 std::optional<std::string> raw(std::string_view name);
 bool is_set(std::string_view name);
 

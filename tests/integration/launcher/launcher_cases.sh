@@ -208,6 +208,14 @@ case "$CASE" in
       grep -q '^tuttirun: ' "$WORK/err" || fail "'tuttirun $args' printed no error"
       grep -q 'tuttirun --help' "$WORK/err" || fail "'tuttirun $args' does not point to --help"
     done
+    # A bad setting tuttirun reads itself is refused before any rank starts, once, naming it.
+    TUTTI_LOG_LEVEL=chatty run -np 2 -- "$PROBE" touch "$WORK/ran"
+    expect_rc 2
+    expect_err "^tuttirun: TUTTI_LOG_LEVEL='chatty' is not one of error\|warn\|info\|debug\|trace; no rank was started$"
+    [ "$(wc -l <"$WORK/err")" -eq 1 ] || fail "more than the one line about TUTTI_LOG_LEVEL"
+    [ ! -e "$WORK/ran.0" ] || fail "a rank ran with a bad TUTTI_LOG_LEVEL"
+    TUTTI_LOG_LEVEL=DEBUG run -np 1 -- true
+    expect_rc 0
     run --help
     expect_rc 0
     expect_out 'Usage: tuttirun -np N'
@@ -266,12 +274,16 @@ case "$CASE" in
     [ "$RC" -ne 0 ] || fail "tuttirun succeeded although rank 2 was killed"
     expect_err 'rank 2 on job-worker-1 \(pid [0-9]+\) exited with status 137'
     expect_err 'rank 2 on job-worker-1 was killed by signal 9'
+    # The ranks tuttirun stopped read as local ones do, though their agents exited 143.
+    expect_err 'rank 0 on job-worker-0 \(pid [0-9]+\) was killed by signal 15 \(SIGTERM\) sent by tuttirun'
+    expect_err 'rank 3 on job-worker-1 \(pid [0-9]+\) was killed by signal 15 \(SIGTERM\) sent by tuttirun'
     expect_no_leftovers
     # A pod that never answers: no rank starts, exit 3, the pod and kubectl's reason are named.
     LOCAL_KUBECTL_MISSING=job-worker-1 run --pods job-worker-0,job-worker-1 --probe-timeout 2 \
       --store-addr 127.0.0.1 -- touch "$WORK/ran"
     expect_rc 3
     expect_err 'never became reachable within 2s through kubexec: job-worker-1 \(Error from server \(NotFound\): pods "job-worker-1" not found\)'
+    expect_err 'kubectl get pods.*KUBEXEC_NAMESPACE'
     [ ! -e "$WORK/ran" ] || fail "a rank ran although a pod was unreachable"
     # tuttirun missing on the host: refused at once (not after the probe timeout), with the fix.
     run --pods job-worker-0 --remote-tuttirun /nonexistent/tuttirun --probe-timeout 60 \
@@ -280,6 +292,26 @@ case "$CASE" in
     expect_err '^tuttirun: job-worker-0 cannot run ranks: .*/nonexistent/tuttirun: not found'
     expect_err 'pass --remote-tuttirun'
     [ ! -e "$WORK/ran" ] || fail "a rank ran although tuttirun is missing on the host"
+    ;;
+  remote_ssh)
+    # ssh is a stand-in that runs the command on this machine (local_ssh.sh); the hosts are names.
+    SSH="$(dirname "$0")/local_ssh.sh"
+    # A host that refuses ssh: no rank starts, exit 3, and the advice is about ssh, not kubexec.
+    LOCAL_SSH_DOWN=node-b run -H node-a,node-b --exec ssh --ssh "$SSH" --probe-timeout 2 \
+      --store-addr 127.0.0.1 -- touch "$WORK/ran"
+    expect_rc 3
+    expect_err 'never became reachable within 2s through ssh: node-b \(ssh: connect to host node-b port 22: Connection refused\)'
+    expect_err 'ssh to each of them works without a password.*BatchMode=yes'
+    ! grep -qE 'KUBEXEC|kubectl' "$WORK/err" || fail "the advice for ssh names kubexec's settings"
+    [ ! -e "$WORK/ran" ] || fail "a rank ran although a host was unreachable"
+    # Rank 1 fails; tuttirun stops rank 0 through its ssh session's agent, and the summary says so
+    # as it does for a local rank.
+    run -H node-a,node-b --exec ssh --ssh "$SSH" --store-addr 127.0.0.1 --grace 1 -- \
+      "$PROBE" on 1 exit 3 sleep 60 marker "$MARK"
+    expect_rc 3
+    expect_err '^tuttirun: rank 1 on node-b \(pid [0-9]+\) exited with status 3$'
+    expect_err '^tuttirun: 2 of 2 ranks failed: .*rank 0 on node-a \(pid [0-9]+\) was killed by signal 15 \(SIGTERM\) sent by tuttirun'
+    expect_no_leftovers
     ;;
   restarts_and_output_dir)
     export KUBEXEC_KUBECTL="$(dirname "$0")/local_kubectl.sh"

@@ -42,8 +42,13 @@ if [ "$mode" = calls ]; then
     case "$what" in *"launcher is gone"*) ;; *) echo "FAIL: rank $r's error does not say the launcher is gone"; fail=1 ;; esac
   done
   # The ranks leave by themselves after reporting (exit 0), not killed by the library.
-  sleep 1
-  for p in $(pids); do kill -0 "$p" 2>/dev/null && { echo "FAIL: rank pid $p still running after reporting"; fail=1; }; done
+  for _ in $(seq 1 100); do
+    alive=0
+    for p in $(pids); do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive -eq 0 ] && break
+    sleep 0.1
+  done
+  for p in $(pids); do kill -0 "$p" 2>/dev/null && { echo "FAIL: rank pid $p still running 10 s after reporting"; fail=1; }; done
 else
   for _ in $(seq 1 50); do
     alive=0

@@ -33,6 +33,29 @@ TEST_F(EnvTest, DefaultsApplyWhenUnset) {
   EXPECT_FALSE(env::is_set("TUTTI_RANK"));
 }
 
+// The one "empty means unset" read, for every variable, registered or not.
+TEST_F(EnvTest, ProcessValueTreatsEmptyAsUnset) {
+  const char* name = "TUTTI_ENV_TEST_NOT_REGISTERED";
+  unsetenv(name);
+  EXPECT_EQ(env::process_value(name), std::nullopt);
+  setenv(name, "", 1);
+  EXPECT_EQ(env::process_value(name), std::nullopt);
+  setenv(name, " x=y ", 1);
+  EXPECT_EQ(env::process_value(name), " x=y ");  // as set: no trimming
+  unsetenv(name);
+  // raw() reads the same way but only registered names: another one is a bug in tutti.
+  setenv("TUTTI_RANK", "", 1);
+  EXPECT_EQ(env::raw("TUTTI_RANK"), std::nullopt);
+  setenv("TUTTI_RANK", "3", 1);
+  EXPECT_EQ(env::raw("TUTTI_RANK"), "3");
+  try {
+    env::raw(name);
+    FAIL() << "an unregistered name was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+  }
+}
+
 TEST_F(EnvTest, ParsesTypedValues) {
   setenv("TUTTI_TIMEOUT", "500ms", 1);
   EXPECT_DOUBLE_EQ(env::get_seconds("TUTTI_TIMEOUT"), 0.5);

@@ -107,7 +107,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{"-np", "2", "--timeout", "inf", "prog"}, "--timeout"},
         BadCase{{"-np", "2", "--grace", "1e400", "prog"}, "--grace"},
         BadCase{{"-np", "2", "--restarts", "-1", "prog"}, "--restarts"},
-        BadCase{{"-np", "2", "--store-port", "-1", "prog"}, "--store-port"}));
+        BadCase{{"-np", "2", "--store-port", "-1", "prog"}, "--store-port"},
+        BadCase{{"-np", "2", "--exec", "rsh", "prog"}, "--exec"}));
+
+// --exec arrives as the kind it names; without it the launcher chooses from the hosts.
+TEST(Options, ExecNamesAKind) {
+  EXPECT_FALSE(parse({"-np", "2", "prog"}).options->exec.has_value());
+  const std::pair<const char*, ExecKind> named[] = {
+      {"local", ExecKind::kLocal}, {"ssh", ExecKind::kSsh}, {"kubexec", ExecKind::kKubexec}};
+  for (const auto& [name, kind] : named) {
+    ParseResult r = parse({"-np", "2", "--exec", name, "prog"});
+    ASSERT_TRUE(r.should_run()) << r.message;
+    EXPECT_EQ(r.options->exec, kind) << name;
+  }
+}
 
 TEST(Options, CommandStartSkipsOptionValues) {
   bool dd = false;

@@ -17,6 +17,7 @@ namespace {
 class RecordingBackend : public ExecBackend {
  public:
   std::string name() const override { return "test"; }
+  bool remote() const override { return is_remote; }
   std::string check_command(const std::vector<std::string>&, const Environment&) override {
     return "";
   }
@@ -38,6 +39,7 @@ class RecordingBackend : public ExecBackend {
   pid_t group = 0;
   std::vector<int> signals;
   bool finished = false;
+  bool is_remote = false;  // stands in for the ssh/kubexec backend, whose agents exit 128 + signal
 };
 
 struct Job {
@@ -57,7 +59,9 @@ struct Job {
       mux.add(slot.rank, Stream::kStderr, ranks.back().process.take_stderr());
     }
   }
-  int run(double grace) { return Supervisor(ranks, backend, mux, watcher, {grace, false}).run(); }
+  int run(double grace) {
+    return Supervisor(ranks, backend, mux, watcher, {grace, false, backend.is_remote}).run();
+  }
 };
 
 TEST(Supervisor, AllSucceed) {
@@ -84,13 +88,46 @@ TEST(Supervisor, FirstFailureStatusAndItsLastWordsFirst) {
   EXPECT_NE(job.sink.err.find("(SIGTERM) sent by tuttirun"), std::string::npos) << job.sink.err;
 }
 
-// How a remote rank stopped by tuttirun comes back: kubectl or ssh exits 128 + the signal.
+// A local rank that catches tuttirun's SIGTERM and exits 128 + SIGTERM itself was still stopped by
+// tuttirun; it did exit, so it is not reported as killed.
 TEST(Supervisor, ExitStatusOfAStopSignalCountsAsStoppedByTuttirun) {
   Job job({"trap 'exit 143' TERM; sleep 30 & wait", "exit 2"});
   EXPECT_EQ(job.run(0.2), 2);
   EXPECT_EQ(job.backend.signals, std::vector<int>{SIGTERM});
   EXPECT_NE(job.sink.err.find("exited with status 143 (stopped by tuttirun)"), std::string::npos)
       << job.sink.err;
+}
+
+// A remote rank's agent exits 128 + the signal that ended the rank (here the script plays the agent
+// that got tuttirun's stop). The summary reads as for a local rank: the signal, sent by tuttirun.
+TEST(Supervisor, RemoteRankStoppedByTuttirunReadsAsTheSignalSentByTuttirun) {
+  Job job(
+      {"trap 'exit 143' TERM; sleep 30 & wait", "exit 2", "trap 'exit 137' TERM; sleep 30 & wait"});
+  job.backend.is_remote = true;
+  EXPECT_EQ(job.run(0.2), 2);
+  EXPECT_EQ(job.backend.signals, std::vector<int>{SIGTERM});
+  const std::string& err = job.sink.err;
+  EXPECT_NE(err.find("exited with status 2\n"), std::string::npos) << err;
+  EXPECT_NE(err.find("tuttirun: 3 of 3 ranks failed:"), std::string::npos) << err;
+  EXPECT_NE(err.find("rank 0 on localhost (pid "), std::string::npos) << err;
+  EXPECT_NE(err.find(") was killed by signal 15 (SIGTERM) sent by tuttirun"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find(") was killed by signal 9 (SIGKILL) sent by tuttirun"), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("status 143"), std::string::npos) << err;
+  EXPECT_EQ(err.find("stopped by tuttirun"), std::string::npos) << err;
+}
+
+// Before tuttirun stops anything, a remote rank's 143 is that rank's own exit status: the agent's
+// code cannot say whether the rank exited 143 or died of SIGTERM from elsewhere, so it is reported
+// as it came, and is the job's exit code.
+TEST(Supervisor, RemoteRanksOwnStopCodeIsReportedAsItCame) {
+  Job job({"exit 143", "sleep 30"});
+  job.backend.is_remote = true;
+  EXPECT_EQ(job.run(0.2), 143);
+  EXPECT_NE(job.sink.err.find("tuttirun: rank 0 on localhost (pid "), std::string::npos)
+      << job.sink.err;
+  EXPECT_NE(job.sink.err.find(") exited with status 143\n"), std::string::npos) << job.sink.err;
 }
 
 TEST(Supervisor, RanksThatExitDuringGraceAreNotSignaled) {
