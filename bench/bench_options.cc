@@ -67,9 +67,14 @@ constexpr std::string_view kUsage =
     "                          per-round ratios). PEER: mpi (run under Open MPI's mpirun) or gloo\n"
     "                          (Gloo ring_chunked over tcp on loopback; any launcher)\n"
     "      --rounds N          with --baseline: rounds of -n iterations per side (default 5)\n"
+    "      --comm KIND         the communicator to time: world (default), dup (a communicator of\n"
+    "                          the same ranks made by dup), or split:N (rank % N, every group\n"
+    "                          sweeping at once; rank 0's group is reported)\n"
     "      --tune FILE         allreduce only, with TUTTI_ALGO set: fit time = alpha + bytes*beta\n"
-    "                          to the in-place times and merge the line into FILE, the tuning file\n"
-    "                          the runtime reads from TUTTI_TUNE_FILE (bench/tune.sh: all algorithms)\n"
+    "                          to the in-place times and merge the line into FILE, the tuning "
+    "file\n"
+    "                          the runtime reads from TUTTI_TUNE_FILE (bench/tune.sh: all "
+    "algorithms)\n"
     "  -h, --help              this help\n\n"
     "Output columns follow nccl-tests: time is the average per iteration in microseconds, the\n"
     "slowest rank's; algbw = size / time; busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n "
@@ -248,6 +253,8 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   app.add_option("--baseline", baseline);
   app.add_option("--rounds", o.rounds);
   app.add_option("--tune", o.tune_path);
+  std::string comm_kind = "world";
+  app.add_option("--comm", comm_kind);
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
   try {
     app.parse(reversed);
@@ -291,6 +298,18 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
         fmt::format("--baseline {} compares allreduce only; run tutti-bench allreduce", baseline));
   if (!baseline_built(o.baseline)) return usage_error(baseline_missing_reason(o.baseline));
   if (o.rounds < 1) return usage_error(fmt::format("--rounds {}: need at least 1 round", o.rounds));
+  if (comm_kind == "dup") {
+    o.split_groups = -1;
+  } else if (comm_kind.starts_with("split:")) {
+    auto groups = parse_size(comm_kind.substr(6));
+    if (!groups || *groups < 1 || *groups > 4096)
+      return usage_error(fmt::format("--comm '{}': split:N takes 1 to 4096 groups", comm_kind));
+    o.split_groups = static_cast<int>(*groups);
+  } else if (comm_kind != "world") {
+    return usage_error(fmt::format("--comm '{}': use world, dup or split:N", comm_kind));
+  }
+  if (o.split_groups != 0 && o.baseline != BaselineKind::kNone)
+    return usage_error("--baseline runs on the world: leave --comm at world");
   if (!o.tune_path.empty() && o.collective != Collective::kAllreduce)
     return usage_error("--tune fits allreduce algorithms; run tutti-bench allreduce --tune FILE");
 

@@ -35,6 +35,9 @@ struct BenchOptions {
   // allreduce only: fit alpha + bytes * beta to the in-place times of the algorithm this job runs
   // (TUTTI_ALGO) and merge the line into this tuning file (rank 0); empty: no tuning.
   std::string tune_path;
+  // The communicator the sweep runs on: the world (0), a dup of it (-1), or a split of it into
+  // this many groups (rank % N), each group running the sweep at once.
+  int split_groups = 0;
 };
 
 struct BenchParse {

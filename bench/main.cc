@@ -5,15 +5,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdlib>
-#include <sstream>
-#include <set>
 #include <array>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -96,10 +96,11 @@ int write_tune_line(const BenchOptions& o, const std::vector<TunePoint>& points,
                  std::strerror(errno));
     return 1;
   }
-  print(fmt::format("# Tuned {} on {} ranks, {} host(s), TUTTI_TRANSPORT={}: alpha {:.2f} us, "
-                    "beta {:.4f} ns/B -> {}\n",
-                    line->algorithm, ranks, hosts, line->transport, line->alpha_us,
-                    line->beta_ns_per_byte, o.tune_path));
+  print(
+      fmt::format("# Tuned {} on {} ranks, {} host(s), TUTTI_TRANSPORT={}: alpha {:.2f} us, "
+                  "beta {:.4f} ns/B -> {}\n",
+                  line->algorithm, ranks, hosts, line->transport, line->alpha_us,
+                  line->beta_ns_per_byte, o.tune_path));
   return 0;
 }
 
@@ -195,9 +196,13 @@ void print(const std::string& text) {
 
 int run_world(const BenchOptions& o, BaselineSession& session) {
   World world;
-  Communicator& comm = world.communicator();
-  std::unique_ptr<Baseline> baseline = session.connect(comm);
-  const int rank = comm.rank();
+  std::unique_ptr<Baseline> baseline = session.connect(world.communicator());
+  // The communicator timed: the world, or one made from it (--comm).
+  Communicator comm = world.communicator();
+  if (o.split_groups < 0) comm = comm.dup();
+  if (o.split_groups > 0) comm = comm.split(comm.rank() % o.split_groups, comm.rank());
+  // With --comm split:N every group sweeps; only the world's rank 0 reports.
+  const int rank = world.communicator().rank() == 0 ? 0 : std::max(comm.rank(), 1);
   const int n = comm.size();
   if (o.collective == Collective::kBroadcast && o.root >= n) {
     if (rank == 0)

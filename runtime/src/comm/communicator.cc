@@ -70,7 +70,19 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   mesh.choice = static_cast<transport::TransportChoice>(options.transport);
   mesh.shm_window_bytes = options.shm_window_bytes;
   mesh.shm_spin_rounds = options.shm_spin_rounds;
-  transport::attach_local_window(mesh, *c->transport_, *job->store, deadline);
+  if (context == 0) {
+    transport::attach_local_window(mesh, *c->transport_, *job->store, deadline);
+  } else {
+    // Many communicators may share a host's memory; each maps its window (and pays for it in
+    // /dev/shm) only once it runs a collective that may use it.
+    std::weak_ptr<Job> weak = job;
+    c->transport_->defer_local_window(
+        [mesh, weak, timeout = options.init_timeout](transport::Transport& transport) {
+          if (auto job = weak.lock())
+            transport::attach_local_window(mesh, transport, *job->store,
+                                           Deadline::after(timeout).earlier(CallScope::deadline()));
+        });
+  }
 
   c->transport_->set_interrupt(c->interrupt_->flag(),
                                [interrupt = c->interrupt_] { return interrupt->error(); });
@@ -107,21 +119,14 @@ template <typename Body>
 void Communicator::run(std::string_view name, transport::CallSignature call,
                        const CallOptions& options, Body&& body) {
   uint64_t sequence = sequence_ + 1;
-  guarded(name, sequence, [&] {
+  const Deadline deadline = Deadline::after(options.timeout.value_or(options_.timeout));
+  guarded(name, sequence, deadline, [&] {
     sequence_ = sequence;
     call.sequence = sequence;
     transport_->begin_call(call);
-    const std::chrono::milliseconds timeout = options.timeout.value_or(options_.timeout);
-    collectives::Context ctx{*transport_,
-                             rank_,
-                             size_,
-                             sequence,
-                             Deadline::after(timeout),
-                             options_.segment_bytes,
-                             scratch_,
-                             host_of_rank_,
-                             &selection_,
-                             settings_.get()};
+    collectives::Context ctx{
+        *transport_, rank_,         size_,       sequence,       deadline, options_.segment_bytes,
+        scratch_,    host_of_rank_, &selection_, settings_.get()};
     try {
       body(ctx);
     } catch (const std::bad_alloc&) {

@@ -132,7 +132,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Runs `body` as one call of this communicator (one thread at a time; a failure other than a
   // bad argument breaks the communicator and aborts the peers).
   template <typename Body>
-  void guarded(std::string_view name, uint64_t sequence, Body&& body);
+  void guarded(std::string_view name, uint64_t sequence, Deadline deadline, Body&& body);
   // Posts one point-to-point operation after checking its arguments.
   Request post(bool is_send, void* buf, size_t count, DataType type, int peer, int tag);
   // Sends the abort notices of an abort() that found no call in progress.
@@ -165,14 +165,18 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 };
 
 template <typename Body>
-void Communicator::guarded(std::string_view name, uint64_t sequence, Body&& body) {
+void Communicator::guarded(std::string_view name, uint64_t sequence, Deadline deadline,
+                           Body&& body) {
   {
     ExclusiveCall exclusive(busy_, rank_, name);
     if (!failure_ && interrupt_->raised()) fail(interrupt_->error(), "", 0);
     if (failure_) throw *failure_;
+    CallScope scope(*interrupt_, deadline);
     try {
       try {
         body();
+        // An abort() during the call fails it even if the call got through without waiting.
+        CallScope::check();
       } catch (const std::bad_alloc&) {
         throw make_error(ErrorCode::kSystem, "out of memory on rank {} in {}", rank_, name);
       }

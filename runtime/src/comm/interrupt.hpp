@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/deadline.hpp"
 #include "tutti/error.hpp"
 
 namespace tutti::comm {
@@ -30,6 +31,38 @@ class Interrupt {
   mutable std::mutex mutex_;
   std::optional<Error> error_;
   std::atomic<bool> flag_{false};
+};
+
+// What the call running on this thread may be stopped by: its communicator's interrupt and its
+// deadline. Waits that happen inside a call but outside the transport (the store, while a
+// communicator builds its shared-memory window on first use) look here, so abort() and the call's
+// timeout reach them too.
+class CallScope {
+ public:
+  CallScope(const Interrupt& interrupt, Deadline deadline)
+      : saved_interrupt_(interrupt_), saved_deadline_(deadline_) {
+    interrupt_ = &interrupt;
+    deadline_ = deadline;
+  }
+  ~CallScope() {
+    interrupt_ = saved_interrupt_;
+    deadline_ = saved_deadline_;
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+  // Throws the interrupt's error if the current call's communicator was interrupted.
+  static void check() {
+    if (interrupt_ && interrupt_->raised()) throw interrupt_->error();
+  }
+  // The current call's deadline (never outside a call).
+  static Deadline deadline() { return deadline_; }
+
+ private:
+  static inline thread_local const Interrupt* interrupt_ = nullptr;
+  static inline thread_local Deadline deadline_ = Deadline::never();
+  const Interrupt* saved_interrupt_;
+  Deadline saved_deadline_;
 };
 
 }  // namespace tutti::comm

@@ -30,7 +30,7 @@ Request Communicator::post(bool is_send, void* buf, size_t count, DataType type,
   request.comm_ = shared_from_this();
   request.what_ = fmt::format("{} of {} bytes {} rank {} with tag {}", verb, bytes,
                               is_send ? "to" : "from", peer, tag);
-  guarded(verb, sequence_, [&] {
+  guarded(verb, sequence_, Deadline::after(options_.timeout), [&] {
     transport::Channel& channel = transport_->channel(peer);
     auto* data = static_cast<std::byte*>(buf);
     request.request_ = is_send ? channel.isend(transport::p2p_tag(tag), {data, bytes})
@@ -62,7 +62,7 @@ bool Request::test() {
   if (!comm_) return true;
   if (request_.complete()) return true;
   bool done = false;
-  comm_->guarded("test", comm_->sequence_, [&] {
+  comm_->guarded("test", comm_->sequence_, Deadline::after(comm_->options_.timeout), [&] {
     comm_->transport_->progress_all();
     done = request_.complete();
   });
@@ -72,7 +72,7 @@ bool Request::test() {
 void Request::wait(std::optional<std::chrono::milliseconds> timeout) {
   if (!comm_ || request_.complete()) return;
   const Deadline deadline = Deadline::after(timeout.value_or(comm_->options_.timeout));
-  comm_->guarded("wait", comm_->sequence_,
+  comm_->guarded("wait", comm_->sequence_, deadline,
                  [&] { comm_->transport_->wait(std::span(&request_, 1), deadline, what_); });
 }
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "comm/interrupt.hpp"
 #include "core/error.hpp"
 
 namespace tutti::comm {
@@ -43,6 +44,7 @@ void SharedStore::wait(const std::vector<std::string>& keys, Deadline deadline) 
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kTimeout || deadline.expired()) throw;
     }
+    CallScope::check();
   }
 }
 

@@ -203,6 +203,20 @@ void Transport::set_local_window(std::unique_ptr<LocalWindow> window, std::strin
   }
 }
 
+void Transport::defer_local_window(std::function<void(Transport&)> build) {
+  window_factory_ = std::move(build);
+  no_window_reason_ = "the shared-memory window is built when a collective first needs it";
+}
+
+void Transport::build_deferred_window() {
+  auto build = std::move(window_factory_);
+  window_factory_ = nullptr;
+  // A peer that already failed this communicator may have taken its half of the window with it:
+  // its abort notice says why, not a missing segment.
+  progress_all();
+  build(*this);
+}
+
 void Transport::sleep_on_fds(long timeout_ns) {
   pollfds_.clear();
   for (auto& c : channels_) {

@@ -53,11 +53,19 @@ class Transport {
 
   // Memory every rank maps when all ranks share this host, or null: some rank is on another
   // host, the transport is tcp, or TUTTI_SHM_WINDOW_BYTES=0. See local_window.hpp.
-  LocalWindow* local_window() const { return window_.get(); }
+  // A window deferred with defer_local_window is built on the first call, which every rank makes
+  // in the same collective call (the selection of an allreduce, or the shm algorithm itself).
+  LocalWindow* local_window() {
+    if (window_factory_) build_deferred_window();
+    return window_.get();
+  }
   // Why there is no window, for the error of a caller that insists on one.
   const std::string& no_local_window_reason() const { return no_window_reason_; }
   // Adopts the window, or records why there is none.
   void set_local_window(std::unique_ptr<LocalWindow> window, std::string reason_if_none = {});
+  // Builds the window only when a collective first asks for it (`build` calls set_local_window):
+  // a communicator that never runs the shared-memory allreduce never maps one.
+  void defer_local_window(std::function<void(Transport&)> build);
 
   // The channels are views of links that other transports (communicators, maybe in other threads)
   // use too: `live` counts them. While more than one is live, a wait sleeps at most 1 ms at a
@@ -82,6 +90,7 @@ class Transport {
                                          double waited_seconds) const;
 
  private:
+  void build_deferred_window();
   // Throws the interrupt's error when the flag is set.
   void check_interrupt() const {
     if (interrupt_flag_ && interrupt_flag_->load(std::memory_order_relaxed)) throw interrupted_();
@@ -105,6 +114,7 @@ class Transport {
   std::vector<bootstrap::Fd> owned_pidfds_;
   std::vector<int> peer_pidfds_;  // per peer: a channel's peer_pidfd() or one of owned_pidfds_
   std::unique_ptr<LocalWindow> window_;  // after channels_: destroyed first, it waits through them
+  std::function<void(Transport&)> window_factory_;
 };
 
 }  // namespace tutti::transport
