@@ -98,8 +98,8 @@ constexpr std::array kVariables = {
              "Address this rank listens on for peers. Default: the local address that reaches the "
              "store."},
     Variable{"TUTTI_LAUNCHER", Kind::kString, "", "",
-             "Set by tuttirun; ranks then exit by themselves when the launcher's store connection "
-             "drops."},
+             "Set by tuttirun; once the launcher's store connection drops, every call fails with "
+             "TUTTI_ERR_ABORTED (the library never ends the process)."},
     Variable{"TUTTI_RESTART_COUNT", Kind::kInt, "0", "",
              "Which attempt of the job this is (set by tuttirun).", 0, 2147483647},
 };
