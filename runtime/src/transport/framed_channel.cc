@@ -133,12 +133,14 @@ void FramedChannel::release_context(ContextId context) {
 }
 
 void FramedChannel::drop_sends_of(const ContextState& state) {
+  // A stream that broke will never write again: drop everything of the context.
+  const bool dead = stream_broken_ || closed_.has_value() || failure_.has_value();
   for (auto it = sends_.begin(); it != sends_.end();) {
     if (it->context != &state) {
       ++it;
       continue;
     }
-    if (it->header_done == 0 && it->op->done == 0) {
+    if (dead || (it->header_done == 0 && it->op->done == 0)) {
       it->context->pending_sends--;
       it = sends_.erase(it);
       continue;
@@ -525,11 +527,12 @@ void FramedChannel::send_abort_in(ContextId context, ErrorCode code,
     // From now on this context takes nothing more here: what arrives for it is dropped.
     if (!state.failure) state.failure = make_error(code, "{}", reason);
     purge(state);
+    // Now, while the failing caller's buffers still exist: frames the peer has not seen a byte of
+    // are dropped (the abort goes out sooner), a half-sent one keeps the rest of its bytes in
+    // memory of its own (the peer expects them), and on a broken stream all go.
+    drop_sends_of(state);
     // A channel failed by a mismatch or a local error still reaches its peer: tell it why.
     if (stream_broken_ || closed_) return;
-    // Frames the peer has not seen a byte of are dropped: the abort goes out sooner, and their
-    // buffers may already be gone with the failing caller. A half-sent frame must be finished.
-    drop_sends_of(state);
     std::vector<std::byte> payload(1 + reason.size());
     payload[0] = static_cast<std::byte>(code);
     std::memcpy(payload.data() + 1, reason.data(), reason.size());
