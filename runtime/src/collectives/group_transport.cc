@@ -33,6 +33,7 @@ class ChannelView final : public transport::Channel {
   // The world transport bound the real channel to its own call; a group never rebinds it.
   void check_early_messages() override { inner_.check_early_messages(); }
   void announce_call() override { inner_.announce_call(); }
+  void verify_delivered() override { inner_.verify_delivered(); }
 
  private:
   transport::Channel& inner_;

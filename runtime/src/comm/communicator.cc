@@ -129,6 +129,8 @@ void Communicator::run(std::string_view name, transport::CallSignature call,
         scratch_,    host_of_rank_, &selection_, settings_.get()};
     try {
       body(ctx);
+      // Messages of this call that another thread's progress delivered are checked by now.
+      transport_->verify_delivered();
     } catch (const std::bad_alloc&) {
       throw make_error(ErrorCode::kSystem, "out of memory on rank {} in {}: {}", rank_, name,
                        call.describe());

@@ -81,6 +81,10 @@ class Channel {
   // the Transport then keeps a copy of liveness_fd().
   virtual int peer_pidfd() const { return -1; }
 
+  // Runs the checks that another thread's progress left for this channel's messages (a shared
+  // link delivers frames of every communicator); throws what they find. Cheap when none wait.
+  virtual void verify_delivered() {}
+
   // True while sends or receives are posted and not complete.
   virtual bool busy() const = 0;
 

@@ -78,6 +78,13 @@ void ContextChannel::check_early_messages() {
   link_.link->check_early_messages_in(context_);
 }
 
+void ContextChannel::verify_delivered() {
+  if (!link_.link->checks_pending()) return;
+  std::lock_guard lock(link_.mutex);
+  link_.link->verify_context(context_);
+  if (const Error* failure = link_.link->context_failure(context_)) throw *failure;
+}
+
 void ContextChannel::announce_call() {
   std::lock_guard lock(link_.mutex);
   link_.link->announce_call_in(context_);

@@ -34,6 +34,7 @@ class ContextChannel final : public Channel {
   void bind_call(int self, const CallSignature* current) override;
   void check_early_messages() override;
   void announce_call() override;
+  void verify_delivered() override;
 
  private:
   Tag tagged(Tag tag) const;

@@ -246,8 +246,10 @@ Request FramedChannel::irecv(Tag tag, std::span<std::byte> data) {
   return request;
 }
 
-bool FramedChannel::progress_link() {
+bool FramedChannel::progress_link(ContextId caller) {
   if (failure_) throw *failure_;
+  caller_ = caller;
+  if (checks_pending()) verify_context(caller);
   if (closed_) {
     if (busy_any()) fail(*closed_);
     return false;
@@ -387,7 +389,11 @@ void FramedChannel::on_header() {
       in_op_ = std::move(posted->second.front());
       posted->second.pop_front();
       if (posted->second.empty()) posted_.erase(posted);
-      std::optional<Error> error = check_call(state, in_call_, CallSource::kMatched);
+      std::optional<Error> error;
+      if (state.id == caller_)
+        error = check_call(state, in_call_, CallSource::kMatched);
+      else
+        check_or_defer(state, in_call_, CallSource::kMatched);
       if (!error && in_op_->size != length) error = mismatch(tag, length, in_op_->size, state.peer);
       if (error) {
         // The receive is dropped with the context; count it out first.
@@ -398,9 +404,12 @@ void FramedChannel::on_header() {
       } else {
         in_dest_ = in_op_->data;
       }
-    } else if (std::optional<Error> error = check_call(state, in_call_, CallSource::kEarly)) {
+    } else if (std::optional<Error> error = state.id == caller_
+                                                ? check_call(state, in_call_, CallSource::kEarly)
+                                                : std::nullopt) {
       fail_context(state, *error);
     } else {
+      if (state.id != caller_) check_or_defer(state, in_call_, CallSource::kEarly);
       in_stash_ = std::make_shared<Stash>();
       in_stash_->call = in_call_;
       if (!spare_stash_.empty()) {
@@ -423,8 +432,7 @@ void FramedChannel::on_control_header() {
     in_payload_ = false;
     in_context_ = nullptr;
     if (!state.failure && !state.released)
-      if (std::optional<Error> error = check_call(state, in_call_, CallSource::kAnnounced))
-        fail_context(state, *error);
+      check_or_defer(state, in_call_, CallSource::kAnnounced);
     return;
   }
   if (kind != ControlKind::kAbort || in_size_ > kMaxControlPayload)
@@ -481,6 +489,32 @@ void FramedChannel::on_payload_complete() {
     }
     in_stash_.reset();
   }
+}
+
+void FramedChannel::check_or_defer(ContextState& state, const CallSignature& theirs,
+                                   CallSource source) {
+  if (!theirs.stamped()) return;
+  if (state.id != caller_) {
+    state.deferred.emplace_back(theirs, static_cast<int>(source));
+    deferred_checks_.fetch_add(1, std::memory_order_release);
+    return;
+  }
+  if (std::optional<Error> error = check_call(state, theirs, source)) fail_context(state, *error);
+}
+
+void FramedChannel::verify_context(ContextId context) {
+  ContextState* state = find_context(context);
+  if (!state || state->deferred.empty()) return;
+  std::vector<std::pair<CallSignature, int>> checks;
+  checks.swap(state->deferred);
+  deferred_checks_.fetch_sub(checks.size(), std::memory_order_relaxed);
+  if (state->failure || state->released) return;
+  for (const auto& [theirs, source] : checks)
+    if (std::optional<Error> error =
+            check_call(*state, theirs, static_cast<CallSource>(source))) {
+      fail_context(*state, *error);
+      return;
+    }
 }
 
 std::optional<Error> FramedChannel::check_call(const ContextState& state,

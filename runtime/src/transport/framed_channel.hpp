@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <deque>
 #include <memory>
@@ -32,7 +33,11 @@ class FramedChannel final : public Link {
 
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
-  bool progress_link() override;
+  bool progress_link(ContextId caller) override;
+  void verify_context(ContextId context) override;
+  bool checks_pending() const override {
+    return deferred_checks_.load(std::memory_order_acquire) > 0;
+  }
   int wait_fd() const override;
   int liveness_fd() const override;
   bool wants_writable() const override { return !sends_.empty(); }
@@ -85,6 +90,8 @@ class FramedChannel final : public Link {
     size_t pending_receives = 0;
     std::optional<Error> failure;  // a mismatch or abort notice failed it
     bool released = false;         // its communicator is gone
+    // Calls of frames another context's thread received for this one, to check from its own.
+    std::vector<std::pair<CallSignature, int>> deferred;  // (their call, CallSource)
   };
 
   ContextState* find_context(ContextId context);
@@ -119,6 +126,9 @@ class FramedChannel final : public Link {
     kAnnounced,  // in an announcement: the same call number only (a peer still finishing an
                  // earlier call is only slow)
   };
+  // Checks now when `state` is the caller's context, else leaves the check for its thread; a
+  // disagreement fails the context.
+  void check_or_defer(ContextState& state, const CallSignature& theirs, CallSource source);
   // The kMismatch error when `theirs` contradicts the context's call, else nothing.
   std::optional<Error> check_call(const ContextState& state, const CallSignature& theirs,
                                   CallSource source) const;
@@ -130,6 +140,8 @@ class FramedChannel final : public Link {
   // never removed (a released context still discards its late frames), and deque keeps them put.
   std::deque<ContextState> contexts_;
   ContextState* last_context_ = nullptr;
+  ContextId caller_ = 0;  // the context whose thread runs the current progress_link
+  std::atomic<size_t> deferred_checks_{0};
 
   std::deque<PendingSend> sends_;
   std::unordered_map<Tag, std::deque<std::shared_ptr<Operation>>> posted_;

@@ -18,7 +18,16 @@ namespace tutti::transport {
 class Link : public Channel {
  public:
   // Moves whatever bytes can move, for every context; throws only what fails the whole link.
-  virtual bool progress_link() = 0;
+  // `caller` is the context whose thread is progressing: only its call may be read here. A frame
+  // of another context (whose thread may be changing its call right now) is delivered or stashed
+  // unchecked, and its check waits for that context's thread (verify_context).
+  virtual bool progress_link(ContextId caller) = 0;
+  // Runs the checks that other threads' progress left for `context` (from its own thread); a
+  // disagreement fails the context. Cheap to skip when checks_pending() is false.
+  virtual void verify_context(ContextId context) = 0;
+  // Whether any context has checks waiting (read without the link's lock; a thread that saw an
+  // operation complete sees the checks its delivery left).
+  virtual bool checks_pending() const = 0;
   // What failed `context` (a mismatch on its messages, an abort notice for it), or null.
   virtual const Error* context_failure(ContextId context) const = 0;
   // Sends or receives of `context` are posted and not complete.
@@ -47,7 +56,7 @@ class Link : public Channel {
   bool progress_in(ContextId context) {
     bool moved = false;
     try {
-      moved = progress_link();
+      moved = progress_link(context);
     } catch (const Error&) {
       if (const Error* failure = context_failure(context)) throw *failure;
       throw;

@@ -120,7 +120,10 @@ Channel& Transport::channel(int peer) {
 }
 
 void Transport::wait(std::span<const Request> requests, Deadline deadline, std::string_view what) {
-  if (all_complete(requests)) return;
+  if (all_complete(requests)) {
+    verify_delivered();
+    return;
+  }
   const auto start = Clock::now();
   auto last_progress = start;
   auto next_announcement = start;
@@ -130,7 +133,10 @@ void Transport::wait(std::span<const Request> requests, Deadline deadline, std::
     check_interrupt();
     // Every channel, busy or not: an abort notice may come from any peer.
     bool moved = progress_all();
-    if (all_complete(requests)) return;
+    if (all_complete(requests)) {
+      verify_delivered();
+      return;
+    }
     if (moved) {
       last_progress = Clock::now();
       idle_rounds = 0;

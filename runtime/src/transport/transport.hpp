@@ -76,6 +76,13 @@ class Transport {
   // round (communicator abort, launcher gone). The flag outlives the transport.
   void set_interrupt(const std::atomic<bool>* flag, std::function<Error()> interrupted);
 
+  // Runs the checks another thread's progress left on the shared links for this transport's
+  // messages; wait() does it before it returns, the communicator at the end of each call.
+  void verify_delivered() {
+    for (auto& c : channels_)
+      if (c) c->verify_delivered();
+  }
+
   // Progresses every channel once; throws the first peer failure. True if anything moved.
   bool progress_all();
 

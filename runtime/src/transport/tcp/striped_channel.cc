@@ -68,10 +68,10 @@ Request StripedChannel::irecv(Tag tag, std::span<std::byte> data) {
               [tag](FramedChannel& c, std::span<std::byte> part) { return c.irecv(tag, part); });
 }
 
-bool StripedChannel::progress_link() {
+bool StripedChannel::progress_link(ContextId caller) {
   bool moved = false;
   try {
-    for (auto& s : streams_) moved = s->progress_link() || moved;
+    for (auto& s : streams_) moved = s->progress_link(caller) || moved;
   } catch (...) {
     update_interest();
     throw;

@@ -33,7 +33,15 @@ class StripedChannel final : public Link {
 
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
-  bool progress_link() override;
+  bool progress_link(ContextId caller) override;
+  void verify_context(ContextId context) override {
+    for (auto& s : streams_) s->verify_context(context);
+  }
+  bool checks_pending() const override {
+    for (const auto& s : streams_)
+      if (s->checks_pending()) return true;
+    return false;
+  }
   // An epoll fd over the streams' sockets: readable when any of them has bytes or, while it has
   // sends queued, room for them. Poll it for POLLIN only.
   int wait_fd() const override { return epoll_.get(); }
