@@ -3,16 +3,36 @@
 # layers below it. (Linking already refuses upward calls; this also catches header-only uses.)
 set -euo pipefail
 src=$1/runtime/src
-declare -A allowed=(
-  [core]="core"
-  [reduce]="reduce core"
-  [bootstrap]="bootstrap core"
-  [transport]="transport bootstrap core"
-  [collectives]="collectives transport reduce bootstrap core"
-  [comm]="comm collectives transport reduce bootstrap core"
-  [api]="api comm collectives transport reduce bootstrap core"
-)
+cmake_file=$1/runtime/CMakeLists.txt
+# The layer table is runtime/CMakeLists.txt's (TUTTI_LAYERS, TUTTI_DEPS_<layer>), read here so the
+# two cannot drift apart: a layer may include itself and everything it reaches through its deps.
+layers=$(sed -nE 's/^set\(TUTTI_LAYERS (.*)\)$/\1/p' "$cmake_file")
+[ -n "$layers" ] || { echo "layering: no TUTTI_LAYERS in $cmake_file"; exit 1; }
+declare -A deps allowed
+for layer in $layers; do
+  deps[$layer]=$(sed -nE "s/^set\(TUTTI_DEPS_${layer} \"?([a-z_ ]*)\"?\)$/\1/p" "$cmake_file")
+done
+reach() {  # prints every layer reachable from $1, itself included
+  local seen=" $1 " queue=$1 next layer
+  while [ -n "$queue" ]; do
+    next=""
+    for layer in $queue; do
+      for dep in ${deps[$layer]}; do
+        case "$seen" in *" $dep "*) ;; *) seen+="$dep "; next+=" $dep" ;; esac
+      done
+    done
+    queue=$next
+  done
+  echo "$seen"
+}
+for layer in $layers; do allowed[$layer]=$(reach "$layer"); done
 bad=0
+# Every folder under runtime/src must be a layer of the table.
+for dir in "$src"/*/; do
+  folder=$(basename "$dir")
+  [ -n "${allowed[$folder]+x}" ] ||
+    { echo "layering: runtime/src/$folder is not in TUTTI_LAYERS of runtime/CMakeLists.txt"; bad=1; }
+done
 for layer in "${!allowed[@]}"; do
   [ -d "$src/$layer" ] || continue
   while IFS= read -r line; do
