@@ -1,6 +1,11 @@
 // Joining a world: through the store a launcher names (tutti::init), or a caller's store. Both
 // meet the same way: a job id for the namespace, every rank's host id, then the fabric of
 // connections and the world communicator (context 0) on it.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <unistd.h>
+
+#include <array>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -112,7 +117,37 @@ std::shared_ptr<Communicator> world_of(const std::shared_ptr<Job>& job, const Op
   return Communicator::make(job, 0, std::move(members), options, deadline);
 }
 
+// Where a rank that meets through a caller's store listens when nothing says: the address this
+// host's name resolves to (a pod's IP under Kubernetes), else loopback (one host).
+std::string host_name_address() {
+  std::array<char, 256> name{};
+  if (gethostname(name.data(), name.size() - 1) != 0) return "127.0.0.1";
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(name.data(), nullptr, &hints, &found) != 0 || found == nullptr)
+    return "127.0.0.1";
+  std::string address = "127.0.0.1";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    std::array<char, INET_ADDRSTRLEN> text{};
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+    if (inet_ntop(AF_INET, &in->sin_addr, text.data(), text.size()) == nullptr) continue;
+    if (std::string_view(text.data()).starts_with("127.")) continue;
+    address = text.data();
+    break;
+  }
+  freeaddrinfo(found);
+  return address;
+}
+
 void check_options(const Options& options) {
+  if (!options.socket_ifname.empty())
+    throw make_error(ErrorCode::kConfig,
+                     "Options::socket_ifname ('{}') is not supported yet: set "
+                     "Options::listen_address (TUTTI_ADDR) to this rank's address on the "
+                     "interface that reaches the peers",
+                     options.socket_ifname);
   if (options.segment_bytes == 0)
     throw make_error(ErrorCode::kConfig,
                      "Options::segment_bytes (TUTTI_SEGMENT_BYTES) must be > 0");
@@ -193,7 +228,7 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<tutti::Store>
             .job_id = {},
             .id_key = fmt::format("tutti/{}/job_id", name),
             .job_token = options.job_token,
-            .local_address = {}};
+            .local_address = host_name_address()};
   meet(job, j, options, deadline);
   return world_of(job, options, deadline, size);
 }
