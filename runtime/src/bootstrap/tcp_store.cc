@@ -31,7 +31,7 @@ struct TcpStore::State {
   std::string token;
   int rank = -1;
   std::chrono::milliseconds request_timeout{60'000};  // for calls without a deadline of their own
-  std::string peer;  // "store at host:port", for messages
+  std::string peer;                                   // "store at host:port", for messages
   std::string local_address;
   std::mutex mutex;
   std::vector<Fd> idle;

@@ -8,16 +8,20 @@ namespace tutti::bootstrap {
 struct WorldInfo {
   int rank = 0;
   int size = 1;
-  int local_rank = 0;   // -1 when the launcher did not say; the Communicator derives it from host ids
+  int local_rank =
+      0;  // -1 when the launcher did not say; the Communicator derives it from host ids
   int local_size = 1;
   int cross_rank = 0;
   int cross_size = 1;
-  std::string host_id;  // ranks with equal host_id share memory (TUTTI_HOST, else hostname + boot id)
-  std::string source;   // which launcher's env this came from: "tuttirun", "openmpi", "pmi", "torchrun", "slurm", "default"
+  std::string
+      host_id;  // ranks with equal host_id share memory (TUTTI_HOST, else hostname + boot id)
+  std::string source;  // which launcher's env this came from: "tuttirun", "openmpi", "pmi",
+                       // "torchrun", "slurm", "default"
 
   // Store address, from TUTTI_STORE or MASTER_ADDR:MASTER_PORT; empty when none was given.
   std::string store_address;
-  // True when this rank must host the TcpStore server itself (torchrun-style MASTER_ADDR/PORT, rank 0).
+  // True when this rank must host the TcpStore server itself (torchrun-style MASTER_ADDR/PORT, rank
+  // 0).
   bool host_store = false;
   std::string job_token;  // TUTTI_JOB_TOKEN, may be empty
   std::string job_id;     // TUTTI_JOB_ID, or derived
@@ -27,8 +31,9 @@ struct WorldInfo {
 };
 
 // Reads WorldInfo from the environment, trying tuttirun (TUTTI_*), Open MPI (OMPI_COMM_WORLD_*),
-// PMI (PMI_RANK/PMI_SIZE), Kubeflow/torchrun (RANK, WORLD_SIZE, LOCAL_RANK, PET_*), Slurm (SLURM_*),
-// in that order; with none of them, a world of one. Throws Error(kConfig) on inconsistent values.
+// PMI (PMI_RANK/PMI_SIZE), Kubeflow/torchrun (RANK, WORLD_SIZE, LOCAL_RANK, PET_*), Slurm
+// (SLURM_*), in that order; with none of them, a world of one. Throws Error(kConfig) on
+// inconsistent values.
 WorldInfo world_info_from_env();
 
 // The default host identity: hostname plus the kernel boot id (so that two containers with the same

@@ -10,7 +10,6 @@
 #include "collectives/shm_plan.hpp"
 #include "collectives/tune_file.hpp"
 
-
 namespace tutti::collectives {
 namespace {
 

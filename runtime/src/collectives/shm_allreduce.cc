@@ -23,9 +23,9 @@
 
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
+#include "collectives/settings.hpp"
 #include "collectives/shm_plan.hpp"
 #include "collectives/shm_store_tuner.hpp"
-#include "collectives/settings.hpp"
 #include "core/error.hpp"
 #include "reduce/reduce.hpp"
 #include "transport/local_window.hpp"

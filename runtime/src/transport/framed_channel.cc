@@ -431,8 +431,7 @@ void FramedChannel::on_control_header() {
   if (kind == ControlKind::kCallAnnouncement && in_size_ == 0) {
     in_payload_ = false;
     in_context_ = nullptr;
-    if (!state.failure && !state.released)
-      check_or_defer(state, in_call_, CallSource::kAnnounced);
+    if (!state.failure && !state.released) check_or_defer(state, in_call_, CallSource::kAnnounced);
     return;
   }
   if (kind != ControlKind::kAbort || in_size_ > kMaxControlPayload)
@@ -510,8 +509,7 @@ void FramedChannel::verify_context(ContextId context) {
   deferred_checks_.fetch_sub(checks.size(), std::memory_order_relaxed);
   if (state->failure || state->released) return;
   for (const auto& [theirs, source] : checks)
-    if (std::optional<Error> error =
-            check_call(*state, theirs, static_cast<CallSource>(source))) {
+    if (std::optional<Error> error = check_call(*state, theirs, static_cast<CallSource>(source))) {
       fail_context(*state, *error);
       return;
     }

@@ -100,7 +100,7 @@ void TcpMesh::connect_to(int peer, std::vector<std::unique_ptr<Link>>& channels)
 }
 
 std::unique_ptr<Link> TcpMesh::make_channel(int peer, std::vector<bootstrap::Fd> sockets,
-                                               const std::string& address) const {
+                                            const std::string& address) const {
   std::vector<std::unique_ptr<FramedChannel>> streams;
   for (auto& socket : sockets) {
     streams.push_back(std::make_unique<FramedChannel>(

@@ -27,7 +27,7 @@ class TcpMesh {
   void connect_to(int peer, std::vector<std::unique_ptr<Link>>& channels);
   void accept_from(const std::vector<int>& higher, std::vector<std::unique_ptr<Link>>& channels);
   std::unique_ptr<Link> make_channel(int peer, std::vector<bootstrap::Fd> sockets,
-                                        const std::string& address) const;
+                                     const std::string& address) const;
 
   const MeshContext& context_;
   std::vector<int> peers_;
