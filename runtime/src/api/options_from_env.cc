@@ -2,6 +2,7 @@
 // Below this layer nothing reads the environment (tests/static/check_layers.sh enforces it).
 #include <chrono>
 
+#include "collectives/collectives.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "tutti/options.hpp"
@@ -12,16 +13,6 @@ namespace {
 std::chrono::milliseconds milliseconds(std::string_view name) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(env::get_seconds(name)));
-}
-
-Algorithm algorithm_named(const std::string& name) {
-  if (name == "auto") return Algorithm::kAuto;
-  if (name == "ring") return Algorithm::kRing;
-  if (name == "tree") return Algorithm::kTree;
-  if (name == "hd") return Algorithm::kHalvingDoubling;
-  if (name == "shm") return Algorithm::kShm;
-  if (name == "hier") return Algorithm::kHierarchical;
-  throw make_error(ErrorCode::kConfig, "TUTTI_ALGO={} is not an algorithm", name);
 }
 
 TransportKind transport_named(const std::string& name) {
@@ -35,7 +26,9 @@ TransportKind transport_named(const std::string& name) {
 Options Options::from_env() {
   Options o;
   o.transport = transport_named(env::get_choice("TUTTI_TRANSPORT"));
-  o.algorithm = algorithm_named(env::get_choice("TUTTI_ALGO"));
+  // The collectives' own parser (the same names, the same error); the enums agree by value
+  // (static_asserts in comm/communicator.cc).
+  o.algorithm = static_cast<Algorithm>(collectives::parse_algorithm(env::get_choice("TUTTI_ALGO")));
   o.init_timeout = milliseconds("TUTTI_TIMEOUT");
   o.timeout = milliseconds("TUTTI_COLLECTIVE_TIMEOUT");
   o.segment_bytes = env::get_bytes("TUTTI_SEGMENT_BYTES");

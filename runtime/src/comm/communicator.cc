@@ -9,6 +9,19 @@
 #include "transport/mesh.hpp"
 
 namespace tutti::comm {
+
+// Options' public enums are cast to the internal ones: they must agree value by value.
+static_assert(static_cast<int>(Algorithm::kRing) ==
+              static_cast<int>(collectives::Algorithm::kRing));
+static_assert(static_cast<int>(Algorithm::kHalvingDoubling) ==
+              static_cast<int>(collectives::Algorithm::kHalvingDoubling));
+static_assert(static_cast<int>(Algorithm::kHierarchical) ==
+              static_cast<int>(collectives::Algorithm::kHierarchical));
+static_assert(static_cast<int>(TransportKind::kTcp) ==
+              static_cast<int>(transport::TransportChoice::kTcp));
+static_assert(static_cast<int>(TransportKind::kShm) ==
+              static_cast<int>(transport::TransportChoice::kShm));
+
 namespace {
 
 transport::CallSignature signature(transport::CallKind kind, size_t count, DataType type, int op,

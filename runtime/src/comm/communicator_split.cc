@@ -55,7 +55,11 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   std::vector<int64_t> mine = {color, key};
   std::vector<int64_t> all(2 * static_cast<size_t>(size_));
   allgather(mine.data(), all.data(), 2, DataType::kInt64);
-  const uint64_t child = ++children_;
+  uint64_t child = 0;
+  {
+    ExclusiveCall exclusive(busy_, rank_, "split");
+    child = ++children_;
+  }
   if (color < 0) return nullptr;
   std::vector<std::tuple<int64_t, int>> order;  // (key, rank) of my color
   for (int r = 0; r < size_; ++r)
@@ -100,7 +104,12 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   // group() is collective over the listed ranks only, so its namespace comes from what they all
   // know: the list itself and how often they have grouped it.
   std::vector<int> listed(ranks.begin(), ranks.end());
-  const uint64_t nth = ++groups_[listed];
+  uint64_t nth = 0;
+  {
+    // The counts are this communicator's state: one thread at a time, like its calls.
+    ExclusiveCall exclusive(busy_, rank_, "group");
+    nth = ++groups_[listed];
+  }
   const transport::ContextId context =
       draw_context(fmt::format("group/{}/{}", list(listed), nth), listed);
   std::vector<int> members;

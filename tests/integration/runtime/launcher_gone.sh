@@ -10,6 +10,15 @@ set -uo pipefail
 tuttirun=$1 check=$2 mode=$3
 work=$(mktemp -d)
 pids() { cat "$work"/*.pid 2>/dev/null; }
+# Waits up to $1 tenths of a second for every rank process to be gone.
+wait_gone() {
+  for _ in $(seq 1 "$1"); do
+    alive=0
+    for p in $(pids); do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive -eq 0 ] && return
+    sleep 0.1
+  done
+}
 cleanup() { for p in $(pids); do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"; }
 trap cleanup EXIT
 np=3
@@ -42,20 +51,10 @@ if [ "$mode" = calls ]; then
     case "$what" in *"launcher is gone"*) ;; *) echo "FAIL: rank $r's error does not say the launcher is gone"; fail=1 ;; esac
   done
   # The ranks leave by themselves after reporting (exit 0), not killed by the library.
-  for _ in $(seq 1 100); do
-    alive=0
-    for p in $(pids); do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive -eq 0 ] && break
-    sleep 0.1
-  done
+  wait_gone 100
   for p in $(pids); do kill -0 "$p" 2>/dev/null && { echo "FAIL: rank pid $p still running 10 s after reporting"; fail=1; }; done
 else
-  for _ in $(seq 1 50); do
-    alive=0
-    for p in $(pids); do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive -eq 0 ] && break
-    sleep 0.1
-  done
+  wait_gone 50
   for p in $(pids); do kill -0 "$p" 2>/dev/null && { echo "FAIL: computing rank pid $p outlived tuttirun by 5 s"; fail=1; }; done
 fi
 [ $fail -eq 0 ] && echo "launcher gone ($mode) OK"
