@@ -50,7 +50,12 @@ double load(DataType type, const void* buf, size_t i) {
     case DataType::kInt64:
       return static_cast<double>(get<int64_t>(buf, i));
     case DataType::kUInt8:
+    case DataType::kBool:
       return get<uint8_t>(buf, i);
+    case DataType::kInt8:
+      return get<int8_t>(buf, i);
+    case DataType::kInt16:
+      return get<int16_t>(buf, i);
   }
   return 0;
 }
@@ -78,6 +83,15 @@ void store(DataType type, void* buf, size_t i, double value) {
     case DataType::kUInt8:
       put(buf, i, wrap<uint8_t>(value));
       return;
+    case DataType::kBool:
+      put(buf, i, static_cast<uint8_t>(value != 0));
+      return;
+    case DataType::kInt8:
+      put(buf, i, wrap<int8_t>(value));
+      return;
+    case DataType::kInt16:
+      put(buf, i, wrap<int16_t>(value));
+      return;
   }
 }
 
@@ -99,12 +113,36 @@ double reduce_input(ReduceOp op, int rank, int nranks, size_t i) {
       return (static_cast<size_t>(rank) + i) % 3 == 0 ? 2.0 : 1.0;
     case ReduceOp::kMin:
     case ReduceOp::kMax:
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
       return static_cast<double>((static_cast<size_t>(rank) * 7 + i * 3) % 11);
   }
   return 0;
 }
 
+double reduce_input(DataType type, ReduceOp op, int rank, int nranks, size_t i) {
+  if (type != DataType::kBool) return reduce_input(op, rank, nranks, i);
+  // 0 or 1, mostly true for the and-like ops and mostly false for the or-like ones.
+  const bool and_like = op == ReduceOp::kProd || op == ReduceOp::kMin || op == ReduceOp::kBand;
+  const bool rare = (static_cast<size_t>(rank) * 5 + i * 3) % 7 == 0;
+  return (and_like ? !rare : rare) ? 1.0 : 0.0;
+}
+
 double reduce_expected(DataType type, ReduceOp op, int nranks, size_t i) {
+  if (type == DataType::kBool) {
+    bool acc = reduce_input(type, op, 0, nranks, i) != 0;
+    for (int r = 1; r < nranks; ++r) {
+      const bool v = reduce_input(type, op, r, nranks, i) != 0;
+      if (op == ReduceOp::kSum || op == ReduceOp::kMax || op == ReduceOp::kBor)
+        acc = acc || v;
+      else if (op == ReduceOp::kBxor)
+        acc = acc != v;
+      else
+        acc = acc && v;
+    }
+    return acc ? 1 : 0;
+  }
   if (!is_floating(type)) {
     // Integer arithmetic in 64 bits, wrapped to the type's width at the end: the same result as
     // wrapping after every step, whatever the order.
@@ -125,6 +163,15 @@ double reduce_expected(DataType type, ReduceOp op, int nranks, size_t i) {
         case ReduceOp::kMax:
           acc = std::max(acc, v);
           break;
+        case ReduceOp::kBand:
+          acc &= v;
+          break;
+        case ReduceOp::kBor:
+          acc |= v;
+          break;
+        case ReduceOp::kBxor:
+          acc ^= v;
+          break;
       }
     }
     double wrapped = as_type(type, static_cast<double>(static_cast<int64_t>(acc)));
@@ -133,6 +180,8 @@ double reduce_expected(DataType type, ReduceOp op, int nranks, size_t i) {
       // Truncating integer division of the (wrapped) sum, as the runtime's divide() does.
       if (type == DataType::kUInt8) return static_cast<double>(static_cast<uint8_t>(acc) / nranks);
       if (type == DataType::kInt32) return static_cast<double>(static_cast<int32_t>(acc) / nranks);
+      if (type == DataType::kInt8) return static_cast<double>(static_cast<int8_t>(acc) / nranks);
+      if (type == DataType::kInt16) return static_cast<double>(static_cast<int16_t>(acc) / nranks);
       return static_cast<double>(static_cast<int64_t>(acc) / nranks);
     }
     return wrapped;
@@ -154,6 +203,10 @@ double reduce_expected(DataType type, ReduceOp op, int nranks, size_t i) {
       case ReduceOp::kMax:
         acc = std::max(acc, v);
         break;
+      case ReduceOp::kBand:
+      case ReduceOp::kBor:
+      case ReduceOp::kBxor:
+        break;  // not defined on floating types: the runtime refuses the call
     }
   }
   // Every partial result is exact in double; a product that overflows the narrow type does so at

@@ -21,6 +21,8 @@ void store(DataType type, void* buf, size_t i, double value);
 
 // Input element i (global index into the send buffer) of `rank` for a reduction with op.
 double reduce_input(ReduceOp op, int rank, int nranks, size_t i);
+// The same, except for bool: 0 or 1, mixed so that every logical op has both outcomes.
+double reduce_input(DataType type, ReduceOp op, int rank, int nranks, size_t i);
 // The reduction of reduce_input over all ranks, as the type holds it (rounded/wrapped like it).
 double reduce_expected(DataType type, ReduceOp op, int nranks, size_t i);
 

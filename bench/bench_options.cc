@@ -24,13 +24,16 @@ constexpr std::array kTypeNames = {
     TypeName{"f16", DataType::kFloat16},     TypeName{"bfloat16", DataType::kBFloat16},
     TypeName{"bf16", DataType::kBFloat16},   TypeName{"int32", DataType::kInt32},
     TypeName{"int", DataType::kInt32},       TypeName{"int64", DataType::kInt64},
-    TypeName{"uint8", DataType::kUInt8},
+    TypeName{"uint8", DataType::kUInt8},     TypeName{"int8", DataType::kInt8},
+    TypeName{"int16", DataType::kInt16},     TypeName{"bool", DataType::kBool},
 };
 constexpr std::array kAllTypes = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
                                   DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
                                   DataType::kUInt8};
 constexpr std::array kAllOps = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin,
                                 ReduceOp::kAvg};
+// Parsed by name too, but not part of "all" (bitwise ops are not defined on every type).
+constexpr std::array kBitwiseOps = {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -140,6 +143,8 @@ std::optional<ReduceOp> parse_op(const std::string& name) {
   std::string n = lower(name);
   for (ReduceOp op : kAllOps)
     if (op_name(op) == n) return op;
+  for (ReduceOp op : kBitwiseOps)
+    if (op_name(op) == n) return op;
   return std::nullopt;
 }
 
@@ -159,6 +164,12 @@ std::string_view type_name(DataType t) {
       return "int64";
     case DataType::kUInt8:
       return "uint8";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kInt16:
+      return "int16";
+    case DataType::kBool:
+      return "bool";
   }
   return "?";
 }

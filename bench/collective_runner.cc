@@ -76,7 +76,7 @@ void CollectiveRunner::fill(const RunSpec& s) {
     case Collective::kAllreduce:
     case Collective::kReduceScatter:
       for (size_t i = 0; i < s.layout.send_count; ++i)
-        store(s.type, in, i, reduce_input(s.op, rank, n, i));
+        store(s.type, in, i, reduce_input(s.type, s.op, rank, n, i));
       break;
     case Collective::kAllgather:
       for (size_t i = 0; i < s.layout.send_count; ++i) store(s.type, in, i, gather_input(rank, i));

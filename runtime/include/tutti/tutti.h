@@ -25,7 +25,10 @@ typedef enum {
   TUTTI_BFLOAT16 = 3,
   TUTTI_INT32 = 4,
   TUTTI_INT64 = 5,
-  TUTTI_UINT8 = 6
+  TUTTI_UINT8 = 6,
+  TUTTI_INT8 = 7,
+  TUTTI_INT16 = 8,
+  TUTTI_BOOL = 9 /* one byte, 0 or 1; sum/max = or, prod/min = and, bxor = xor; no avg */
 } tutti_dtype_t;
 
 typedef enum {
@@ -33,7 +36,10 @@ typedef enum {
   TUTTI_PROD = 1,
   TUTTI_MIN = 2,
   TUTTI_MAX = 3,
-  TUTTI_AVG = 4
+  TUTTI_AVG = 4,
+  TUTTI_BAND = 5, /* bitwise: integer types and bool only */
+  TUTTI_BOR = 6,
+  TUTTI_BXOR = 7
 } tutti_op_t;
 
 enum {

@@ -1,10 +1,11 @@
 // tutti C++ API. Errors are thrown as tutti::Error (see tutti/error.hpp).
 //
-//   tutti::World world;                          // init from the environment; finalize at scope
-//   exit auto& comm = world.communicator(); comm.allreduce(grad.data(), grad.data(), grad.size(),
-//   tutti::DataType::kFloat32, tutti::ReduceOp::kSum); comm.allreduce(std::span<float>(grad),
-//   tutti::ReduceOp::kAvg);   // typed, in place tutti::Communicator half = comm.split(comm.rank()
-//   % 2, comm.rank());  // even and odd ranks
+//   tutti::World world;  // init from the environment; finalize at scope exit
+//   auto& comm = world.communicator();
+//   comm.allreduce(grad.data(), grad.data(), grad.size(), tutti::DataType::kFloat32,
+//                  tutti::ReduceOp::kSum);
+//   comm.allreduce(std::span<float>(grad), tutti::ReduceOp::kAvg);  // typed, in place
+//   tutti::Communicator half = comm.split(comm.rank() % 2, comm.rank());  // even and odd ranks
 #pragma once
 
 #include <chrono>
@@ -46,6 +47,12 @@ constexpr DataType data_type_of() {
     return DataType::kInt64;
   else if constexpr (std::is_same_v<T, uint8_t>)
     return DataType::kUInt8;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DataType::kInt8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DataType::kInt16;
+  else if constexpr (std::is_same_v<T, bool>)
+    return DataType::kBool;
   else
     static_assert(sizeof(T) == 0,
                   "no tutti DataType for this element type; use the void* overloads");

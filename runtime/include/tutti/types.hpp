@@ -17,8 +17,11 @@ enum class DataType : int {
   kInt32 = 4,
   kInt64 = 5,
   kUInt8 = 6,
+  kInt8 = 7,
+  kInt16 = 8,
+  kBool = 9,  // one byte, 0 or 1 (as torch.bool); reduced as logic, see ReduceOp
 };
-inline constexpr int kNumDataTypes = 7;
+inline constexpr int kNumDataTypes = 10;
 
 enum class ReduceOp : int {
   kSum = 0,
@@ -26,8 +29,13 @@ enum class ReduceOp : int {
   kMin = 2,
   kMax = 3,
   kAvg = 4,
+  // Bitwise, on integer types and bool only (Error(kInvalidArgument) on floating types).
+  kBand = 5,
+  kBor = 6,
+  kBxor = 7,
 };
-inline constexpr int kNumReduceOps = 5;
+inline constexpr int kNumReduceOps = 8;
+// On bool, sum and max are logical or, prod and min logical and, bxor logical xor; avg is refused.
 
 constexpr std::size_t element_size(DataType t) {
   switch (t) {
@@ -40,7 +48,11 @@ constexpr std::size_t element_size(DataType t) {
     case DataType::kFloat16:
     case DataType::kBFloat16:
       return 2;
+    case DataType::kInt16:
+      return 2;
     case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kBool:
       return 1;
   }
   return 0;
@@ -67,6 +79,12 @@ constexpr std::string_view to_string(DataType t) {
       return "int64";
     case DataType::kUInt8:
       return "uint8";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kInt16:
+      return "int16";
+    case DataType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -83,6 +101,12 @@ constexpr std::string_view to_string(ReduceOp op) {
       return "max";
     case ReduceOp::kAvg:
       return "avg";
+    case ReduceOp::kBand:
+      return "band";
+    case ReduceOp::kBor:
+      return "bor";
+    case ReduceOp::kBxor:
+      return "bxor";
   }
   return "?";
 }
@@ -92,6 +116,17 @@ constexpr bool valid(DataType t) {
 }
 constexpr bool valid(ReduceOp op) {
   return static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps;
+}
+
+constexpr bool is_bitwise(ReduceOp op) {
+  return op == ReduceOp::kBand || op == ReduceOp::kBor || op == ReduceOp::kBxor;
+}
+
+// Whether `op` is defined on `type`: bitwise ops not on floating types, avg not on bool.
+constexpr bool supports(DataType type, ReduceOp op) {
+  if (is_bitwise(op)) return !is_floating(type);
+  if (op == ReduceOp::kAvg) return type != DataType::kBool;
+  return true;
 }
 
 }  // namespace tutti

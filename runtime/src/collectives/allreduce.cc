@@ -10,7 +10,7 @@ namespace tutti::collectives {
 void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, size_t count,
                DataType type, ReduceOp op) {
   const size_t bytes = check_buffers(ctx, "allreduce", send, recv, count, type);
-  check_op(ctx, "allreduce", op);
+  check_op(ctx, "allreduce", op, type);
   bound_segment(ctx, bytes);
   // A count of 0 still meets the peers (an empty barrier under this call's signature), so a rank
   // that passed 0 while the others passed more fails with kMismatch instead of leaving them

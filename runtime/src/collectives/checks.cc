@@ -38,11 +38,19 @@ void bound_segment(Context& ctx, size_t message_bytes) {
   ctx.segment_bytes = std::min(ctx.segment_bytes, std::max(message_bytes, kMinSegment));
 }
 
-void check_op(const Context& ctx, std::string_view what, ReduceOp op) {
+void check_op(const Context& ctx, std::string_view what, ReduceOp op, DataType type) {
   if (!valid(op)) {
     throw make_error(ErrorCode::kInvalidArgument,
-                     "{} on rank {}: unknown reduce op {}; pass sum, prod, min, max or avg", what,
-                     ctx.rank, static_cast<int>(op));
+                     "{} on rank {}: unknown reduce op {}; pass sum, prod, min, max, avg, band, bor "
+                     "or bxor",
+                     what, ctx.rank, static_cast<int>(op));
+  }
+  if (!supports(type, op)) {
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "{} on rank {}: op {} is not defined on {}; {}", what, ctx.rank,
+                     to_string(op), to_string(type),
+                     is_bitwise(op) ? "bitwise ops take integer types and bool"
+                                    : "bool has no average: reduce as int and divide");
   }
 }
 

@@ -18,7 +18,8 @@ size_t check_buffers(const Context& ctx, std::string_view what, const void* send
 // Caps ctx.segment_bytes at the message: a segment beyond it changes nothing but the scratch
 // memory the pipelines set aside (16 segments), which would otherwise grow with the setting.
 void bound_segment(Context& ctx, size_t message_bytes);
-void check_op(const Context& ctx, std::string_view what, ReduceOp op);
+// Error(kInvalidArgument) for an unknown op or one `type` does not support (tutti::supports).
+void check_op(const Context& ctx, std::string_view what, ReduceOp op, DataType type);
 
 // Copies count elements unless the buffers are the same (in place).
 void copy_unless_same(const void* from, void* to, size_t bytes);

@@ -134,7 +134,7 @@ class HalvingDoubling {
 void halving_doubling_allreduce(Context& ctx, const void* send, void* recv, size_t count,
                                 DataType type, ReduceOp op) {
   check_buffers(ctx, kWhat, send, recv, count, type);
-  check_op(ctx, kWhat, op);
+  check_op(ctx, kWhat, op, type);
   if (count == 0) return;
   if (ctx.size == 1) {
     copy_unless_same(send, recv, count * element_size(type));

@@ -13,7 +13,7 @@ void reduce_scatter(Context& ctx, const void* send, void* recv, size_t recv_coun
                     ReduceOp op) {
   bound_segment(ctx, check_buffers(ctx, "reduce_scatter", send, recv, recv_count, type,
                                    static_cast<size_t>(ctx.size)));
-  check_op(ctx, "reduce_scatter", op);
+  check_op(ctx, "reduce_scatter", op, type);
   if (recv_count == 0) return barrier(ctx);  // meets the peers: see allreduce
   const size_t element_bytes = element_size(type);
   const auto size = static_cast<size_t>(ctx.size);

@@ -9,7 +9,7 @@ namespace tutti::collectives {
 void ring_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op) {
   check_buffers(ctx, "ring allreduce", send, recv, count, type);
-  check_op(ctx, "ring allreduce", op);
+  check_op(ctx, "ring allreduce", op, type);
   if (count == 0) return;
   const size_t element_bytes = element_size(type);
   if (ctx.size == 1) {

@@ -178,7 +178,7 @@ class TreeRun {
 void tree_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op) {
   check_buffers(ctx, "tree allreduce", send, recv, count, type);
-  check_op(ctx, "tree allreduce", op);
+  check_op(ctx, "tree allreduce", op, type);
   if (count == 0) return;
   if (ctx.size == 1) {
     copy_unless_same(send, recv, count * element_size(type));

@@ -63,6 +63,46 @@ struct MaxOp {
   }
 };
 
+// Bitwise ops, defined on integer types only (reduce.cc never instantiates them for floats).
+struct BandOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a & b);
+  }
+};
+struct BorOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a | b);
+  }
+};
+struct BxorOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    return static_cast<T>(a ^ b);
+  }
+};
+
+// bool (stored as one byte): any non-zero byte counts as true, every result is 0 or 1.
+struct LogicalOrOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    return static_cast<T>((a | b) != 0);
+  }
+};
+struct LogicalAndOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    return static_cast<T>((a != 0) & (b != 0));
+  }
+};
+struct LogicalXorOp {
+  template <typename T>
+  static T apply(T a, T b) {
+    return static_cast<T>((a != 0) ^ (b != 0));
+  }
+};
+
 // kAvg reduces as a sum; collectives call divide() once on the final result.
 template <ReduceOp Op>
 struct OpFor;
@@ -85,6 +125,31 @@ struct OpFor<ReduceOp::kMin> {
 template <>
 struct OpFor<ReduceOp::kMax> {
   using type = MaxOp;
+};
+template <>
+struct OpFor<ReduceOp::kBand> {
+  using type = BandOp;
+};
+template <>
+struct OpFor<ReduceOp::kBor> {
+  using type = BorOp;
+};
+template <>
+struct OpFor<ReduceOp::kBxor> {
+  using type = BxorOp;
+};
+
+// The op as it applies to `D`: bool maps every op onto logic (sum and max are or, prod and min
+// and, bxor xor), as torch does for bool tensors.
+template <DataType D, ReduceOp O>
+struct OpForType {
+  using type = typename OpFor<O>::type;
+};
+template <ReduceOp O>
+struct OpForType<DataType::kBool, O> {
+  using type = std::conditional_t<
+      O == ReduceOp::kSum || O == ReduceOp::kMax || O == ReduceOp::kBor, LogicalOrOp,
+      std::conditional_t<O == ReduceOp::kBxor, LogicalXorOp, LogicalAndOp>>;
 };
 
 }  // namespace tutti::reduce

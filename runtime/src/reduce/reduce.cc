@@ -41,9 +41,36 @@ template <>
 struct ElementsFor<DataType::kUInt8> {
   using type = NativeElements<uint8_t>;
 };
+template <>
+struct ElementsFor<DataType::kInt8> {
+  using type = NativeElements<int8_t>;
+};
+template <>
+struct ElementsFor<DataType::kInt16> {
+  using type = NativeElements<int16_t>;
+};
+template <>
+struct ElementsFor<DataType::kBool> {
+  using type = NativeElements<uint8_t>;
+};
+
+// The table slot of a (type, op) pair that supports() refuses: the entry points check first, so
+// reaching it is a bug.
+struct RefusedKernel {
+  [[noreturn]] static void fail() {
+    throw Error(ErrorCode::kInternal, "reduce: a refused (type, op) pair reached its kernel");
+  }
+  static void accumulate(void*, const void*, size_t) { fail(); }
+  static void combine(void*, const void*, const void*, size_t) { fail(); }
+  static void many(void*, void*, const void* const*, size_t, size_t, bool) { fail(); }
+  static void divide(void*, size_t, int) { fail(); }
+};
 
 template <DataType D, ReduceOp O>
-using KernelFor = Kernel<typename ElementsFor<D>::type, typename OpFor<O>::type>;
+using KernelFor =
+    std::conditional_t<supports(D, O),
+                       Kernel<typename ElementsFor<D>::type, typename OpForType<D, O>::type>,
+                       RefusedKernel>;
 
 using AccumulateFn = void (*)(void*, const void*, size_t);
 using CombineFn = void (*)(void*, const void*, const void*, size_t);
@@ -101,11 +128,15 @@ void check_type(std::string_view call, DataType type) {
   }
 }
 
-void check_op(std::string_view call, ReduceOp op) {
+void check_op(std::string_view call, ReduceOp op, DataType type) {
   if (!valid(op)) {
     throw make_error(ErrorCode::kInvalidArgument,
                      "reduce::{}: unknown ReduceOp value {}; pass one of tutti::ReduceOp (0..{})",
                      call, static_cast<int>(op), kNumReduceOps - 1);
+  }
+  if (!supports(type, op)) {
+    throw make_error(ErrorCode::kInvalidArgument, "reduce::{}: op {} is not defined on {}", call,
+                     to_string(op), to_string(type));
   }
 }
 
@@ -123,7 +154,7 @@ void check_buffer(std::string_view call, std::string_view name, const void* p, D
 
 void accumulate(DataType type, ReduceOp op, void* dst, const void* src, size_t count) {
   check_type("accumulate", type);
-  check_op("accumulate", op);
+  check_op("accumulate", op, type);
   if (count == 0) return;
   check_buffer("accumulate", "dst", dst, type, count);
   check_buffer("accumulate", "src", src, type, count);
@@ -132,7 +163,7 @@ void accumulate(DataType type, ReduceOp op, void* dst, const void* src, size_t c
 
 void combine(DataType type, ReduceOp op, void* dst, const void* a, const void* b, size_t count) {
   check_type("combine", type);
-  check_op("combine", op);
+  check_op("combine", op, type);
   if (count == 0) return;
   check_buffer("combine", "dst", dst, type, count);
   check_buffer("combine", "a", a, type, count);
@@ -143,7 +174,7 @@ void combine(DataType type, ReduceOp op, void* dst, const void* a, const void* b
 void reduce_many(DataType type, ReduceOp op, void* out, void* copy,
                  std::span<const void* const> srcs, size_t count, CopyStores stores) {
   check_type("reduce_many", type);
-  check_op("reduce_many", op);
+  check_op("reduce_many", op, type);
   if (srcs.empty())
     throw make_error(ErrorCode::kInvalidArgument,
                      "reduce::reduce_many: no sources for {} elements of {}; pass at least one",
@@ -157,6 +188,8 @@ void reduce_many(DataType type, ReduceOp op, void* out, void* copy,
 
 void divide(DataType type, void* buf, size_t count, int divisor) {
   check_type("divide", type);
+  if (type == DataType::kBool)
+    throw Error(ErrorCode::kInvalidArgument, "reduce::divide: bool has no average");
   if (divisor <= 0) {
     throw make_error(ErrorCode::kInvalidArgument,
                      "reduce::divide: divisor {} for {} elements of {} must be positive (it is the "

@@ -54,6 +54,8 @@ F reference_float(ReduceOp op, F a, F b) {
     case ReduceOp::kMax:
       if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<F>::quiet_NaN();
       return std::fmax(a, b);
+    default:  // bitwise ops are refused on floats (see RefusesUndefinedPairs)
+      break;
   }
   return a;
 }
@@ -73,8 +75,29 @@ I reference_int(ReduceOp op, I a, I b) {
       return a < b ? a : b;
     case ReduceOp::kMax:
       return a > b ? a : b;
+    case ReduceOp::kBand:
+      return static_cast<I>(ua & ub);
+    case ReduceOp::kBor:
+      return static_cast<I>(ua | ub);
+    case ReduceOp::kBxor:
+      return static_cast<I>(ua ^ ub);
   }
   return a;
+}
+
+// bool: any non-zero byte is true; sum/max/bor are or, prod/min/band and, bxor xor.
+uint8_t reference_bool(ReduceOp op, uint8_t a, uint8_t b) {
+  const bool x = a != 0, y = b != 0;
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMax:
+    case ReduceOp::kBor:
+      return x || y;
+    case ReduceOp::kBxor:
+      return x != y;
+    default:
+      return x && y;
+  }
 }
 
 void reference_element(DataType type, ReduceOp op, std::byte* out, const std::byte* a,
@@ -96,6 +119,12 @@ void reference_element(DataType type, ReduceOp op, std::byte* out, const std::by
       return store(out, reference_int(op, load<int64_t>(a), load<int64_t>(b)));
     case DataType::kUInt8:
       return store(out, reference_int(op, load<uint8_t>(a), load<uint8_t>(b)));
+    case DataType::kInt8:
+      return store(out, reference_int(op, load<int8_t>(a), load<int8_t>(b)));
+    case DataType::kInt16:
+      return store(out, reference_int(op, load<int16_t>(a), load<int16_t>(b)));
+    case DataType::kBool:
+      return store(out, reference_bool(op, load<uint8_t>(a), load<uint8_t>(b)));
   }
 }
 
@@ -115,6 +144,12 @@ void reference_divide(DataType type, std::byte* p, int d) {
       return store(p, static_cast<int64_t>(load<int64_t>(p) / d));
     case DataType::kUInt8:
       return store(p, static_cast<uint8_t>(load<uint8_t>(p) / d));
+    case DataType::kInt8:
+      return store(p, static_cast<int8_t>(load<int8_t>(p) / d));
+    case DataType::kInt16:
+      return store(p, static_cast<int16_t>(load<int16_t>(p) / d));
+    case DataType::kBool:
+      return;  // bool has no average
   }
 }
 
@@ -308,6 +343,61 @@ INSTANTIATE_TEST_SUITE_P(AllTypesOpsCounts, AccumulateTest,
                                             ::testing::ValuesIn(kCounts),
                                             ::testing::ValuesIn(kAllPlacements)),
                          accumulate_name);
+
+// The later types and ops, every pair tutti::supports: small integers with every op, the older
+// integer types with the bitwise ones, bool with its logical readings.
+constexpr ReduceOp kBitwiseOps[] = {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
+                                 ReduceOp::kMax, ReduceOp::kAvg,  ReduceOp::kBand,
+                                 ReduceOp::kBor, ReduceOp::kBxor};
+constexpr ReduceOp kBoolOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
+                                 ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+INSTANTIATE_TEST_SUITE_P(SmallIntegers, AccumulateTest,
+                         ::testing::Combine(::testing::Values(DataType::kInt8, DataType::kInt16),
+                                            ::testing::ValuesIn(kEveryOp),
+                                            ::testing::ValuesIn(kCounts),
+                                            ::testing::ValuesIn(kAllPlacements)),
+                         accumulate_name);
+INSTANTIATE_TEST_SUITE_P(Bitwise, AccumulateTest,
+                         ::testing::Combine(::testing::Values(DataType::kUInt8, DataType::kInt32,
+                                                              DataType::kInt64),
+                                            ::testing::ValuesIn(kBitwiseOps),
+                                            ::testing::ValuesIn(kCounts),
+                                            ::testing::ValuesIn(kAllPlacements)),
+                         accumulate_name);
+INSTANTIATE_TEST_SUITE_P(Bool, AccumulateTest,
+                         ::testing::Combine(::testing::Values(DataType::kBool),
+                                            ::testing::ValuesIn(kBoolOps),
+                                            ::testing::ValuesIn(kCounts),
+                                            ::testing::ValuesIn(kAllPlacements)),
+                         accumulate_name);
+
+TEST(ReduceRefusals, RefusesUndefinedPairs) {
+  float f[4] = {1, 2, 3, 4};
+  uint8_t b[4] = {1, 0, 1, 1};
+  for (ReduceOp op : kBitwiseOps) {
+    for (DataType t :
+         {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16}) {
+      try {
+        accumulate(t, op, f, f, 1);
+        ADD_FAILURE() << to_string(op) << " on " << to_string(t) << " was not refused";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+        EXPECT_NE(std::string(e.what()).find("not defined on"), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_THROW(accumulate(DataType::kBool, ReduceOp::kAvg, b, b, 4), Error);
+  EXPECT_THROW(divide(DataType::kBool, b, 4, 2), Error);
+  // Every result of a logical op is 0 or 1, whatever non-zero bytes came in.
+  uint8_t x[4] = {7, 0, 200, 1};
+  uint8_t y[4] = {3, 0, 0, 9};
+  accumulate(DataType::kBool, ReduceOp::kBxor, x, y, 4);
+  EXPECT_EQ(x[0], 0);
+  EXPECT_EQ(x[1], 0);
+  EXPECT_EQ(x[2], 1);
+  EXPECT_EQ(x[3], 0);
+}
 
 // ---- combine: separate output and every way dst may alias an input ----
 

@@ -70,7 +70,12 @@ double get_value(DataType type, const void* buf, size_t index) {
     case DataType::kInt64:
       return static_cast<double>(load<int64_t>(buf, index));
     case DataType::kUInt8:
+    case DataType::kBool:
       return load<uint8_t>(buf, index);
+    case DataType::kInt8:
+      return load<int8_t>(buf, index);
+    case DataType::kInt16:
+      return load<int16_t>(buf, index);
   }
   return NAN;
 }
@@ -91,6 +96,12 @@ void set_value(DataType type, void* buf, size_t index, double value) {
       return store(buf, index, static_cast<int64_t>(value));
     case DataType::kUInt8:
       return store(buf, index, static_cast<uint8_t>(value));
+    case DataType::kBool:
+      return store(buf, index, static_cast<uint8_t>(value != 0));
+    case DataType::kInt8:
+      return store(buf, index, static_cast<int8_t>(value));
+    case DataType::kInt16:
+      return store(buf, index, static_cast<int16_t>(value));
   }
 }
 
@@ -99,11 +110,55 @@ double input_value(ReduceOp op, int rank, size_t index) {
   return static_cast<double>((static_cast<size_t>(rank) * 7 + index) % 5 + 1);
 }
 
+double input_value(DataType type, ReduceOp op, int rank, size_t index) {
+  if (type != DataType::kBool) return input_value(op, rank, index);
+  // Mostly true for the and-like ops, mostly false for the or-like ones, so both outcomes occur.
+  const size_t mix = (static_cast<size_t>(rank) * 5 + index * 3) % 7;
+  const bool and_like = op == ReduceOp::kProd || op == ReduceOp::kMin || op == ReduceOp::kBand;
+  return and_like ? (mix != 0) : (mix == 0);
+}
+
+namespace {
+
+double bool_reduction(ReduceOp op, int size, size_t index) {
+  bool acc = input_value(DataType::kBool, op, 0, index) != 0;
+  for (int r = 1; r < size; ++r) {
+    const bool v = input_value(DataType::kBool, op, r, index) != 0;
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kMax:
+      case ReduceOp::kBor:
+        acc = acc || v;
+        break;
+      case ReduceOp::kBxor:
+        acc = acc != v;
+        break;
+      default:  // prod, min, band
+        acc = acc && v;
+        break;
+    }
+  }
+  return acc ? 1 : 0;
+}
+
+}  // namespace
+
 double expected_value(DataType type, ReduceOp op, int size, size_t index) {
+  if (type == DataType::kBool) return bool_reduction(op, size, index);
   double acc = input_value(op, 0, index);
   for (int r = 1; r < size; ++r) {
     const double v = input_value(op, r, index);
+    const auto a = static_cast<int64_t>(acc), b = static_cast<int64_t>(v);
     switch (op) {
+      case ReduceOp::kBand:
+        acc = static_cast<double>(a & b);
+        break;
+      case ReduceOp::kBor:
+        acc = static_cast<double>(a | b);
+        break;
+      case ReduceOp::kBxor:
+        acc = static_cast<double>(a ^ b);
+        break;
       case ReduceOp::kSum:
       case ReduceOp::kAvg:
         acc += v;

@@ -16,6 +16,12 @@ inline constexpr DataType kAllTypes[] = {DataType::kFloat32,  DataType::kFloat64
                                          DataType::kUInt8};
 inline constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
                                        ReduceOp::kMax, ReduceOp::kAvg};
+// The types and ops added later, swept by their own tests (every pair tutti::supports).
+inline constexpr DataType kSmallIntTypes[] = {DataType::kInt8, DataType::kInt16, DataType::kBool,
+                                              DataType::kUInt8, DataType::kInt32};
+inline constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum,  ReduceOp::kProd, ReduceOp::kMin,
+                                        ReduceOp::kMax,  ReduceOp::kAvg,  ReduceOp::kBand,
+                                        ReduceOp::kBor,  ReduceOp::kBxor};
 
 double get_value(DataType type, const void* buf, size_t index);
 void set_value(DataType type, void* buf, size_t index, double value);
@@ -31,6 +37,8 @@ std::vector<std::byte> make_buffer(DataType type, size_t count, F value_of) {
 // The contribution of `rank` at element i for op: small integers so that sums over 8 ranks stay
 // exact even in bfloat16 and uint8; for prod only 1s and a few 2s.
 double input_value(ReduceOp op, int rank, size_t index);
+// The same, except for bool: 0 or 1, mixed so that every logical op has both outcomes.
+double input_value(DataType type, ReduceOp op, int rank, size_t index);
 
 // The exact reduction over `size` ranks of input_value (avg: the exact quotient; integer types
 // truncate).
