@@ -79,6 +79,24 @@ TUTTI_API int tutti_allgather(const void* send, void* recv, size_t count, tutti_
 TUTTI_API int tutti_reduce_scatter(const void* send, void* recv, size_t recv_count,
                                    tutti_dtype_t dtype, tutti_op_t op);
 TUTTI_API int tutti_barrier(void);
+/* The world's forms of tutti_comm_reduce ... tutti_comm_alltoallv. */
+TUTTI_API int tutti_reduce(const void* send, void* recv, size_t count, tutti_dtype_t dtype,
+                           tutti_op_t op, int root);
+TUTTI_API int tutti_gather(const void* send, void* recv, size_t count, tutti_dtype_t dtype,
+                           int root);
+TUTTI_API int tutti_gatherv(const void* send, void* recv, const size_t* counts, tutti_dtype_t dtype,
+                            int root);
+TUTTI_API int tutti_scatter(const void* send, void* recv, size_t count, tutti_dtype_t dtype,
+                            int root);
+TUTTI_API int tutti_scatterv(const void* send, void* recv, const size_t* counts,
+                             tutti_dtype_t dtype, int root);
+TUTTI_API int tutti_allgatherv(const void* send, void* recv, const size_t* counts,
+                               tutti_dtype_t dtype);
+TUTTI_API int tutti_reduce_scatter_v(const void* send, void* recv, const size_t* counts,
+                                     tutti_dtype_t dtype, tutti_op_t op);
+TUTTI_API int tutti_alltoall(const void* send, void* recv, size_t count, tutti_dtype_t dtype);
+TUTTI_API int tutti_alltoallv(const void* send, const size_t* send_counts, void* recv,
+                              const size_t* recv_counts, tutti_dtype_t dtype);
 
 TUTTI_API int tutti_cross_rank(void); /* index of this rank's host */
 TUTTI_API int tutti_cross_size(void); /* number of hosts */
@@ -122,6 +140,28 @@ TUTTI_API int tutti_comm_allgather(tutti_comm_t comm, const void* send, void* re
 TUTTI_API int tutti_comm_reduce_scatter(tutti_comm_t comm, const void* send, void* recv,
                                         size_t recv_count, tutti_dtype_t dtype, tutti_op_t op);
 TUTTI_API int tutti_comm_barrier(tutti_comm_t comm);
+
+/* The rest of the set (see the C++ header for each one's meaning). `counts`, `send_counts` and
+ * `recv_counts` hold one entry per rank of comm, the same on every rank; a buffer only the root
+ * uses may be NULL elsewhere. */
+TUTTI_API int tutti_comm_reduce(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                                tutti_dtype_t dtype, tutti_op_t op, int root);
+TUTTI_API int tutti_comm_gather(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                                tutti_dtype_t dtype, int root);
+TUTTI_API int tutti_comm_gatherv(tutti_comm_t comm, const void* send, void* recv,
+                                 const size_t* counts, tutti_dtype_t dtype, int root);
+TUTTI_API int tutti_comm_scatter(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                                 tutti_dtype_t dtype, int root);
+TUTTI_API int tutti_comm_scatterv(tutti_comm_t comm, const void* send, void* recv,
+                                  const size_t* counts, tutti_dtype_t dtype, int root);
+TUTTI_API int tutti_comm_allgatherv(tutti_comm_t comm, const void* send, void* recv,
+                                    const size_t* counts, tutti_dtype_t dtype);
+TUTTI_API int tutti_comm_reduce_scatter_v(tutti_comm_t comm, const void* send, void* recv,
+                                          const size_t* counts, tutti_dtype_t dtype, tutti_op_t op);
+TUTTI_API int tutti_comm_alltoall(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                                  tutti_dtype_t dtype);
+TUTTI_API int tutti_comm_alltoallv(tutti_comm_t comm, const void* send, const size_t* send_counts,
+                                   void* recv, const size_t* recv_counts, tutti_dtype_t dtype);
 
 /* Point-to-point: a message to peer with tag (0 .. 2^31-1) is received by the receive from this
  * rank with the same tag, in order; sizes must match (TUTTI_ERR_MISMATCH on both sides). */

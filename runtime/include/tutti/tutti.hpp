@@ -131,6 +131,43 @@ class TUTTI_CXX_API Communicator {
                       const CallOptions& call = {}) const;
   void barrier(const CallOptions& call = {}) const;
 
+  // The rest of the collective set. Buffers hold every rank's block back to back, in rank order;
+  // `counts` (v-forms) has one entry per rank, zero allowed, and every rank passes the same list.
+  // A buffer that only the root reads or writes may be null on the other ranks.
+  //
+  // root's recv = op over ranks of send (count elements); send == recv is in place at the root.
+  void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
+              const CallOptions& call = {}) const;
+  // root's recv (size * count) = every rank's send (count), in rank order.
+  void gather(const void* send, void* recv, size_t count, DataType type, int root,
+              const CallOptions& call = {}) const;
+  // root's recv (sum of counts) = every rank's send (counts[rank] elements), in rank order.
+  void gatherv(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+               int root, const CallOptions& call = {}) const;
+  // Each rank's recv (count) = block `rank` of root's send (size * count).
+  void scatter(const void* send, void* recv, size_t count, DataType type, int root,
+               const CallOptions& call = {}) const;
+  // Each rank's recv (counts[rank]) = block `rank` of root's send (sum of counts).
+  void scatterv(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+                int root, const CallOptions& call = {}) const;
+  // Every recv (sum of counts) = every rank's send (counts[rank]), in rank order. send may be
+  // this rank's block of recv (in place).
+  void allgatherv(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+                  const CallOptions& call = {}) const;
+  // send holds sum(counts) elements; this rank's recv (counts[rank]) = op over ranks of block
+  // `rank`. recv may be this rank's block of send (in place).
+  void reduce_scatter_v(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+                        ReduceOp op, const CallOptions& call = {}) const;
+  // Block p of send (count elements) goes to rank p, where it becomes block `rank` of recv. Not
+  // in place: send and recv must not overlap.
+  void alltoall(const void* send, void* recv, size_t count, DataType type,
+                const CallOptions& call = {}) const;
+  // As alltoall with per-peer counts: rank p's send_counts[q] must equal rank q's
+  // recv_counts[p] (else Error(kMismatch) on both).
+  void alltoallv(const void* send, std::span<const size_t> send_counts, void* recv,
+                 std::span<const size_t> recv_counts, DataType type,
+                 const CallOptions& call = {}) const;
+
   // Point-to-point: a message to `peer` with `tag` (0 .. 2^31-1) is received by the receive from
   // this rank with the same tag, in order. Sizes must match: a mismatch fails both sides with
   // Error(kMismatch). A sent buffer must stay unchanged until its request completes.

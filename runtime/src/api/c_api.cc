@@ -1,5 +1,7 @@
 // The C API: every entry point catches everything, stores the message for tutti_last_error() and
 // returns a negative code, so no C++ exception ever crosses into C.
+#include <fmt/format.h>
+
 #include <exception>
 #include <memory>
 #include <span>
@@ -258,6 +260,158 @@ int tutti_comm_barrier(tutti_comm_t comm) {
     comm_of(comm).barrier();
     return 0;
   });
+}
+
+// ---- The rest of the collective set: one body per collective, for a handle and for the world.
+
+namespace {
+
+// The per-rank counts a C caller passes: one per rank of comm; NULL is refused.
+std::span<const size_t> counts_of(const tutti::Communicator& comm, const size_t* counts,
+                                  const char* name) {
+  if (counts == nullptr)
+    throw tutti::Error(
+        tutti::ErrorCode::kInvalidArgument,
+        fmt::format("{} is NULL; pass one count per rank ({} entries)", name, comm.size()));
+  return {counts, static_cast<size_t>(comm.size())};
+}
+
+int c_reduce(const tutti::Communicator& c, const void* send, void* recv, size_t count,
+             tutti_dtype_t dtype, tutti_op_t op, int root) {
+  return guarded([&] {
+    c.reduce(send, recv, count, to_type(dtype), to_op(op), root);
+    return 0;
+  });
+}
+int c_gather(const tutti::Communicator& c, const void* send, void* recv, size_t count,
+             tutti_dtype_t dtype, int root) {
+  return guarded([&] {
+    c.gather(send, recv, count, to_type(dtype), root);
+    return 0;
+  });
+}
+int c_gatherv(const tutti::Communicator& c, const void* send, void* recv, const size_t* counts,
+              tutti_dtype_t dtype, int root) {
+  return guarded([&] {
+    c.gatherv(send, recv, counts_of(c, counts, "counts"), to_type(dtype), root);
+    return 0;
+  });
+}
+int c_scatter(const tutti::Communicator& c, const void* send, void* recv, size_t count,
+              tutti_dtype_t dtype, int root) {
+  return guarded([&] {
+    c.scatter(send, recv, count, to_type(dtype), root);
+    return 0;
+  });
+}
+int c_scatterv(const tutti::Communicator& c, const void* send, void* recv, const size_t* counts,
+               tutti_dtype_t dtype, int root) {
+  return guarded([&] {
+    c.scatterv(send, recv, counts_of(c, counts, "counts"), to_type(dtype), root);
+    return 0;
+  });
+}
+int c_allgatherv(const tutti::Communicator& c, const void* send, void* recv, const size_t* counts,
+                 tutti_dtype_t dtype) {
+  return guarded([&] {
+    c.allgatherv(send, recv, counts_of(c, counts, "counts"), to_type(dtype));
+    return 0;
+  });
+}
+int c_reduce_scatter_v(const tutti::Communicator& c, const void* send, void* recv,
+                       const size_t* counts, tutti_dtype_t dtype, tutti_op_t op) {
+  return guarded([&] {
+    c.reduce_scatter_v(send, recv, counts_of(c, counts, "counts"), to_type(dtype), to_op(op));
+    return 0;
+  });
+}
+int c_alltoall(const tutti::Communicator& c, const void* send, void* recv, size_t count,
+               tutti_dtype_t dtype) {
+  return guarded([&] {
+    c.alltoall(send, recv, count, to_type(dtype));
+    return 0;
+  });
+}
+int c_alltoallv(const tutti::Communicator& c, const void* send, const size_t* send_counts,
+                void* recv, const size_t* recv_counts, tutti_dtype_t dtype) {
+  return guarded([&] {
+    c.alltoallv(send, counts_of(c, send_counts, "send_counts"), recv,
+                counts_of(c, recv_counts, "recv_counts"), to_type(dtype));
+    return 0;
+  });
+}
+
+}  // namespace
+
+int tutti_reduce(const void* send, void* recv, size_t count, tutti_dtype_t dtype, tutti_op_t op,
+                 int root) {
+  return guarded([&] { return c_reduce(tutti::world(), send, recv, count, dtype, op, root); });
+}
+int tutti_comm_reduce(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                      tutti_dtype_t dtype, tutti_op_t op, int root) {
+  return guarded([&] { return c_reduce(comm_of(comm), send, recv, count, dtype, op, root); });
+}
+int tutti_gather(const void* send, void* recv, size_t count, tutti_dtype_t dtype, int root) {
+  return guarded([&] { return c_gather(tutti::world(), send, recv, count, dtype, root); });
+}
+int tutti_comm_gather(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                      tutti_dtype_t dtype, int root) {
+  return guarded([&] { return c_gather(comm_of(comm), send, recv, count, dtype, root); });
+}
+int tutti_gatherv(const void* send, void* recv, const size_t* counts, tutti_dtype_t dtype,
+                  int root) {
+  return guarded([&] { return c_gatherv(tutti::world(), send, recv, counts, dtype, root); });
+}
+int tutti_comm_gatherv(tutti_comm_t comm, const void* send, void* recv, const size_t* counts,
+                       tutti_dtype_t dtype, int root) {
+  return guarded([&] { return c_gatherv(comm_of(comm), send, recv, counts, dtype, root); });
+}
+int tutti_scatter(const void* send, void* recv, size_t count, tutti_dtype_t dtype, int root) {
+  return guarded([&] { return c_scatter(tutti::world(), send, recv, count, dtype, root); });
+}
+int tutti_comm_scatter(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                       tutti_dtype_t dtype, int root) {
+  return guarded([&] { return c_scatter(comm_of(comm), send, recv, count, dtype, root); });
+}
+int tutti_scatterv(const void* send, void* recv, const size_t* counts, tutti_dtype_t dtype,
+                   int root) {
+  return guarded([&] { return c_scatterv(tutti::world(), send, recv, counts, dtype, root); });
+}
+int tutti_comm_scatterv(tutti_comm_t comm, const void* send, void* recv, const size_t* counts,
+                        tutti_dtype_t dtype, int root) {
+  return guarded([&] { return c_scatterv(comm_of(comm), send, recv, counts, dtype, root); });
+}
+int tutti_allgatherv(const void* send, void* recv, const size_t* counts, tutti_dtype_t dtype) {
+  return guarded([&] { return c_allgatherv(tutti::world(), send, recv, counts, dtype); });
+}
+int tutti_comm_allgatherv(tutti_comm_t comm, const void* send, void* recv, const size_t* counts,
+                          tutti_dtype_t dtype) {
+  return guarded([&] { return c_allgatherv(comm_of(comm), send, recv, counts, dtype); });
+}
+int tutti_reduce_scatter_v(const void* send, void* recv, const size_t* counts, tutti_dtype_t dtype,
+                           tutti_op_t op) {
+  return guarded([&] { return c_reduce_scatter_v(tutti::world(), send, recv, counts, dtype, op); });
+}
+int tutti_comm_reduce_scatter_v(tutti_comm_t comm, const void* send, void* recv,
+                                const size_t* counts, tutti_dtype_t dtype, tutti_op_t op) {
+  return guarded([&] { return c_reduce_scatter_v(comm_of(comm), send, recv, counts, dtype, op); });
+}
+int tutti_alltoall(const void* send, void* recv, size_t count, tutti_dtype_t dtype) {
+  return guarded([&] { return c_alltoall(tutti::world(), send, recv, count, dtype); });
+}
+int tutti_comm_alltoall(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                        tutti_dtype_t dtype) {
+  return guarded([&] { return c_alltoall(comm_of(comm), send, recv, count, dtype); });
+}
+int tutti_alltoallv(const void* send, const size_t* send_counts, void* recv,
+                    const size_t* recv_counts, tutti_dtype_t dtype) {
+  return guarded(
+      [&] { return c_alltoallv(tutti::world(), send, send_counts, recv, recv_counts, dtype); });
+}
+int tutti_comm_alltoallv(tutti_comm_t comm, const void* send, const size_t* send_counts, void* recv,
+                         const size_t* recv_counts, tutti_dtype_t dtype) {
+  return guarded(
+      [&] { return c_alltoallv(comm_of(comm), send, send_counts, recv, recv_counts, dtype); });
 }
 
 int tutti_comm_send(tutti_comm_t comm, const void* buf, size_t count, tutti_dtype_t dtype, int peer,

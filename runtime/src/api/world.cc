@@ -95,6 +95,43 @@ void Communicator::reduce_scatter(const void* send, void* recv, size_t recv_coun
 void Communicator::barrier(const CallOptions& call) const {
   get().barrier(call);
 }
+void Communicator::reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                          int root, const CallOptions& call) const {
+  get().reduce(send, recv, count, type, op, root, call);
+}
+void Communicator::gather(const void* send, void* recv, size_t count, DataType type, int root,
+                          const CallOptions& call) const {
+  get().gather(send, recv, count, type, root, call);
+}
+void Communicator::gatherv(const void* send, void* recv, std::span<const size_t> counts,
+                           DataType type, int root, const CallOptions& call) const {
+  get().gatherv(send, recv, counts, type, root, call);
+}
+void Communicator::scatter(const void* send, void* recv, size_t count, DataType type, int root,
+                           const CallOptions& call) const {
+  get().scatter(send, recv, count, type, root, call);
+}
+void Communicator::scatterv(const void* send, void* recv, std::span<const size_t> counts,
+                            DataType type, int root, const CallOptions& call) const {
+  get().scatterv(send, recv, counts, type, root, call);
+}
+void Communicator::allgatherv(const void* send, void* recv, std::span<const size_t> counts,
+                              DataType type, const CallOptions& call) const {
+  get().allgatherv(send, recv, counts, type, call);
+}
+void Communicator::reduce_scatter_v(const void* send, void* recv, std::span<const size_t> counts,
+                                    DataType type, ReduceOp op, const CallOptions& call) const {
+  get().reduce_scatter_v(send, recv, counts, type, op, call);
+}
+void Communicator::alltoall(const void* send, void* recv, size_t count, DataType type,
+                            const CallOptions& call) const {
+  get().alltoall(send, recv, count, type, call);
+}
+void Communicator::alltoallv(const void* send, std::span<const size_t> send_counts, void* recv,
+                             std::span<const size_t> recv_counts, DataType type,
+                             const CallOptions& call) const {
+  get().alltoallv(send, send_counts, recv, recv_counts, type, call);
+}
 
 Request Communicator::isend(const void* buf, size_t count, DataType type, int peer, int tag) const {
   return Request(std::make_unique<comm::Request>(get().isend(buf, count, type, peer, tag)));

@@ -21,3 +21,26 @@ void allgather(Context& ctx, const void* send, void* recv, size_t count, DataTyp
 }
 
 }  // namespace tutti::collectives
+
+namespace tutti::collectives {
+
+void allgatherv(Context& ctx, const void* send, void* recv, std::span<const size_t> counts,
+                DataType type) {
+  constexpr std::string_view kWhat = "allgatherv";
+  const size_t total = check_counts(ctx, kWhat, "counts", counts, type);
+  const auto me = static_cast<size_t>(ctx.rank);
+  check_pointer(ctx, kWhat, "send", send, counts[me]);
+  check_pointer(ctx, kWhat, "recv", recv, total);
+  const size_t es = element_size(type);
+  bound_segment(ctx, total * es);
+  const Split blocks = Split::of_counts(counts);
+  copy_unless_same(send, bytes_of(recv) + blocks.begin(me) * es, counts[me] * es);
+  if (ctx.size == 1) return;
+  // Every count zero: nothing moves, but the peers still meet (see allreduce).
+  if (total == 0) return barrier(ctx);
+  const RingPlan plan{.reduce_steps = 0, .gather_steps = ctx.size - 1, .first_chunk = ctx.rank};
+  const RingBuffers buffers{.first_send = bytes_of(send), .output = bytes_of(recv)};
+  run_ring(ctx, blocks, plan, buffers, type, ReduceOp::kSum, kWhat);
+}
+
+}  // namespace tutti::collectives

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string_view>
 
 #include "collectives/context.hpp"
@@ -14,6 +15,16 @@ namespace tutti::collectives {
 // has more bytes than an address space can hold. Returns that buffer's size in bytes.
 size_t check_buffers(const Context& ctx, std::string_view what, const void* send, const void* recv,
                      size_t count, DataType type, size_t blocks = 1);
+
+// The per-rank counts of a v-collective: Error(kInvalidArgument) naming `what` unless there is one
+// per rank and their sum is a possible buffer. Returns the sum.
+size_t check_counts(const Context& ctx, std::string_view what, std::string_view name,
+                    std::span<const size_t> counts, DataType type);
+// Error(kInvalidArgument) when `root` is not a rank of the context.
+void check_root(const Context& ctx, std::string_view what, int root);
+// Error(kInvalidArgument) when `p` is null but `count` elements are to be read or written there.
+void check_pointer(const Context& ctx, std::string_view what, std::string_view name, const void* p,
+                   size_t count);
 
 // Caps ctx.segment_bytes at the message: a segment beyond it changes nothing but the scratch
 // memory the pipelines set aside (16 segments), which would otherwise grow with the setting.

@@ -5,20 +5,40 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <span>
+#include <vector>
 
 namespace tutti::collectives {
 
-// `count` elements cut into `parts` chunks whose sizes differ by at most one, larger ones first.
+// `count` elements cut into `parts` chunks whose sizes differ by at most one, larger ones first;
+// or, for the v-collectives, into chunks of the callers' per-rank counts, back to back.
 class Split {
  public:
   Split(size_t count, size_t parts) : base_(count / parts), extra_(count % parts) {}
+  // Chunk r has counts[r] elements; every rank passes the same counts.
+  static Split of_counts(std::span<const size_t> counts) {
+    Split s(0, 1);
+    s.offsets_.reserve(counts.size() + 1);
+    size_t at = 0;
+    for (size_t c : counts) {
+      s.offsets_.push_back(at);
+      at += c;
+    }
+    s.offsets_.push_back(at);
+    return s;
+  }
 
-  size_t begin(size_t part) const { return part * base_ + std::min(part, extra_); }
-  size_t size(size_t part) const { return base_ + (part < extra_ ? 1 : 0); }
+  size_t begin(size_t part) const {
+    return offsets_.empty() ? part * base_ + std::min(part, extra_) : offsets_[part];
+  }
+  size_t size(size_t part) const {
+    return offsets_.empty() ? base_ + (part < extra_ ? 1 : 0) : offsets_[part + 1] - offsets_[part];
+  }
 
  private:
   size_t base_;
   size_t extra_;
+  std::vector<size_t> offsets_;  // of_counts: chunk r is [offsets_[r], offsets_[r + 1])
 };
 
 // Elements per pipeline segment: segment_bytes rounded down to whole elements, at least one.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string_view>
 
 #include "collectives/context.hpp"
@@ -49,6 +50,34 @@ void reduce_scatter(Context& ctx, const void* send, void* recv, size_t recv_coun
 
 // Every rank's buf becomes root's buf.
 void broadcast(Context& ctx, void* buf, size_t count, DataType type, int root);
+
+// ---- The rest of the set torch.distributed and Horovod expose. Buffers hold the blocks of every
+// rank back to back, in rank order; `counts` (one per rank, zero allowed) are the same on every
+// rank. Buffers that only the root reads or writes may be null elsewhere. ----
+
+// root's recv = reduction over ranks of send (count elements). send == recv is in place at root.
+void reduce(Context& ctx, const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+            int root);
+
+// root's recv (sum of counts) = every rank's send (counts[rank] elements), in rank order.
+void gatherv(Context& ctx, const void* send, void* recv, std::span<const size_t> counts,
+             DataType type, int root);
+// Each rank's recv (counts[rank] elements) = block `rank` of root's send.
+void scatterv(Context& ctx, const void* send, void* recv, std::span<const size_t> counts,
+              DataType type, int root);
+// Every rank's recv (sum of counts) = every rank's send (counts[rank] elements), in rank order.
+// send may equal recv + (counts before rank) (in place).
+void allgatherv(Context& ctx, const void* send, void* recv, std::span<const size_t> counts,
+                DataType type);
+// send holds sum(counts) elements; rank r receives the reduction of block r (counts[r]).
+// recv may equal send + (counts before rank) (in place). kAvg divides.
+void reduce_scatter_v(Context& ctx, const void* send, void* recv, std::span<const size_t> counts,
+                      DataType type, ReduceOp op);
+// Block p of send (send_counts[p]) goes to rank p, where it lands as block `rank` of recv
+// (recv_counts[rank] there). Rank p's send_counts[q] must equal rank q's recv_counts[p]; a
+// disagreement fails both with kMismatch. send and recv must not overlap.
+void alltoallv(Context& ctx, const void* send, std::span<const size_t> send_counts, void* recv,
+               std::span<const size_t> recv_counts, DataType type);
 
 void barrier(Context& ctx);
 

@@ -8,5 +8,6 @@ namespace tutti::collectives {
 
 inline constexpr size_t kStagingSlot = 0;  // incoming segments before they are reduced
 inline constexpr size_t kPartialSlot = 1;  // reduce_scatter's intermediate partial sums
+inline constexpr size_t kResultSlot = 2;   // a rooted reduce's result on ranks other than the root
 
 }  // namespace tutti::collectives

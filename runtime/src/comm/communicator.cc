@@ -22,8 +22,6 @@ static_assert(static_cast<int>(TransportKind::kTcp) ==
 static_assert(static_cast<int>(TransportKind::kShm) ==
               static_cast<int>(transport::TransportChoice::kShm));
 
-namespace {
-
 transport::CallSignature signature(transport::CallKind kind, size_t count, DataType type, int op,
                                    int root) {
   return {.kind = kind,
@@ -32,8 +30,6 @@ transport::CallSignature signature(transport::CallKind kind, size_t count, DataT
           .root = root,
           .count = count};
 }
-
-}  // namespace
 
 Communicator::Communicator(Key, std::shared_ptr<Job> job, transport::ContextId context,
                            std::vector<int> members, int rank, const Options& options)
@@ -126,29 +122,6 @@ void Communicator::fail(const Error& error, std::string_view name, uint64_t sequ
                                                   rank_, name, sequence, error.what());
   if (!abort_delivered_.exchange(true)) transport_->abort_all(reason, error.code());
   failure_.emplace(error.code(), reason);
-}
-
-template <typename Body>
-void Communicator::run(std::string_view name, transport::CallSignature call,
-                       const CallOptions& options, Body&& body) {
-  uint64_t sequence = sequence_ + 1;
-  const Deadline deadline = Deadline::after(options.timeout.value_or(options_.timeout));
-  guarded(name, sequence, deadline, [&] {
-    sequence_ = sequence;
-    call.sequence = sequence;
-    transport_->begin_call(call);
-    collectives::Context ctx{
-        *transport_, rank_,         size_,       sequence,       deadline, options_.segment_bytes,
-        scratch_,    host_of_rank_, &selection_, settings_.get()};
-    try {
-      body(ctx);
-      // Messages of this call that another thread's progress delivered are checked by now.
-      transport_->verify_delivered();
-    } catch (const std::bad_alloc&) {
-      throw make_error(ErrorCode::kSystem, "out of memory on rank {} in {}: {}", rank_, name,
-                       call.describe());
-    }
-  });
 }
 
 void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,

@@ -29,6 +29,7 @@
 #include "comm/interrupt.hpp"
 #include "comm/job.hpp"
 #include "comm/topology.hpp"
+#include "core/error.hpp"
 #include "transport/transport.hpp"
 #include "tutti/error.hpp"
 #include "tutti/options.hpp"
@@ -38,6 +39,10 @@
 namespace tutti::comm {
 
 class Communicator;
+
+// What every rank of a call must agree on (transport/call_signature.hpp); -1 for no op or root.
+transport::CallSignature signature(transport::CallKind kind, size_t count, DataType type, int op,
+                                   int root);
 
 // A posted point-to-point send or receive (Communicator::isend / irecv).
 class Request {
@@ -95,6 +100,28 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op,
                       const CallOptions& call = {});
   void barrier(const CallOptions& call = {});
+
+  // The rest of the collective set (collectives/collectives.hpp; collective_set.cc). Blocks of
+  // every rank lie back to back in rank order; `counts` has one entry per rank, the same on
+  // every rank; buffers only the root touches may be null elsewhere.
+  void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
+              const CallOptions& call = {});
+  void gather(const void* send, void* recv, size_t count, DataType type, int root,
+              const CallOptions& call = {});
+  void gatherv(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+               int root, const CallOptions& call = {});
+  void scatter(const void* send, void* recv, size_t count, DataType type, int root,
+               const CallOptions& call = {});
+  void scatterv(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+                int root, const CallOptions& call = {});
+  void allgatherv(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+                  const CallOptions& call = {});
+  void reduce_scatter_v(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+                        ReduceOp op, const CallOptions& call = {});
+  void alltoall(const void* send, void* recv, size_t count, DataType type,
+                const CallOptions& call = {});
+  void alltoallv(const void* send, std::span<const size_t> send_counts, void* recv,
+                 std::span<const size_t> recv_counts, DataType type, const CallOptions& call = {});
 
   // Point-to-point: a message to `peer` with a user tag (0 .. 2^31-1) is received by the receive
   // from this rank with the same tag, in order. Sizes must match (else kMismatch on both sides).
@@ -189,6 +216,29 @@ void Communicator::guarded(std::string_view name, uint64_t sequence, Deadline de
   }
   // abort() from another thread while this call finished without seeing it: deliver it now.
   deliver_abort_if_idle();
+}
+
+template <typename Body>
+void Communicator::run(std::string_view name, transport::CallSignature call,
+                       const CallOptions& options, Body&& body) {
+  uint64_t sequence = sequence_ + 1;
+  const Deadline deadline = Deadline::after(options.timeout.value_or(options_.timeout));
+  guarded(name, sequence, deadline, [&] {
+    sequence_ = sequence;
+    call.sequence = sequence;
+    transport_->begin_call(call);
+    collectives::Context ctx{
+        *transport_, rank_,         size_,       sequence,       deadline, options_.segment_bytes,
+        scratch_,    host_of_rank_, &selection_, settings_.get()};
+    try {
+      body(ctx);
+      // Messages of this call that another thread's progress delivered are checked by now.
+      transport_->verify_delivered();
+    } catch (const std::bad_alloc&) {
+      throw make_error(ErrorCode::kSystem, "out of memory on rank {} in {}: {}", rank_, name,
+                       call.describe());
+    }
+  });
 }
 
 }  // namespace tutti::comm

@@ -147,9 +147,10 @@ struct OpForType {
 };
 template <ReduceOp O>
 struct OpForType<DataType::kBool, O> {
-  using type = std::conditional_t<
-      O == ReduceOp::kSum || O == ReduceOp::kMax || O == ReduceOp::kBor, LogicalOrOp,
-      std::conditional_t<O == ReduceOp::kBxor, LogicalXorOp, LogicalAndOp>>;
+  using type =
+      std::conditional_t<O == ReduceOp::kSum || O == ReduceOp::kMax || O == ReduceOp::kBor,
+                         LogicalOrOp,
+                         std::conditional_t<O == ReduceOp::kBxor, LogicalXorOp, LogicalAndOp>>;
 };
 
 }  // namespace tutti::reduce

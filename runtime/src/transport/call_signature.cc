@@ -23,6 +23,20 @@ std::string_view kind_name(CallKind kind) {
       return "reduce_scatter";
     case CallKind::kBarrier:
       return "barrier";
+    case CallKind::kReduce:
+      return "reduce";
+    case CallKind::kGather:
+      return "gather";
+    case CallKind::kScatter:
+      return "scatter";
+    case CallKind::kAllgatherv:
+      return "allgatherv";
+    case CallKind::kReduceScatterV:
+      return "reduce_scatter_v";
+    case CallKind::kAlltoall:
+      return "alltoall";
+    case CallKind::kAlltoallv:
+      return "alltoallv";
   }
   return "an unknown collective";
 }
@@ -64,7 +78,11 @@ std::string differences(int rank, const CallSignature& mine, int peer,
   add("count", std::to_string(mine.count), std::to_string(theirs.count));
   add("dtype", dtype_name(mine.dtype), dtype_name(theirs.dtype));
   add("op", op_name(mine.op), op_name(theirs.op));
-  add("root", std::to_string(mine.root), std::to_string(theirs.root));
+  if (root_is_counts_digest(mine.kind)) {
+    if (mine.root != theirs.root) add("per-rank counts", "one list", "another");
+  } else {
+    add("root", std::to_string(mine.root), std::to_string(theirs.root));
+  }
   if (mine.algorithm != 0 && theirs.algorithm != 0)
     add("allreduce algorithm", algorithm_name(mine.algorithm), algorithm_name(theirs.algorithm));
   if (mine.algorithm != 0 && theirs.algorithm != 0 && mine.algorithm != theirs.algorithm)
@@ -73,6 +91,17 @@ std::string differences(int rank, const CallSignature& mine, int peer,
 }
 
 }  // namespace
+
+int32_t counts_digest(const uint64_t* counts, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the counts' bytes
+  for (size_t i = 0; i < n; ++i) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= (counts[i] >> (8 * b)) & 0xff;
+      h *= 0x100000001b3ull;
+    }
+  }
+  return static_cast<int32_t>(h >> 33);
+}
 
 bool CallSignature::conflicts(const CallSignature& other) const {
   CallSignature a = *this, b = other;
@@ -133,7 +162,24 @@ std::string CallSignature::describe() const {
       details = fmt::format(" ({} x {}, root {})", count, dtype_name(dtype), root);
       break;
     case CallKind::kAllgather:
+    case CallKind::kAllgatherv:
       details = fmt::format(" ({} x {})", count, dtype_name(dtype));
+      break;
+    case CallKind::kReduce:
+      details = fmt::format(" ({} x {}, {}, root {})", count, dtype_name(dtype), op_name(op), root);
+      break;
+    case CallKind::kGather:
+    case CallKind::kScatter:
+      details = fmt::format(" ({} x {} in all, root {})", count, dtype_name(dtype), root);
+      break;
+    case CallKind::kReduceScatterV:
+      details = fmt::format(" ({} x {} in all, {})", count, dtype_name(dtype), op_name(op));
+      break;
+    case CallKind::kAlltoall:
+      details = fmt::format(" ({} x {} per rank)", count, dtype_name(dtype));
+      break;
+    case CallKind::kAlltoallv:
+      details = fmt::format(" ({})", dtype_name(dtype));
       break;
     default:
       break;

@@ -20,7 +20,22 @@ enum class CallKind : uint8_t {
   kAllgather = 3,
   kReduceScatter = 4,
   kBarrier = 5,
+  kReduce = 6,
+  kGather = 7,  // gather and gatherv: count is the sum of the counts
+  kScatter = 8,
+  kAllgatherv = 9,  // count: the sum of the counts; root: a digest of the counts (counts_digest)
+  kReduceScatterV = 10,
+  kAlltoall = 11,   // count: elements per rank
+  kAlltoallv = 12,  // count: 0 (ranks' totals differ); every block's size is checked on arrival
 };
+
+// A 31-bit digest of per-rank counts, which every rank passes alike: ring-based v-collectives skip
+// empty blocks, so counts that differ could otherwise go unseen.
+int32_t counts_digest(const uint64_t* counts, size_t n);
+// Whether `kind` keeps counts_digest in the root field.
+constexpr bool root_is_counts_digest(CallKind kind) {
+  return kind == CallKind::kAllgatherv || kind == CallKind::kReduceScatterV;
+}
 
 struct CallSignature {
   static constexpr int kNoValue = -1;  // dtype, op or root a collective does not have
