@@ -77,6 +77,50 @@ int main(void) {
     EXPECT(in == 1000 + prev, "ring message %ld", in);
   }
 
+  /* The rest of the set, each once with results checked; the world forms are the same calls. */
+  {
+    enum { kMax = 8 };
+    size_t counts[kMax], rcounts[kMax];
+    int total = 0;
+    for (int r = 0; r < size; ++r) {
+      counts[r] = (size_t)(r % 2 + 1); /* 1, 2, 1, 2, ... */
+      total += r % 2 + 1;
+    }
+    const int root = size - 1;
+    short all[3 * kMax], mine[2] = {(short)g_rank, (short)(100 + g_rank)};
+    long sum = -1, one = g_rank + 1;
+    CHECK(tutti_comm_reduce(world, &one, g_rank == root ? &sum : NULL, 1, TUTTI_INT64, TUTTI_SUM,
+                            root));
+    if (g_rank == root) EXPECT(sum == (long)size * (size + 1) / 2, "reduce %ld", sum);
+    CHECK(tutti_gatherv(mine, g_rank == 0 ? all : NULL, counts, TUTTI_INT16, 0));
+    if (g_rank == 0) {
+      int at = 0;
+      for (int r = 0; r < size; ++r) {
+        EXPECT(all[at] == r, "gatherv block %d starts with %d", r, all[at]);
+        if (counts[r] == 2) EXPECT(all[at + 1] == 100 + r, "gatherv block %d", r);
+        at += (int)counts[r];
+      }
+    }
+    memset(all, 0, sizeof all);
+    CHECK(tutti_comm_allgatherv(world, mine, all, counts, TUTTI_INT16));
+    EXPECT(total < 1 || all[total - (int)counts[size - 1]] == size - 1, "allgatherv last block");
+    unsigned char bits = (unsigned char)(1u << (g_rank % 8)), orred = 0;
+    CHECK(tutti_comm_allreduce(world, &bits, &orred, 1, TUTTI_UINT8, TUTTI_BOR));
+    EXPECT(orred == (unsigned char)((1u << (size < 8 ? size : 8)) - 1), "bor %u", orred);
+    EXPECT(tutti_comm_allreduce(world, &sum, &sum, 1, TUTTI_FLOAT64, TUTTI_BXOR) ==
+               TUTTI_ERR_INVALID_ARGUMENT,
+           "bxor on float64 must be refused");
+    int sendv[kMax], recvv[kMax];
+    for (int p = 0; p < size; ++p) {
+      sendv[p] = 100 * g_rank + p;
+      rcounts[p] = 1;
+    }
+    CHECK(tutti_comm_alltoallv(world, sendv, rcounts, recvv, rcounts, TUTTI_INT32));
+    for (int p = 0; p < size; ++p) EXPECT(recvv[p] == 100 * p + g_rank, "alltoallv from %d", p);
+    EXPECT(tutti_comm_gatherv(world, mine, all, NULL, TUTTI_INT16, 0) == TUTTI_ERR_INVALID_ARGUMENT,
+           "NULL counts must be refused");
+  }
+
   /* Abort a dup: every rank's next call on it fails with TUTTI_ERR_ABORTED; the world goes on. */
   CHECK(tutti_comm_dup(world, &copy));
   if (g_rank == 0) CHECK(tutti_comm_abort(copy, "stopping the dup"));
