@@ -48,7 +48,8 @@ BenchParse usage_error(const std::string& message) {
 constexpr std::string_view kUsage =
     "tutti-bench: nccl-tests-style bandwidth sweeps over tutti's collectives.\n\n"
     "Usage: tuttirun -np N tutti-bench COLLECTIVE [flags]\n"
-    "  COLLECTIVE: allreduce | allgather | broadcast | reduce_scatter\n\n"
+    "  COLLECTIVE: allreduce | allgather | broadcast | reduce_scatter | reduce | gather |\n"
+    "              scatter | alltoall | sendrecv\n\n"
     "Flags (as in nccl-tests; sizes take K/M/G suffixes):\n"
     "  -b, --minbytes SIZE     smallest size (default 8)\n"
     "  -e, --maxbytes SIZE     largest size (default 32M)\n"
@@ -57,11 +58,14 @@ constexpr std::string_view kUsage =
     "  -n, --iters N           timed iterations per size (default 20)\n"
     "  -w, --warmup_iters N    untimed iterations first (default 5)\n"
     "  -c, --check 0|1         verify results; #wrong counts mismatching elements (default 1)\n"
-    "  -d, --datatype TYPE     float|double|half|bfloat16|int32|int64|uint8 (aliases float32, "
-    "float64,\n"
-    "                          float16, bf16, int), a comma list, or all (default float)\n"
-    "  -o, --op OP             sum|prod|min|max|avg, a comma list, or all (default sum)\n"
-    "  -r, --root N            broadcast root (default 0)\n"
+    "  -d, --datatype TYPE     float|double|half|bfloat16|int32|int64|uint8|int8|int16|bool\n"
+    "                          (aliases float32, float64, float16, bf16, int), a comma list, or\n"
+    "                          all: the first seven (default float)\n"
+    "  -o, --op OP             sum|prod|min|max|avg|band|bor|bxor, a comma list, or all: the\n"
+    "                          first five (default sum)\n"
+    "  -r, --root N            root of broadcast, reduce, gather and scatter (default 0)\n"
+    "                          sendrecv has no in-place form: both of its columns are out of "
+    "place\n"
     "      --json FILE         also write the results as JSON (rank 0)\n"
     "      --csv FILE          also write the results as CSV, one row per size (rank 0)\n"
     "      --baseline PEER     allreduce only: also time PEER's allreduce on the same ranks and\n"
@@ -124,12 +128,27 @@ std::string_view collective_name(Collective c) {
       return "broadcast";
     case Collective::kReduceScatter:
       return "reduce_scatter";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kAlltoall:
+      return "alltoall";
+    case Collective::kSendRecv:
+      return "sendrecv";
   }
   return "?";
 }
 
 bool is_reduction(Collective c) {
-  return c == Collective::kAllreduce || c == Collective::kReduceScatter;
+  return c == Collective::kAllreduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+}
+
+bool is_rooted(Collective c) {
+  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
+         c == Collective::kScatter;
 }
 
 std::optional<DataType> parse_type(const std::string& name) {
@@ -219,7 +238,8 @@ std::vector<uint64_t> sweep_sizes(const BenchOptions& o) {
 BenchParse parse_bench_options(std::span<const std::string> args) {
   if (args.empty())
     return usage_error(
-        "no collective given; one of allreduce, allgather, broadcast, reduce_scatter");
+        "no collective given; one of allreduce, allgather, broadcast, reduce_scatter, reduce, "
+        "gather, scatter, alltoall, sendrecv");
   if (args[0] == "-h" || args[0] == "--help")
     return BenchParse{std::nullopt, 0, std::string(kUsage)};
   if (args[0] == "--version")
@@ -237,9 +257,21 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
     o.collective = Collective::kBroadcast;
   else if (name == "reduce_scatter" || name == "reducescatter")
     o.collective = Collective::kReduceScatter;
+  else if (name == "reduce")
+    o.collective = Collective::kReduce;
+  else if (name == "gather")
+    o.collective = Collective::kGather;
+  else if (name == "scatter")
+    o.collective = Collective::kScatter;
+  else if (name == "alltoall")
+    o.collective = Collective::kAlltoall;
+  else if (name == "sendrecv")
+    o.collective = Collective::kSendRecv;
   else
-    return usage_error(fmt::format(
-        "unknown collective '{}'; use allreduce, allgather, broadcast or reduce_scatter", name));
+    return usage_error(
+        fmt::format("unknown collective '{}'; use allreduce, allgather, broadcast, "
+                    "reduce_scatter, reduce, gather, scatter, alltoall or sendrecv",
+                    name));
 
   std::string minb = "8", maxb = "32M", stepb = "1M", types = "float", ops = "sum";
   uint64_t factor = 2;

@@ -12,7 +12,17 @@
 
 namespace tutti::bench {
 
-enum class Collective { kAllreduce, kAllgather, kBroadcast, kReduceScatter };
+enum class Collective {
+  kAllreduce,
+  kAllgather,
+  kBroadcast,
+  kReduceScatter,
+  kReduce,
+  kGather,
+  kScatter,
+  kAlltoall,
+  kSendRecv,  // each rank sends to rank + 1 and receives from rank - 1 (nccl-tests' sendrecv)
+};
 
 struct BenchOptions {
   Collective collective = Collective::kAllreduce;
@@ -50,6 +60,8 @@ BenchParse parse_bench_options(std::span<const std::string> args);  // args excl
 
 std::string_view collective_name(Collective c);
 bool is_reduction(Collective c);
+// Whether -r picks a root for it (broadcast, reduce, gather, scatter).
+bool is_rooted(Collective c);
 
 // nccl-tests' names: float, double, half, bfloat16, int32, int64, uint8; also accepted: float32,
 // float64, float16, bf16, int, uint8_t spellings listed in --help. Throws nothing; nullopt if

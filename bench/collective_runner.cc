@@ -22,10 +22,25 @@ Layout layout_for(Collective c, size_t count, int nranks) {
       l.send_inplace_offset = count / n;
       break;
     case Collective::kReduceScatter:
+    case Collective::kScatter:
       l.send_count = (count / n) * n;
       l.recv_count = count / n;
       l.param_count = count / n;
       l.recv_inplace_offset = count / n;
+      break;
+    case Collective::kReduce:
+    case Collective::kSendRecv:
+      l.send_count = l.recv_count = l.param_count = count;
+      break;
+    case Collective::kGather:
+      l.send_count = count / n;
+      l.recv_count = (count / n) * n;
+      l.param_count = count / n;
+      l.send_inplace_offset = count / n;
+      break;
+    case Collective::kAlltoall:
+      l.send_count = l.recv_count = (count / n) * n;
+      l.param_count = count / n;
       break;
   }
   return l;
@@ -41,10 +56,15 @@ Bandwidth bandwidth(Collective c, size_t param_count, DataType t, double seconds
       break;
     case Collective::kAllgather:
     case Collective::kReduceScatter:
+    case Collective::kGather:
+    case Collective::kScatter:
+    case Collective::kAlltoall:
       bytes *= n;
       factor = (n - 1) / n;
       break;
     case Collective::kBroadcast:
+    case Collective::kReduce:
+    case Collective::kSendRecv:
       factor = 1;
       break;
   }
@@ -55,7 +75,8 @@ Bandwidth bandwidth(Collective c, size_t param_count, DataType t, double seconds
 
 std::byte* CollectiveRunner::send_ptr(const RunSpec& s) const {
   const size_t es = element_size(s.type);
-  if (!s.in_place) return send_.data();
+  // sendrecv has no in-place form (a buffer cannot be sent and received into at once).
+  if (!s.in_place || s.collective == Collective::kSendRecv) return send_.data();
   return recv_.data() + s.layout.send_inplace_offset * es * static_cast<size_t>(comm_.rank());
 }
 
@@ -75,11 +96,28 @@ void CollectiveRunner::fill(const RunSpec& s) {
   switch (s.collective) {
     case Collective::kAllreduce:
     case Collective::kReduceScatter:
+    case Collective::kReduce:
       for (size_t i = 0; i < s.layout.send_count; ++i)
         store(s.type, in, i, reduce_input(s.type, s.op, rank, n, i));
       break;
     case Collective::kAllgather:
+    case Collective::kGather:
+    case Collective::kSendRecv:
       for (size_t i = 0; i < s.layout.send_count; ++i) store(s.type, in, i, gather_input(rank, i));
+      break;
+    case Collective::kScatter:
+      // The root's send holds every rank's block: block r element i is gather_input(r, i).
+      if (rank == s.root)
+        for (size_t i = 0; i < s.layout.send_count; ++i)
+          store(s.type, in, i,
+                gather_input(static_cast<int>(i / s.layout.param_count), i % s.layout.param_count));
+      break;
+    case Collective::kAlltoall:
+      // Block q, element i, goes to rank q: gather_input(rank * n + q, i).
+      for (size_t i = 0; i < s.layout.send_count; ++i)
+        store(s.type, in, i,
+              gather_input(rank * n + static_cast<int>(i / s.layout.param_count),
+                           i % s.layout.param_count));
       break;
     case Collective::kBroadcast:
       // The API broadcasts in place: the root's buffer is the source.
@@ -105,6 +143,30 @@ void CollectiveRunner::run(const RunSpec& s) {
     case Collective::kReduceScatter:
       comm_.reduce_scatter(send_ptr(s), recv_ptr(s), count, s.type, s.op);
       return;
+    case Collective::kReduce:
+      comm_.reduce(send_ptr(s), recv_ptr(s), count, s.type, s.op, s.root);
+      return;
+    case Collective::kGather:
+      comm_.gather(send_ptr(s), recv_ptr(s), count, s.type, s.root);
+      return;
+    case Collective::kScatter:
+      comm_.scatter(send_ptr(s), recv_ptr(s), count, s.type, s.root);
+      return;
+    case Collective::kAlltoall:
+      comm_.alltoall(send_ptr(s), recv_ptr(s), count, s.type);
+      return;
+    case Collective::kSendRecv: {
+      const int n = comm_.size();
+      if (n == 1) {
+        std::memcpy(recv_ptr(s), send_ptr(s), count * element_size(s.type));
+        return;
+      }
+      Request in = comm_.irecv(recv_ptr(s), count, s.type, (comm_.rank() + n - 1) % n, 0);
+      Request out = comm_.isend(send_ptr(s), count, s.type, (comm_.rank() + 1) % n, 0);
+      in.wait();
+      out.wait();
+      return;
+    }
   }
 }
 
@@ -114,6 +176,11 @@ uint64_t CollectiveRunner::count_wrong(const RunSpec& s) const {
   const std::byte* out = recv_ptr(s);
   uint64_t wrong = 0;
   auto expect = [&](size_t i, double want) {
+    // The value as the type holds it (bool keeps only non-zero, narrow integers wrap), as the
+    // inputs were stored.
+    std::byte held[8];
+    store(s.type, held, 0, want);
+    want = load(s.type, held, 0);
     double got = load(s.type, out, i);
     // NaN never equals: poison that decodes to NaN is wrong, as it should be.
     if (!(got == want)) ++wrong;
@@ -136,6 +203,30 @@ uint64_t CollectiveRunner::count_wrong(const RunSpec& s) const {
       break;
     case Collective::kBroadcast:
       for (size_t i = 0; i < s.layout.param_count; ++i) expect(i, broadcast_input(s.root, i));
+      break;
+    case Collective::kReduce:
+      if (rank == s.root)
+        for (size_t i = 0; i < s.layout.recv_count; ++i)
+          expect(i, reduce_expected(s.type, s.op, n, i));
+      break;
+    case Collective::kGather:
+      if (rank == s.root)
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < s.layout.param_count; ++i)
+            expect(static_cast<size_t>(r) * s.layout.param_count + i, gather_input(r, i));
+      break;
+    case Collective::kScatter:
+      for (size_t i = 0; i < s.layout.recv_count; ++i) expect(i, gather_input(rank, i));
+      break;
+    case Collective::kAlltoall:
+      // Block p came from rank p: gather_input(p * n + rank, i).
+      for (size_t k = 0; k < s.layout.recv_count; ++k)
+        expect(k, gather_input(static_cast<int>(k / s.layout.param_count) * n + rank,
+                               k % s.layout.param_count));
+      break;
+    case Collective::kSendRecv:
+      for (size_t i = 0; i < s.layout.recv_count; ++i)
+        expect(i, gather_input((rank + n - 1) % n, i));
       break;
   }
   return wrong;

@@ -204,7 +204,7 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
   // With --comm split:N every group sweeps; only the world's rank 0 reports.
   const int rank = world.communicator().rank() == 0 ? 0 : std::max(comm.rank(), 1);
   const int n = comm.size();
-  if (o.collective == Collective::kBroadcast && o.root >= n) {
+  if (is_rooted(o.collective) && o.root >= n) {
     if (rank == 0)
       std::fprintf(stderr, "tutti-bench: -r %d is not a rank of this %d-rank job\n", o.root, n);
     // The others wait until rank 0 has said why: a launcher that sees a rank exit first may stop
@@ -252,7 +252,7 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
         row.count = layout.param_count;
         row.type = type;
         row.redop = is_reduction(o.collective) ? std::string(op_name(op)) : "none";
-        row.root = o.collective == Collective::kBroadcast ? o.root : -1;
+        row.root = is_rooted(o.collective) ? o.root : -1;
         RunSpec spec{o.collective, type, op, o.root, false, layout};
         row.out_of_place = measure(comm, runner, spec, o);
         spec.in_place = true;

@@ -158,8 +158,8 @@ class TUTTI_CXX_API Communicator {
   // `rank`. recv may be this rank's block of send (in place).
   void reduce_scatter_v(const void* send, void* recv, std::span<const size_t> counts, DataType type,
                         ReduceOp op, const CallOptions& call = {}) const;
-  // Block p of send (count elements) goes to rank p, where it becomes block `rank` of recv. Not
-  // in place: send and recv must not overlap.
+  // Block p of send (count elements) goes to rank p, where it becomes block `rank` of recv.
+  // send == recv is in place (at the cost of a copy); other overlaps are refused.
   void alltoall(const void* send, void* recv, size_t count, DataType type,
                 const CallOptions& call = {}) const;
   // As alltoall with per-peer counts: rank p's send_counts[q] must equal rank q's

@@ -1,12 +1,15 @@
 // All-to-all: every pair exchanges its blocks directly, all posted at once; the transport moves
 // whichever is ready. Sends start with the right-hand neighbour and go round, so that not every
 // rank sends to rank 0 first. Zero-byte blocks are still sent: each pair then always checks the
-// other's call and sizes.
+// other's call and sizes. In place (send == recv, equal counts) goes through a copy in scratch.
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "collectives/checks.hpp"
 #include "collectives/chunking.hpp"
 #include "collectives/collectives.hpp"
+#include "collectives/scratch_slots.hpp"
 #include "core/error.hpp"
 
 namespace tutti::collectives {
@@ -29,11 +32,18 @@ void alltoallv(Context& ctx, const void* send, std::span<const size_t> send_coun
   }
   const auto* in = bytes_of(send);
   auto* out = bytes_of(recv);
-  if (send_total > 0 && recv_total > 0 && in < out + recv_total * es &&
-      out < in + send_total * es) {
+  const bool same_layout = std::equal(send_counts.begin(), send_counts.end(), recv_counts.begin());
+  if (in == out && same_layout && send_total > 0) {
+    // In place (as MPI_IN_PLACE): the blocks to send are copied aside first, since received
+    // blocks overwrite them.
+    std::byte* copy = ctx.scratch.get(kResultSlot, send_total * es).data();
+    std::memcpy(copy, in, send_total * es);
+    in = copy;
+  } else if (send_total > 0 && recv_total > 0 && in < out + recv_total * es &&
+             out < in + send_total * es) {
     throw make_error(ErrorCode::kInvalidArgument,
-                     "alltoall on rank {}: send and recv overlap; alltoall is not in place, pass "
-                     "separate buffers",
+                     "alltoall on rank {}: send and recv overlap; pass separate buffers, or the "
+                     "same buffer with equal send and recv counts (in place)",
                      ctx.rank);
   }
   const Split sent = Split::of_counts(send_counts);

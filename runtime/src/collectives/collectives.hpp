@@ -75,7 +75,8 @@ void reduce_scatter_v(Context& ctx, const void* send, void* recv, std::span<cons
                       DataType type, ReduceOp op);
 // Block p of send (send_counts[p]) goes to rank p, where it lands as block `rank` of recv
 // (recv_counts[rank] there). Rank p's send_counts[q] must equal rank q's recv_counts[p]; a
-// disagreement fails both with kMismatch. send and recv must not overlap.
+// disagreement fails both with kMismatch. send == recv with equal counts is in place; other
+// overlaps are refused.
 void alltoallv(Context& ctx, const void* send, std::span<const size_t> send_counts, void* recv,
                std::span<const size_t> recv_counts, DataType type);
 

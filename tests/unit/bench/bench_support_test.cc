@@ -64,10 +64,10 @@ TEST(BenchOptions, StepBytesAloneMakesALinearSweep) {
 
 TEST(BenchOptions, BadFlagsExitTwo) {
   for (auto args : std::vector<std::vector<std::string>>{{},
-                                                         {"alltoall"},
+                                                         {"alltoallw"},
                                                          {"allreduce", "-b", "1X"},
                                                          {"allreduce", "-b", "2M", "-e", "1M"},
-                                                         {"allreduce", "-d", "int8"},
+                                                         {"allreduce", "-d", "int4"},
                                                          {"allreduce", "-o", "xor"},
                                                          {"allreduce", "-c", "2"},
                                                          {"allreduce", "-n", "0"},
@@ -87,7 +87,15 @@ TEST(BenchOptions, Names) {
   EXPECT_EQ(parse_type("float32"), DataType::kFloat32);
   EXPECT_EQ(parse_type("FLOAT64"), DataType::kFloat64);
   EXPECT_EQ(parse_type("float16"), DataType::kFloat16);
-  EXPECT_EQ(parse_type("int8"), std::nullopt);
+  EXPECT_EQ(parse_type("int8"), DataType::kInt8);
+  EXPECT_EQ(parse_type("bool"), DataType::kBool);
+  EXPECT_EQ(parse_type("int4"), std::nullopt);
+  EXPECT_EQ(parse_op("bxor"), ReduceOp::kBxor);
+  for (const char* c : {"reduce", "gather", "scatter", "alltoall", "sendrecv"}) {
+    BenchParse p = parse({c});
+    ASSERT_TRUE(p.options) << c << ": " << p.message;
+    EXPECT_EQ(collective_name(p.options->collective), c);
+  }
   EXPECT_EQ(type_name(DataType::kFloat16), "half");
   EXPECT_EQ(parse_op("avg"), ReduceOp::kAvg);
   EXPECT_EQ(parse_size("64K"), 65536u);
@@ -178,6 +186,19 @@ TEST(BenchLayout, NcclTestsCounts) {
   EXPECT_EQ(ar.param_count, 10u);
   EXPECT_EQ(row_bytes(ag, DataType::kFloat32), 32u);
   EXPECT_EQ(row_bytes(rs, DataType::kFloat64), 64u);
+  // nccl-tests' gather/scatter/alltoall: count / n per rank; reduce/sendrecv: the whole count.
+  Layout g = layout_for(Collective::kGather, 10, 4);
+  EXPECT_EQ(g.send_count, 2u);
+  EXPECT_EQ(g.recv_count, 8u);
+  Layout sc = layout_for(Collective::kScatter, 10, 4);
+  EXPECT_EQ(sc.send_count, 8u);
+  EXPECT_EQ(sc.recv_count, 2u);
+  Layout a2a = layout_for(Collective::kAlltoall, 10, 4);
+  EXPECT_EQ(a2a.send_count, 8u);
+  EXPECT_EQ(a2a.recv_count, 8u);
+  EXPECT_EQ(a2a.param_count, 2u);
+  EXPECT_EQ(layout_for(Collective::kReduce, 10, 4).param_count, 10u);
+  EXPECT_EQ(layout_for(Collective::kSendRecv, 10, 4).recv_count, 10u);
 }
 
 TEST(BenchLayout, BusBandwidthFactors) {
@@ -192,6 +213,11 @@ TEST(BenchLayout, BusBandwidthFactors) {
   EXPECT_DOUBLE_EQ(bandwidth(Collective::kReduceScatter, count, DataType::kFloat32, 1.0, 8).bus,
                    7.0);
   EXPECT_DOUBLE_EQ(bandwidth(Collective::kAllreduce, count, DataType::kFloat32, 1.0, 1).bus, 0.0);
+  // nccl-tests: reduce and sendrecv factor 1; gather, scatter, alltoall (n-1)/n of n blocks.
+  EXPECT_DOUBLE_EQ(bandwidth(Collective::kReduce, count, DataType::kFloat32, 1.0, 4).bus, 1.0);
+  EXPECT_DOUBLE_EQ(bandwidth(Collective::kSendRecv, count, DataType::kFloat32, 1.0, 4).bus, 1.0);
+  EXPECT_DOUBLE_EQ(bandwidth(Collective::kGather, count, DataType::kFloat32, 1.0, 4).bus, 3.0);
+  EXPECT_DOUBLE_EQ(bandwidth(Collective::kAlltoall, count, DataType::kFloat32, 1.0, 4).bus, 3.0);
 }
 
 TEST(BenchReport, NcclTestsFormat) {
