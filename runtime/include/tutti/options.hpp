@@ -51,8 +51,11 @@ struct TUTTI_OPTIONS_API Options {
 struct CallOptions {
   std::optional<std::chrono::milliseconds> timeout;  // instead of Options::timeout
   std::optional<Algorithm> algorithm;                // allreduce only
-  double prescale = 1.0;                             // allreduce (sum, avg): input x prescale
-  double postscale = 1.0;                            // allreduce (sum, avg): result x postscale
+  // allreduce with sum or avg on floating types: every input is multiplied by prescale as it is
+  // first reduced, the result by postscale as it becomes final, inside the reduce loops (no pass
+  // of their own). Anything else with a factor other than 1 is Error(kInvalidArgument).
+  double prescale = 1.0;
+  double postscale = 1.0;
 };
 
 }  // namespace tutti

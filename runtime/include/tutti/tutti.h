@@ -133,6 +133,11 @@ TUTTI_API int tutti_comm_cross_size(tutti_comm_t comm);
 
 TUTTI_API int tutti_comm_allreduce(tutti_comm_t comm, const void* send, void* recv, size_t count,
                                    tutti_dtype_t dtype, tutti_op_t op);
+/* allreduce with every input multiplied by prescale and the result by postscale, both inside the
+ * reduce loops (sum or avg on floating types; else TUTTI_ERR_INVALID_ARGUMENT). */
+TUTTI_API int tutti_comm_allreduce_scaled(tutti_comm_t comm, const void* send, void* recv,
+                                          size_t count, tutti_dtype_t dtype, tutti_op_t op,
+                                          double prescale, double postscale);
 TUTTI_API int tutti_comm_broadcast(tutti_comm_t comm, void* buf, size_t count, tutti_dtype_t dtype,
                                    int root);
 TUTTI_API int tutti_comm_allgather(tutti_comm_t comm, const void* send, void* recv, size_t count,

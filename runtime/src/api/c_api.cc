@@ -234,6 +234,17 @@ int tutti_comm_allreduce(tutti_comm_t comm, const void* send, void* recv, size_t
     return 0;
   });
 }
+int tutti_comm_allreduce_scaled(tutti_comm_t comm, const void* send, void* recv, size_t count,
+                                tutti_dtype_t dtype, tutti_op_t op, double prescale,
+                                double postscale) {
+  return guarded([&] {
+    tutti::CallOptions call;
+    call.prescale = prescale;
+    call.postscale = postscale;
+    comm_of(comm).allreduce(send, recv, count, to_type(dtype), to_op(op), call);
+    return 0;
+  });
+}
 int tutti_comm_broadcast(tutti_comm_t comm, void* buf, size_t count, tutti_dtype_t dtype,
                          int root) {
   return guarded([&] {

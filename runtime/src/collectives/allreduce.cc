@@ -1,5 +1,6 @@
 // The allreduce entry point: argument checks, trivial cases, algorithm choice, and kAvg (reduced
-// as a sum, divided once at the end so every rank divides the same exact sum).
+// as a sum, divided once at the end so every rank divides the same exact sum; with a postscale
+// the division joins it inside the last reduce loop instead).
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
 #include "core/error.hpp"
@@ -11,13 +12,24 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
                DataType type, ReduceOp op) {
   const size_t bytes = check_buffers(ctx, "allreduce", send, recv, count, type);
   check_op(ctx, "allreduce", op, type);
+  const bool scaled = ctx.scaled();
+  if (scaled && (!is_floating(type) || (op != ReduceOp::kSum && op != ReduceOp::kAvg))) {
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "allreduce on rank {}: prescale {} / postscale {} need a floating type and "
+                     "sum or avg, not {} {}; scale integers yourself",
+                     ctx.rank, ctx.prescale, ctx.postscale, to_string(type), to_string(op));
+  }
+  if (scaled && op == ReduceOp::kAvg) ctx.postscale /= ctx.size;
   bound_segment(ctx, bytes);
   // A count of 0 still meets the peers (an empty barrier under this call's signature), so a rank
   // that passed 0 while the others passed more fails with kMismatch instead of leaving them
   // waiting.
   if (count == 0) return barrier(ctx);
   if (ctx.size == 1) {
-    copy_unless_same(send, recv, bytes);
+    if (scaled)
+      reduce::scale(type, recv, send, ctx.prescale * ctx.postscale, count);
+    else
+      copy_unless_same(send, recv, bytes);
     return;
   }
   const ReduceOp reduce_op = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
@@ -48,7 +60,7 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
           "allreduce on rank {}: unknown algorithm {}; pass ring, tree, hd, shm, hier or auto",
           ctx.rank, static_cast<int>(algorithm));
   }
-  if (op == ReduceOp::kAvg) reduce::divide(type, recv, count, ctx.size);
+  if (op == ReduceOp::kAvg && !scaled) reduce::divide(type, recv, count, ctx.size);
 }
 
 }  // namespace tutti::collectives

@@ -32,6 +32,13 @@ struct Context {
   SelectionCache* selection = nullptr;
   // The communicator's configuration; null means Settings::defaults().
   const Settings* settings = nullptr;
+  // allreduce's prescale and postscale (sum on floating types): each algorithm multiplies every
+  // rank's input by prescale where it first reduces it, and the result by postscale where it is
+  // final, inside those reduce loops (reduce::combine_scaled, reduce_many_scaled).
+  double prescale = 1.0;
+  double postscale = 1.0;
+
+  bool scaled() const { return prescale != 1.0 || postscale != 1.0; }
 };
 
 // ctx.settings, or the defaults.

@@ -42,14 +42,16 @@ class HalvingDoubling {
   void run() {
     const int rank = ctx_.rank;
     const std::byte* source = send_;  // where this rank's not yet reduced data lives
+    bool source_raw = true;           // still this rank's input (send_ may be recv_: in place)
     if (rank < 2 * extra_) {
       if (rank % 2 == 0) {
         sit_out();
         return;
       }
       exchange(rank - 1, kFoldStep, {}, {staging_, bytes(count_)});
-      reduce::combine(type_, op_, recv_, send_, staging_, count_);
+      combine(recv_, send_, true, staging_, true, false, count_);
       source = recv_;
+      source_raw = false;
     }
     const int virtual_rank = rank < 2 * extra_ ? rank / 2 : rank - extra_;
     size_t lo = 0;
@@ -66,10 +68,14 @@ class HalvingDoubling {
       exchange(real_rank(virtual_rank ^ mask), step,
                {source + offset(give_lo), bytes(elements(give_lo, give_hi))},
                {staging_, bytes(keep)});
-      reduce::combine(type_, op_, recv_ + offset(keep_lo), source + offset(keep_lo), staging_,
-                      keep);
+      // The peer's half is its raw input only in the first round and only if it did not fold.
+      const int peer = real_rank(virtual_rank ^ mask);
+      const bool peer_raw = mask == pow2_ / 2 && peer >= 2 * extra_;
+      combine(recv_ + offset(keep_lo), source + offset(keep_lo), source_raw, staging_, peer_raw,
+              mask == 1, keep);
       // Only [keep_lo, keep_hi) is read from now on, and it is reduced in recv.
       source = recv_;
+      source_raw = false;
       lo = keep_lo;
       hi = keep_hi;
     }
@@ -98,6 +104,18 @@ class HalvingDoubling {
   }
   size_t offset(size_t block) const { return blocks_.begin(block) * element_bytes_; }
   size_t bytes(size_t elements) const { return elements * element_bytes_; }
+
+  // dst = a op b; with prescale/postscale, raw inputs are prescaled and the last round's result
+  // postscaled inside the same loop.
+  void combine(std::byte* dst, const std::byte* a, bool a_raw, const std::byte* b, bool b_raw,
+               bool last, size_t n) {
+    if (!ctx_.scaled()) {
+      reduce::combine(type_, op_, dst, a, b, n);
+      return;
+    }
+    reduce::combine_scaled(type_, dst, a, a_raw ? ctx_.prescale : 1.0, b,
+                           b_raw ? ctx_.prescale : 1.0, last ? ctx_.postscale : 1.0, n);
+  }
 
   void sit_out() {
     exchange(ctx_.rank + 1, kFoldStep, {send_, bytes(count_)}, {});

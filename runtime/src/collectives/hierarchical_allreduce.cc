@@ -33,7 +33,10 @@ void chain_reduce(Context& group, const std::byte* send, std::byte* recv, size_t
   const size_t esize = element_size(type);
   const int index = group.rank;
   if (group.size == 1) {
-    copy_unless_same(send, recv, count * esize);
+    if (group.scaled())
+      reduce::scale(type, recv, send, group.prescale * group.postscale, count);
+    else
+      copy_unless_same(send, recv, count * esize);
     return;
   }
   const size_t per = segment_elements(group.segment_bytes, esize);
@@ -62,7 +65,15 @@ void chain_reduce(Context& group, const std::byte* send, std::byte* recv, size_t
     // The other slot held segment s-1, already reduced: the next segment may land there.
     if (s + 1 < segments) incoming = up.irecv(tag, {slot(s + 1), seg_elems(s + 1) * esize});
     const size_t offset = s * per * esize;
-    reduce::combine(type, op, recv + offset, send + offset, arrived, seg_elems(s));
+    if (group.scaled()) {
+      // The tail sends its raw input, every other member a partial sum; member 0's is final.
+      const bool raw = index + 1 == group.size - 1;
+      reduce::combine_scaled(type, recv + offset, send + offset, group.prescale, arrived,
+                             raw ? group.prescale : 1.0, index == 0 ? group.postscale : 1.0,
+                             seg_elems(s));
+    } else {
+      reduce::combine(type, op, recv + offset, send + offset, arrived, seg_elems(s));
+    }
     if (down) sends.push_back(down->isend(tag, {recv + offset, seg_elems(s) * esize}));
   }
   group.transport.wait(sends, group.deadline, kWhat);
@@ -93,6 +104,10 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
   auto local = make_group_transport(ctx.transport, h.local, h.local_index);
   {
     Context g = group_context(*local, h.local, h.local_index, kLocalReduce);
+    // The postscale goes where the result becomes final: the leaders' allreduce, if there is one.
+    const bool cross = h.leaders.size() > 1;
+    g.prescale = ctx.prescale;
+    g.postscale = cross ? 1.0 : ctx.postscale;
     chain_reduce(g, bytes_of(send), bytes_of(recv), count, type, op);
   }
   if (h.leader_index >= 0 && h.leaders.size() > 1) {
@@ -102,6 +117,7 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
     std::vector<int> own_hosts(h.leaders.size());
     for (size_t i = 0; i < own_hosts.size(); ++i) own_hosts[i] = static_cast<int>(i);
     g.host_of_rank = own_hosts;
+    g.postscale = ctx.postscale;
     allreduce(g, Algorithm::kAuto, recv, recv, count, type, op);
   }
   if (h.local.size() > 1) {

@@ -172,8 +172,16 @@ class RingRun {
     std::byte* result = destination(item.step, chunk) + offset;
     if (is_reduce_step(item.step)) {
       const std::byte* own = buffers_.input + chunk_offset_bytes(chunk) + offset;
-      reduce::combine(type_, op_, result, own, staging_ + slot * per_segment_ * element_bytes_,
-                      elements);
+      const std::byte* incoming = staging_ + slot * per_segment_ * element_bytes_;
+      if (ctx_.scaled()) {
+        // Step 0 brings the previous rank's raw input, later steps partial (scaled) sums; the
+        // last reduce step's result is final.
+        reduce::combine_scaled(
+            type_, result, own, ctx_.prescale, incoming, item.step == 0 ? ctx_.prescale : 1.0,
+            item.step + 1 == plan_.reduce_steps ? ctx_.postscale : 1.0, elements);
+      } else {
+        reduce::combine(type_, op_, result, own, incoming, elements);
+      }
     }
     if (item.step + 1 < steps_) {
       if (sends_.size() >= kPruneSends) std::erase_if(sends_, [](auto& r) { return r.complete(); });

@@ -188,7 +188,7 @@ class ShmAllreduce {
     check_fingerprints();
     for (int r = 0; r < w_.size(); ++r)
       sources_[static_cast<size_t>(r)] = r == w_.rank() ? send_ : w_.inline_bytes(r, kStaged, bank);
-    reduce::reduce_many(type_, op_, recv_, nullptr, sources_, count_);
+    reduce_sources(recv_, nullptr, count_, reduce::CopyStores::kCached);
     w_.publish(kDone, g + 1);
   }
 
@@ -208,8 +208,18 @@ class ShmAllreduce {
     // Own data straight from the input: reduce_many reads every source's block before storing it.
     for (int r = 0; r < w_.size(); ++r)
       sources_[static_cast<size_t>(r)] = r == w_.rank() ? send_ : slot(r, g);
-    reduce::reduce_many(type_, op_, recv_, nullptr, sources_, count_);
+    reduce_sources(recv_, nullptr, count_, reduce::CopyStores::kCached);
     w_.publish(kDone, g + 1);
+  }
+
+  // out = op over sources_ (raw inputs of every rank): prescaled as read, postscaled as stored.
+  void reduce_sources(std::byte* out, std::byte* copy, size_t n, reduce::CopyStores stores) {
+    if (ctx_.scaled()) {
+      reduce::reduce_many_scaled(type_, out, copy, sources_, n, ctx_.prescale, ctx_.postscale,
+                                 stores);
+    } else {
+      reduce::reduce_many(type_, op_, out, copy, sources_, n, stores);
+    }
   }
 
   void stage(size_t j) {
@@ -245,8 +255,7 @@ class ShmAllreduce {
             r == w_.rank() ? send_ + off * es() + at : slot(r, j) + at;
       // In place the output slice is also this rank's source; reduce_many reads each block of
       // every source before it stores that block.
-      reduce::reduce_many(type_, op_, recv_ + off * es() + at, slot(w_.rank(), j) + at, sources_,
-                          own.count, stores_);
+      reduce_sources(recv_ + off * es() + at, slot(w_.rank(), j) + at, own.count, stores_);
     }
     w_.publish(kReduced, g + 1);
   }

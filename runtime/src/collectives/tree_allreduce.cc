@@ -44,6 +44,12 @@ class TreeRun {
         per_segment_(segment_elements(ctx.segment_bytes, element_bytes_)),
         halves_(count, 2),
         nodes_(double_tree_node(ctx.size, ctx.rank)) {
+    // A leaf child sends its raw input, an interior one a partial sum (already prescaled).
+    for (int t = 0; t < 2; ++t)
+      for (int c = 0; c < 2; ++c) {
+        const int child = nodes_[t].children[c];
+        child_is_leaf_[t][c] = child >= 0 && double_tree_node(ctx.size, child)[t].children[0] < 0;
+      }
     segments_ = {segment_count(halves_.size(0), per_segment_),
                  segment_count(halves_.size(1), per_segment_)};
     // Half 0 is never smaller, so it has the same number of segments or one more.
@@ -118,7 +124,19 @@ class TreeRun {
     std::byte* result = recv_ + offset_bytes(it);
     // A leaf sends its own data up unchanged, straight from send.
     const std::byte* up = own;
-    if (node.children[0] >= 0) {
+    if (node.children[0] >= 0 && ctx_.scaled()) {
+      // The root's last combine makes the result final: postscale there.
+      const bool second = node.children[1] >= 0;
+      const double final_scale = node.parent < 0 ? ctx_.postscale : 1.0;
+      const double pre = ctx_.prescale;
+      const auto& leaf = child_is_leaf_[it.tree];
+      reduce::combine_scaled(type_, result, own, pre, child_staging(index, 0), leaf[0] ? pre : 1.0,
+                             second ? 1.0 : final_scale, n);
+      if (second)
+        reduce::combine_scaled(type_, result, result, 1.0, child_staging(index, 1),
+                               leaf[1] ? pre : 1.0, final_scale, n);
+      up = result;
+    } else if (node.children[0] >= 0) {
       reduce::combine(type_, op_, result, own, child_staging(index, 0), n);
       if (node.children[1] >= 0) reduce::accumulate(type_, op_, result, child_staging(index, 1), n);
       up = result;
@@ -160,6 +178,7 @@ class TreeRun {
   std::byte* recv_;
   DataType type_;
   ReduceOp op_;
+  std::array<std::array<bool, 2>, 2> child_is_leaf_{};  // [tree][child]
   size_t element_bytes_;
   size_t per_segment_;
   Split halves_;

@@ -1,5 +1,6 @@
 #include "comm/communicator.hpp"
 
+#include <cmath>
 #include <new>
 #include <string>
 #include <vector>
@@ -126,14 +127,17 @@ void Communicator::fail(const Error& error, std::string_view name, uint64_t sequ
 
 void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                              const CallOptions& call) {
-  if (call.prescale != 1.0 || call.postscale != 1.0)
+  if (!std::isfinite(call.prescale) || !std::isfinite(call.postscale))
     throw make_error(ErrorCode::kInvalidArgument,
-                     "allreduce on rank {}: prescale/postscale are not supported yet", rank_);
+                     "allreduce on rank {}: prescale {} and postscale {} must be finite numbers",
+                     rank_, call.prescale, call.postscale);
   const auto algorithm =
       static_cast<collectives::Algorithm>(call.algorithm.value_or(options_.algorithm));
   run("allreduce",
       signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,
       [&](collectives::Context& ctx) {
+        ctx.prescale = call.prescale;
+        ctx.postscale = call.postscale;
         collectives::allreduce(ctx, algorithm, send, recv, count, type, op);
       });
 }

@@ -35,6 +35,21 @@ void reduce_many(DataType type, ReduceOp op, void* out, void* copy,
 // no read-for-ownership of the destination and no eviction of this core's working set.
 void stream_copy(void* dst, const void* src, size_t bytes);
 
+// ---- Scaled sums (allreduce's prescale/postscale; floating types only, else
+// Error(kInvalidArgument)). Computed in float (double for float64), rounded once when stored; dst
+// may alias a or b exactly. ----
+
+// dst[i] = (a[i] * a_scale + b[i] * b_scale) * out_scale
+void combine_scaled(DataType type, void* dst, const void* a, double a_scale, const void* b,
+                    double b_scale, double out_scale, size_t count);
+// dst[i] = src[i] * factor (dst may equal src)
+void scale(DataType type, void* dst, const void* src, double factor, size_t count);
+// out[i] = (sum over k of srcs[k][i] * pre) * post, and the same to `copy` unless it is null; the
+// aliasing rules of reduce_many.
+void reduce_many_scaled(DataType type, void* out, void* copy, std::span<const void* const> srcs,
+                        size_t count, double pre, double post,
+                        CopyStores stores = CopyStores::kCached);
+
 // buf[i] /= divisor (integers: truncating division), for kAvg.
 void divide(DataType type, void* buf, size_t count, int divisor);
 

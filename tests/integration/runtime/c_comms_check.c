@@ -110,6 +110,13 @@ int main(void) {
     EXPECT(tutti_comm_allreduce(world, &sum, &sum, 1, TUTTI_FLOAT64, TUTTI_BXOR) ==
                TUTTI_ERR_INVALID_ARGUMENT,
            "bxor on float64 must be refused");
+    float fin[3] = {1, 2, 3}, fout[3];
+    CHECK(tutti_comm_allreduce_scaled(world, fin, fout, 3, TUTTI_FLOAT32, TUTTI_SUM, 0.5, 4.0));
+    for (int i = 0; i < 3; ++i)
+      EXPECT(fout[i] == (float)(2 * size * (i + 1)), "scaled allreduce %d: %g", i, fout[i]);
+    EXPECT(tutti_comm_allreduce_scaled(world, &one, &one, 1, TUTTI_INT64, TUTTI_SUM, 2, 1) ==
+               TUTTI_ERR_INVALID_ARGUMENT,
+           "a scale on int64 must be refused");
     int sendv[kMax], recvv[kMax];
     for (int p = 0; p < size; ++p) {
       sendv[p] = 100 * g_rank + p;

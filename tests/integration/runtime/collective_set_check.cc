@@ -1,5 +1,6 @@
 // collective_set_check: the collectives beyond allreduce/broadcast/allgather/reduce_scatter
-// (reduce, gather(v), scatter(v), allgatherv, reduce_scatter_v, alltoall(v)) on however many ranks
+// (reduce, gather(v), scatter(v), allgatherv, reduce_scatter_v, alltoall(v)) and allreduce's
+// prescale/postscale through every algorithm ("scaled"), on however many ranks
 // tuttirun started, with inputs whose results are known exactly; then the misuse cases (counts
 // that disagree, ops a type does not have), which must fail with the right error and no hang.
 //
@@ -44,14 +45,17 @@ bool wants(const std::string& list, const std::string& name) {
 }
 
 // Element access through double. The values used are small integers, exact in every type (bool
-// gets 0 or 1); float16/bfloat16 are written from their bit patterns for integers below 256.
+// gets 0 or 1); float16/bfloat16 are written from their bit patterns, for integers they hold.
 uint16_t small_int_to_half(int v, bool bf16) {
   if (v == 0) return 0;
   const uint16_t sign = v < 0 ? 0x8000 : 0;
   int a = std::abs(v), e = 0;
   while ((a >> e) > 1) ++e;
-  if (bf16) return static_cast<uint16_t>(sign | ((e + 127) << 7) | ((a << (7 - e)) & 0x7f));
-  return static_cast<uint16_t>(sign | ((e + 15) << 10) | ((a << (10 - e)) & 0x3ff));
+  // The mantissa bits below the leading one (exact for the values used here).
+  const int bits = bf16 ? 7 : 10;
+  const int mantissa = (e <= bits ? a << (bits - e) : a >> (e - bits)) & ((1 << bits) - 1);
+  if (bf16) return static_cast<uint16_t>(sign | ((e + 127) << 7) | mantissa);
+  return static_cast<uint16_t>(sign | ((e + 15) << 10) | mantissa);
 }
 double half_to_double(uint16_t h, bool bf16) {
   if ((h & 0x7fff) == 0) return 0;
@@ -327,6 +331,61 @@ class Checker {
            });
   }
 
+  // allreduce with prescale and postscale through every algorithm: inputs 1..5 times 0.5, the sum
+  // times 0.25, all exact in binary; avg folds 1/size into the postscale.
+  void scaled_allreduce(size_t count, DataType t, ReduceOp op) {
+    const char* transport = std::getenv("TUTTI_TRANSPORT");
+    const bool has_window = !(transport && std::string(transport) == "tcp");
+    for (tutti::Algorithm algo :
+         {tutti::Algorithm::kRing, tutti::Algorithm::kTree, tutti::Algorithm::kHalvingDoubling,
+          tutti::Algorithm::kShm, tutti::Algorithm::kHierarchical, tutti::Algorithm::kAuto}) {
+      if (algo == tutti::Algorithm::kShm && !has_window) continue;
+      for (bool in_place : {false, true}) {
+        auto send = buffer(count, t);
+        for (size_t i = 0; i < count; ++i) store(t, send.data(), i, input(t, op, rank_, i));
+        auto recv = buffer(count, t);
+        std::byte* out = in_place ? send.data() : recv.data();
+        tutti::CallOptions call;
+        call.algorithm = algo;
+        call.prescale = 0.5;
+        call.postscale = 0.25;
+        comm_.allreduce(send.data(), out, count, t, op, call);
+        verify(
+            fmt::format("scaled allreduce {} {} count {} algorithm {}{}", to_string(t),
+                        to_string(op), count, static_cast<int>(algo), in_place ? " in place" : ""),
+            count,
+            [&](size_t i) { return std::pair(load(t, out, i), expected(t, op, size_, i) * 0.125); },
+            [&](double g, double w) { return close(t, op, g, w); });
+      }
+    }
+    // float16 partial sums that would overflow (3 x 40000 > 65504) unless the prescale is applied
+    // to every input before the ring adds them.
+    if (size_ == 3 && t == DataType::kFloat16 && op == ReduceOp::kSum && count > 0) {
+      auto data = buffer(count, t);
+      for (size_t i = 0; i < count; ++i) store(t, data.data(), i, 40000);
+      tutti::CallOptions call;
+      call.algorithm = tutti::Algorithm::kRing;
+      call.prescale = 0.5;
+      comm_.allreduce(data.data(), data.data(), count, t, op, call);
+      verify("float16 prescale before the sum", count,
+             [&](size_t i) { return std::pair(load(t, data.data(), i), 60000.0); });
+    }
+    // Integers and other ops refuse a scale (no message sent: the communicator stays usable).
+    if (count > 0) {
+      int32_t x = 1;
+      tutti::CallOptions call;
+      call.prescale = 2;
+      ++checks_;
+      try {
+        comm_.allreduce(&x, &x, 1, DataType::kInt32, ReduceOp::kSum, call);
+        ++failures_;
+        fmt::print(stderr, "rank {}: prescale on int32 was not refused\n", rank_);
+      } catch (const tutti::Error& e) {
+        if (e.code() != tutti::ErrorCode::kInvalidArgument) ++failures_;
+      }
+    }
+  }
+
   // Misuse: each case must fail with the expected code on the ranks that can tell, without a
   // hang; afterwards a fresh dup must work again (a failed call breaks its communicator only).
   void misuse() {
@@ -435,7 +494,8 @@ class Checker {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string counts_arg = "0,1,N-1,1001", dtypes_arg = "float32,int64,bfloat16,int8,int16,bool",
+  std::string counts_arg = "0,1,N-1,1001",
+              dtypes_arg = "float32,float64,float16,bfloat16,int64,int8,int16,bool",
               ops_arg = "sum,prod,min,max,avg,band,bor,bxor", collectives_arg = "all";
   bool misuse = false;
   for (int i = 1; i < argc; ++i) {
@@ -483,6 +543,9 @@ int main(int argc, char** argv) {
       for (DataType t : types) {
         for (ReduceOp op : ops) {
           if (!tutti::supports(t, op)) continue;
+          if (wants(collectives_arg, "scaled") && tutti::is_floating(t) &&
+              (op == ReduceOp::kSum || op == ReduceOp::kAvg))
+            check.scaled_allreduce(count, t, op);
           for (bool in_place : {false, true}) {
             if (wants(collectives_arg, "reduce")) check.reduce(count, t, op, in_place);
             if (wants(collectives_arg, "reduce_scatter_v"))

@@ -347,24 +347,22 @@ INSTANTIATE_TEST_SUITE_P(AllTypesOpsCounts, AccumulateTest,
 // The later types and ops, every pair tutti::supports: small integers with every op, the older
 // integer types with the bitwise ones, bool with its logical readings.
 constexpr ReduceOp kBitwiseOps[] = {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
-constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
-                                 ReduceOp::kMax, ReduceOp::kAvg,  ReduceOp::kBand,
-                                 ReduceOp::kBor, ReduceOp::kBxor};
-constexpr ReduceOp kBoolOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
-                                 ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
+                                 ReduceOp::kAvg, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+constexpr ReduceOp kBoolOps[] = {ReduceOp::kSum,  ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
+                                 ReduceOp::kBand, ReduceOp::kBor,  ReduceOp::kBxor};
 INSTANTIATE_TEST_SUITE_P(SmallIntegers, AccumulateTest,
                          ::testing::Combine(::testing::Values(DataType::kInt8, DataType::kInt16),
                                             ::testing::ValuesIn(kEveryOp),
                                             ::testing::ValuesIn(kCounts),
                                             ::testing::ValuesIn(kAllPlacements)),
                          accumulate_name);
-INSTANTIATE_TEST_SUITE_P(Bitwise, AccumulateTest,
-                         ::testing::Combine(::testing::Values(DataType::kUInt8, DataType::kInt32,
-                                                              DataType::kInt64),
-                                            ::testing::ValuesIn(kBitwiseOps),
-                                            ::testing::ValuesIn(kCounts),
-                                            ::testing::ValuesIn(kAllPlacements)),
-                         accumulate_name);
+INSTANTIATE_TEST_SUITE_P(
+    Bitwise, AccumulateTest,
+    ::testing::Combine(::testing::Values(DataType::kUInt8, DataType::kInt32, DataType::kInt64),
+                       ::testing::ValuesIn(kBitwiseOps), ::testing::ValuesIn(kCounts),
+                       ::testing::ValuesIn(kAllPlacements)),
+    accumulate_name);
 INSTANTIATE_TEST_SUITE_P(Bool, AccumulateTest,
                          ::testing::Combine(::testing::Values(DataType::kBool),
                                             ::testing::ValuesIn(kBoolOps),
@@ -805,6 +803,90 @@ TEST(ReduceArguments, RejectsNonPositiveDivisor) {
   EXPECT_EQ(error_code_of([&] { divide(DataType::kFloat32, x, 1, -2); }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(x[0], 4);
+}
+
+}  // namespace
+}  // namespace tutti::reduce
+
+// ---- Scaled sums (allreduce's prescale/postscale) ----
+
+namespace tutti::reduce {
+namespace {
+
+double as_double(DataType t, const std::byte* p) {
+  switch (t) {
+    case DataType::kFloat32:
+      return load<float>(p);
+    case DataType::kFloat64:
+      return load<double>(p);
+    case DataType::kFloat16:
+      return f16_to_float(load<uint16_t>(p));
+    default:
+      return bf16_to_float(load<uint16_t>(p));
+  }
+}
+
+void put_double(DataType t, std::byte* p, double v) {
+  switch (t) {
+    case DataType::kFloat32:
+      return store(p, static_cast<float>(v));
+    case DataType::kFloat64:
+      return store(p, v);
+    case DataType::kFloat16:
+      return store(p, float_to_f16(static_cast<float>(v)));
+    default:
+      return store(p, float_to_bf16(static_cast<float>(v)));
+  }
+}
+
+class ScaledTest : public ::testing::TestWithParam<std::tuple<DataType, size_t>> {};
+
+// Small integers times powers of two: every intermediate is exact in every floating type, so the
+// results compare exactly, misaligned (byte offset 1) and aliased buffers included.
+TEST_P(ScaledTest, MatchesExactArithmetic) {
+  const auto [type, count] = GetParam();
+  const size_t es = element_size(type);
+  std::vector<std::byte> a(count * es + 1), b(count * es + 1), out(count * es + 1);
+  std::byte* pa = a.data() + 1;  // misaligned on purpose
+  for (size_t i = 0; i < count; ++i) {
+    put_double(type, pa + i * es, static_cast<double>(i % 7));
+    put_double(type, b.data() + i * es, static_cast<double>(i % 5) - 2);
+  }
+  combine_scaled(type, out.data(), pa, 0.5, b.data(), 2.0, 0.25, count);
+  for (size_t i = 0; i < count; ++i)
+    ASSERT_EQ(as_double(type, out.data() + i * es),
+              (static_cast<double>(i % 7) * 0.5 + (static_cast<double>(i % 5) - 2) * 2.0) * 0.25)
+        << i;
+  // dst aliasing a, then scale in place.
+  combine_scaled(type, pa, pa, 1.0, b.data(), 1.0, 1.0, count);
+  scale(type, pa, pa, 4.0, count);
+  for (size_t i = 0; i < count; ++i)
+    ASSERT_EQ(as_double(type, pa + i * es),
+              (static_cast<double>(i % 7) + static_cast<double>(i % 5) - 2) * 4.0)
+        << i;
+  // Three sources, the output aliasing the first; a copy alongside.
+  std::vector<std::byte> copy(count * es);
+  std::vector<std::byte> c = b;
+  const void* srcs[] = {c.data(), b.data(), b.data()};
+  reduce_many_scaled(type, c.data(), copy.data(), srcs, count, 0.5, 8.0);
+  for (size_t i = 0; i < count; ++i) {
+    const double want = 3 * (static_cast<double>(i % 5) - 2) * 0.5 * 8.0;
+    ASSERT_EQ(as_double(type, c.data() + i * es), want) << i;
+    ASSERT_EQ(as_double(type, copy.data() + i * es), want) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FloatingTypes, ScaledTest,
+    ::testing::Combine(::testing::Values(DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
+                                         DataType::kBFloat16),
+                       ::testing::Values(size_t{0}, size_t{1}, size_t{255}, size_t{257},
+                                         size_t{1000})));
+
+TEST(ScaledRefusals, IntegersHaveNoScale) {
+  int32_t x[2] = {1, 2};
+  EXPECT_THROW(combine_scaled(DataType::kInt32, x, x, 2.0, x, 2.0, 1.0, 2), Error);
+  EXPECT_THROW(scale(DataType::kBool, x, x, 2.0, 1), Error);
 }
 
 }  // namespace
