@@ -21,7 +21,7 @@ logs=${SANITIZE_LOGS:-$root/build-sanitize-logs}
 # test scripts are given); a test whose program is missing fails as "not found", so a new one shows.
 ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-allreduce collectives_check
   mismatch_check two_threads_check launcher_probe token_intruder idle_intruder bench_tune_test
-  communicators_check c_comms_check launcher_gone_check)
+  communicators_check c_comms_check launcher_gone_check collective_set_check)
 
 # The multi-threaded parts under TSan: the store server and its clients, the lifeline (bootstrap unit
 # tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
@@ -29,7 +29,7 @@ ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-all
 TSAN_TARGETS=(unit_bootstrap_tcp_store_test unit_bootstrap_handshake_test unit_launcher_output_mux_test
   unit_launcher_supervisor_test unit_transport_mesh_failure_test unit_transport_peer_death_test
   unit_transport_striped_channel_test unit_collectives_shm_allreduce_test tuttirun collectives_check
-  communicators_check)
+  communicators_check collective_set_check)
 # ctest names the gtest cases [Prefix/]Suite.Case[/N]: these are the suites of the binaries above.
 TSAN_TESTS='^([A-Za-z0-9_]+/)?(TcpStore|StoreLifeline|TcpStoreProcesses|Handshake|HandshakeKinds|WrongToken'
 TSAN_TESTS+='|Garbage|LineSplitter|OutputMux|SplitterChunks|MuxRanks|Supervisor|MeshFailure|MissingRankTest'
@@ -38,6 +38,8 @@ TSAN_TESTS+='|ShmAllreduceTest|ShmStoresTest)\.'
 TSAN_TESTS+='|^(sweep_(tcp_ring|shm_shm|shm_ring)_np4|pipelined_tcp_ring_np3|streams_tcp_s3_np3|kill_rank_tcp|kill_rank_shm)$'
 # Communicators driven from two threads at once over shared links, abort from a watchdog thread.
 TSAN_TESTS+='|^comm_(threads|abort|p2p)_(tcp|shm)(_np3)?$'
+# The rest of the collective set (rooted exchanges, alltoall's all-at-once posting, scaling).
+TSAN_TESTS+='|^set_(tcp|shm)_np3$'
 
 reset_logs() {
   rm -rf "$logs"
