@@ -2,6 +2,7 @@
 // and dup. They open no connections: each is a new context on the job's fabric, with an id drawn
 // from one counter in the job's store, so no two communicators of the job ever share one.
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 #include <tuple>
 
@@ -46,7 +47,16 @@ transport::ContextId Communicator::draw_context(std::string_view purpose,
                      "({}); every member must make the same call",
                      rank_, options_.init_timeout.count(), lowest, purpose);
   }
-  return static_cast<transport::ContextId>(std::stoul(value));
+  // The store is shared with the caller (a torch Store, say): refuse anything but an id we wrote.
+  uint64_t id = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), id);
+  if (error != std::errc() || end != value.data() + value.size() || id < 1 ||
+      id > transport::kMaxContextId)
+    throw make_error(ErrorCode::kMismatch,
+                     "rank {}: store key '{}' holds '{}', not a communicator id; another program "
+                     "writes under this job's keys (give it another TUTTI_JOB_ID or store prefix)",
+                     rank_, key, value.substr(0, 40));
+  return static_cast<transport::ContextId>(id);
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
