@@ -52,7 +52,7 @@ transport::ContextId Communicator::draw_context(std::string_view purpose,
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), id);
   if (error != std::errc() || end != value.data() + value.size() || id < 1 ||
       id > transport::kMaxContextId)
-    throw make_error(ErrorCode::kMismatch,
+    throw make_error(ErrorCode::kConfig,
                      "rank {}: store key '{}' holds '{}', not a communicator id; another program "
                      "writes under this job's keys (give it another TUTTI_JOB_ID or store prefix)",
                      rank_, key, value.substr(0, 40));
