@@ -89,8 +89,11 @@ run_asan() {
   # with Boost.Process (environment::operator[]), whose key lookup reads past the end of a heap
   # string under ASan (Boost 1.74's basic_environment_impl::find). The kubexec binary itself still
   # runs under ASan in kubexec_openmpi_agent and the launcher's kubexec cases.
+  # shm_scale_128_ranks is left out: 128 ASan processes on 2 CPUs would measure ASan against its
+  # 10 s bound, not tutti; its code paths (budgeted rings, one ring mapped per peer, the window)
+  # run under ASan in the shm_too_small_* cases and every shm test.
   local e2e='^(KubexecCli|Words/HostileCommand|Names/HostilePod|SshStyle/LeadingOptions)\.|kubexec_cli_e2e'
-  (cd build-dev && ctest -L integration -E "^launcher_killed_by_signal$|_np[78]$|$e2e" --output-on-failure \
+  (cd build-dev && ctest -L integration -E "^launcher_killed_by_signal$|^shm_scale_128_ranks$|_np[78]$|$e2e" --output-on-failure \
     -j "$jobs" --timeout 600) || status=1
   (cd build-dev && ASAN_OPTIONS="$ASAN_OPTIONS:handle_segv=0" ctest -R '^launcher_killed_by_signal$' \
     --output-on-failure --timeout 300) || status=1

@@ -28,7 +28,9 @@ struct TUTTI_OPTIONS_API Options {
   std::chrono::milliseconds timeout{600'000};      // TUTTI_COLLECTIVE_TIMEOUT: each call
   size_t segment_bytes = 256 << 10;                // TUTTI_SEGMENT_BYTES
   size_t shm_ring_bytes = 1 << 20;                 // TUTTI_SHM_RING_BYTES
+  size_t shm_ring_budget = 8 << 20;                // TUTTI_SHM_RING_BUDGET (per rank)
   size_t shm_window_bytes = 4 << 20;               // TUTTI_SHM_WINDOW_BYTES (0: no window)
+  size_t shm_window_budget = 256 << 20;            // TUTTI_SHM_WINDOW_BUDGET (per window)
   std::optional<int> shm_spin_rounds;              // TUTTI_SHM_SPIN_ROUNDS (unset: by CPUs)
   std::string shm_stores = "auto";                 // TUTTI_SHM_STORES: auto|cached|streaming
   int tcp_streams = 1;                             // TUTTI_TCP_STREAMS

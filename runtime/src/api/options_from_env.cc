@@ -34,7 +34,9 @@ Options Options::from_env() {
   o.segment_bytes = env::get_bytes("TUTTI_SEGMENT_BYTES");
   if (o.segment_bytes == 0) throw make_error(ErrorCode::kConfig, "TUTTI_SEGMENT_BYTES must be > 0");
   o.shm_ring_bytes = env::get_bytes("TUTTI_SHM_RING_BYTES");
+  o.shm_ring_budget = env::get_bytes("TUTTI_SHM_RING_BUDGET");
   o.shm_window_bytes = env::get_bytes("TUTTI_SHM_WINDOW_BYTES");
+  o.shm_window_budget = env::get_bytes("TUTTI_SHM_WINDOW_BUDGET");
   if (env::is_set("TUTTI_SHM_SPIN_ROUNDS"))
     o.shm_spin_rounds = static_cast<int>(env::get_int("TUTTI_SHM_SPIN_ROUNDS"));
   o.shm_stores = env::get_choice("TUTTI_SHM_STORES");

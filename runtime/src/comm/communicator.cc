@@ -79,6 +79,8 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   mesh.job_token = job->job_token;
   mesh.choice = static_cast<transport::TransportChoice>(options.transport);
   mesh.shm_window_bytes = options.shm_window_bytes;
+  mesh.shm_window_budget = options.shm_window_budget;
+  mesh.shm_window_required = context == 0;
   mesh.shm_spin_rounds = options.shm_spin_rounds;
   if (context == 0) {
     transport::attach_local_window(mesh, *c->transport_, *job->store, deadline);

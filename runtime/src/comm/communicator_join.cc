@@ -102,7 +102,9 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
                                                         : "127.0.0.1";
   mesh.choice = static_cast<transport::TransportChoice>(options.transport);
   mesh.shm_ring_bytes = options.shm_ring_bytes;
+  mesh.shm_ring_budget = options.shm_ring_budget;
   mesh.shm_window_bytes = options.shm_window_bytes;
+  mesh.shm_window_budget = options.shm_window_budget;
   mesh.shm_spin_rounds = options.shm_spin_rounds;
   mesh.tcp_streams = options.tcp_streams;
   mesh.tcp_buffer_bytes = options.tcp_buffer_bytes;

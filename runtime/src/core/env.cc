@@ -15,6 +15,7 @@ namespace tutti::env {
 namespace {
 
 constexpr double kKiB = 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // The shortest deadline a setting may give; zero is refused (every wait in tutti has a deadline).
 constexpr double kMinDeadline = 0.001;
@@ -70,11 +71,23 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_SHM_RING_BYTES", Kind::kBytes, "1M", "",
              "Size of each shared-memory ring buffer between two local ranks (one per direction).",
              4 * kKiB, kGiB},
+    Variable{"TUTTI_SHM_RING_BUDGET", Kind::kBytes, "8M", "",
+             "Most bytes of shared-memory receive rings one rank owns, shared among the other "
+             "ranks on its host: with many local ranks each ring shrinks below "
+             "TUTTI_SHM_RING_BYTES (to a power of two, at least 4 KiB), so /dev/shm per rank "
+             "stays bounded.",
+             64 * kKiB, kGiB},
     Variable{"TUTTI_SHM_WINDOW_BYTES", Kind::kBytes, "4M", "",
              "Per-rank area of the shared-memory window of the `shm` allreduce when all ranks "
              "share a host "
              "(larger messages go through in pieces); 0 turns the window off.",
              0, kGiB},
+    Variable{"TUTTI_SHM_WINDOW_BUDGET", Kind::kBytes, "256M", "",
+             "Most bytes of one shared-memory window (all its ranks' areas together): with many "
+             "local ranks each area shrinks below TUTTI_SHM_WINDOW_BYTES. A split communicator's "
+             "window that does not fit in /dev/shm is left out with a warning; the world's is an "
+             "error.",
+             kMiB, 64 * kGiB},
     Variable{"TUTTI_SHM_SPIN_ROUNDS", Kind::kInt, "", "",
              "Busy-wait rounds before a shared-memory window wait yields; default: 2000 when every "
              "local rank "

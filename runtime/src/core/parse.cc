@@ -109,4 +109,18 @@ double seconds(std::string_view text, std::string_view what, double min_seconds,
   return value;
 }
 
+std::string bytes_text(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  if (value == static_cast<double>(static_cast<uint64_t>(value)))
+    return fmt::format("{} {}", static_cast<uint64_t>(value), kUnits[unit]);
+  return fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
 }  // namespace tutti::parse

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
 
 namespace tutti::parse {
@@ -29,5 +30,8 @@ uint64_t bytes(std::string_view text, std::string_view what, uint64_t min = 0,
 // instead (no tutti wait is unbounded, and zero never means "no limit").
 double seconds(std::string_view text, std::string_view what, double min_seconds = 0,
                double max_seconds = kMaxSeconds);
+
+// The other way round, for messages: "512 B", "64 KiB", "1.5 MiB", "2.0 GiB" (powers of 1024).
+std::string bytes_text(uint64_t bytes);
 
 }  // namespace tutti::parse

@@ -4,8 +4,10 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/parse.hpp"
 #include "transport/mesh_rendezvous.hpp"
 #include "transport/shm/shm_mesh.hpp"
+#include "transport/shm/shm_sizing.hpp"
 #include "transport/shm/shm_window.hpp"
 #include "transport/tcp/tcp_mesh.hpp"
 
@@ -44,8 +46,8 @@ size_t window_bytes(const MeshConfig& c) {
   return bytes;
 }
 
-// Empty when every rank can map one window; otherwise why not.
-std::string why_no_window(const MeshConfig& c, size_t bytes) {
+// Empty when every rank can map one window of `area` bytes per rank; otherwise why not.
+std::string why_no_window(const MeshConfig& c, size_t bytes, size_t area) {
   if (c.size < 2) return "a world of one rank has no peers to share memory with";
   for (int r = 0; r < c.size; ++r)
     if (r != c.rank && !uses_shm(c, c.rank, r))
@@ -55,6 +57,11 @@ std::string why_no_window(const MeshConfig& c, size_t bytes) {
           c.rank, c.host_ids[c.rank], r, c.host_ids[r],
           c.choice == TransportChoice::kTcp ? "tcp" : "auto");
   if (bytes == 0) return "TUTTI_SHM_WINDOW_BYTES=0 turned the shared-memory window off";
+  if (area < kMinWindowBytes)
+    return fmt::format(
+        "TUTTI_SHM_WINDOW_BUDGET={} leaves each of {} ranks {} of window, below the {} minimum",
+        parse::bytes_text(c.shm_window_budget), c.size, parse::bytes_text(area),
+        parse::bytes_text(kMinWindowBytes));
   return {};
 }
 
@@ -95,15 +102,17 @@ std::shared_ptr<Fabric> connect_fabric(const MeshConfig& config, bootstrap::Stor
 
 void attach_local_window(const MeshConfig& config, Transport& transport, bootstrap::Store& store,
                          Deadline deadline) {
-  const size_t area_bytes = window_bytes(config);
-  const std::string no_window = why_no_window(config, area_bytes);
+  const size_t bytes = window_bytes(config);
+  const size_t area = window_area_for(config.size, bytes, config.shm_window_budget);
+  std::string no_window = why_no_window(config, bytes, area);
   if (!no_window.empty()) {
     transport.set_local_window(nullptr, no_window);
     return;
   }
   MeshContext context{config, store, deadline};
   const int spin = config.shm_spin_rounds.value_or(default_spin_rounds(config.size));
-  transport.set_local_window(connect_local_window(context, transport, area_bytes, spin));
+  auto window = connect_local_window(context, transport, area, spin, no_window);
+  transport.set_local_window(std::move(window), no_window);
 }
 
 std::unique_ptr<Transport> connect_mesh(const MeshConfig& config, bootstrap::Store& store,

@@ -27,8 +27,15 @@ struct MeshConfig {
   std::string listen_address;  // address this rank's TCP listener binds and advertises
   TransportChoice choice = TransportChoice::kAuto;
   size_t shm_ring_bytes = 1 << 20;
+  // Most bytes of receive rings one rank owns, shared among its local peers (shm/shm_sizing.hpp).
+  size_t shm_ring_budget = 8 << 20;
   // Bytes per rank of the shared-memory window built when all ranks share a host; 0 builds none.
   size_t shm_window_bytes = 4 << 20;
+  // Most bytes of all the ranks' areas of one window together.
+  size_t shm_window_budget = 256 << 20;
+  // A window that does not fit in /dev/shm is an error when required (a world's: the job needs
+  // it from the start), a warning and no window otherwise (a split's, made in the middle of a job).
+  bool shm_window_required = true;
   // Busy-wait rounds of a window wait before it yields. Unset: default_spin_rounds()
   // (shm/shm_window.hpp).
   std::optional<int> shm_spin_rounds;

@@ -6,16 +6,36 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/parse.hpp"
 #include "transport/framed_channel.hpp"
+#include "transport/shm/shm_sizing.hpp"
 #include "transport/shm/shm_stream.hpp"
 
 namespace tutti::transport {
 
+namespace {
+
+// A rank that cannot create its segment says so under its key, so its peers fail at once with its
+// reason instead of waiting for it until the deadline.
+constexpr std::string_view kFailedPrefix = "failed: ";
+
+}  // namespace
+
 ShmMesh::ShmMesh(const MeshContext& context, std::vector<int> peers)
     : context_(context), peers_(std::move(peers)) {
   const MeshConfig& c = context_.config;
-  own_ =
-      ShmSegment::create(ShmSegment::name_for(c.job_id, c.rank), peers_.size(), c.shm_ring_bytes);
+  const size_t capacity = ring_capacity_for(peers_.size(), c.shm_ring_bytes, c.shm_ring_budget);
+  SegmentPurpose purpose{fmt::format("rank {}", c.rank),
+                         fmt::format("its {} receive rings of {} (one per rank on this host)",
+                                     peers_.size(), parse::bytes_text(capacity)),
+                         "TUTTI_SHM_RING_BUDGET (bytes of rings per rank) or TUTTI_SHM_RING_BYTES"};
+  try {
+    own_ = ShmSegment::create(ShmSegment::name_for(c.job_id, c.rank), peers_.size(), capacity,
+                              purpose);
+  } catch (const Error& e) {
+    context_.store.set(context_.key("shm", c.rank), std::string(kFailedPrefix) + e.what());
+    throw;
+  }
   context_.store.set(context_.key("shm", c.rank), fmt::format("{} {}", own_->name(), getpid()));
 }
 
@@ -29,6 +49,10 @@ size_t ShmMesh::ring_index(int owner, int writer) const {
 void ShmMesh::map_peers() {
   for (int peer : peers_) {
     std::string value = context_.store.get(context_.key("shm", peer), context_.deadline);
+    if (value.starts_with(kFailedPrefix))
+      throw make_error(ErrorCode::kPeerFailure,
+                       "rank {}: rank {} on this host could not set up shared memory: {}",
+                       context_.config.rank, peer, value.substr(kFailedPrefix.size()));
     size_t space = value.rfind(' ');
     pid_t pid = 0;
     const char* end = value.data() + value.size();
@@ -37,7 +61,8 @@ void ShmMesh::map_peers() {
       throw make_error(ErrorCode::kInternal, "store key {} holds '{}', not '<segment> <pid>'",
                        context_.key("shm", peer), value);
     std::string owner = fmt::format("rank {}", peer);
-    peer_segments_.push_back(ShmSegment::open(value.substr(0, space), owner));
+    peer_segments_.push_back(ShmSegment::open_ring(value.substr(0, space), owner,
+                                                   ring_index(peer, context_.config.rank)));
     peer_pids_.push_back(pid);
   }
   context_.store.set(context_.key("shm-mapped", context_.config.rank), "1");

@@ -1,7 +1,9 @@
 // The shared-memory half of connect_mesh. Each rank creates its segment (one ring per local peer
-// that writes to it) and publishes "<job>/shm/<rank>" = "<segment> <pid>"; maps its peers'
-// segments and says so ("<job>/shm-mapped/<rank>"); and once all its peers have mapped its own
-// segment, unlinks the name, so nothing is left in /dev/shm even if the job is killed later.
+// that writes to it, sized by the rank's ring budget: shm_sizing.hpp) and publishes
+// "<job>/shm/<rank>" = "<segment> <pid>", or "failed: <why>" when /dev/shm has no room, so its
+// peers fail at once with that reason; maps the one ring it writes of each peer's segment and says
+// so ("<job>/shm-mapped/<rank>"); and once all its peers have mapped their rings, unlinks the name,
+// so nothing is left in /dev/shm even if the job is killed later.
 #pragma once
 
 #include <memory>

@@ -2,11 +2,13 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <charconv>
 #include <thread>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/parse.hpp"
 #include "transport/shm/window_segment.hpp"
 
 namespace tutti::transport {
@@ -15,6 +17,9 @@ namespace {
 // With a CPU per rank a peer answers within a few hundred nanoseconds: spinning this long (a few
 // microseconds) catches it without a system call.
 constexpr int kSpinRoundsWhenCpusSuffice = 2000;
+
+// Rank 0's value under the window key when it could not create the window.
+constexpr std::string_view kFailedPrefix = "failed: ";
 
 int usable_cpus() {
   cpu_set_t set;
@@ -30,13 +35,44 @@ int default_spin_rounds(int local_ranks) {
 }
 
 std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Transport& transport,
-                                                  size_t area_bytes, int spin_rounds) {
+                                                  size_t area_bytes, int spin_rounds,
+                                                  std::string& why_none) {
   const MeshConfig& c = context.config;
   const std::string key = context.key("window", 0);
+  // Rank 0's failure to create the window, as every rank reports it.
+  auto no_room = [&](const std::string& why) -> std::unique_ptr<LocalWindow> {
+    if (c.shm_window_required)
+      throw c.rank == 0 ? make_error(ErrorCode::kSystem, "{}", why)
+                        : make_error(ErrorCode::kSystem, "rank {}: {}", c.rank, why);
+    // Once per process: a job with many splits would otherwise repeat it for each.
+    static std::atomic<bool> warned{false};
+    const std::string text = fmt::format(
+        "communicator {} goes on without a shared-memory window (its collectives use the rings "
+        "instead): {}",
+        c.job_id, why);
+    if (!warned.exchange(true))
+      log::warn("{} (later communicators that lack room say so at debug level)", text);
+    else
+      log::debug("{}", text);
+    why_none = "the window did not fit in /dev/shm: " + why;
+    return nullptr;
+  };
   std::shared_ptr<WindowSegment> segment;
   if (c.rank == 0) {
-    segment = WindowSegment::create(WindowSegment::name_for(c.job_id),
-                                    LocalWindow::footprint(c.size, area_bytes));
+    const size_t bytes = LocalWindow::footprint(c.size, area_bytes);
+    SegmentPurpose purpose{
+        "rank 0",
+        fmt::format("the shared-memory window of {} ranks ({} each)", c.size,
+                    parse::bytes_text(area_bytes)),
+        "TUTTI_SHM_WINDOW_BYTES (per rank), TUTTI_SHM_WINDOW_BUDGET (all ranks), or set "
+        "TUTTI_SHM_WINDOW_BYTES=0 to go without"};
+    try {
+      segment = WindowSegment::create(WindowSegment::name_for(c.job_id), bytes, purpose);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kSystem) throw;
+      context.store.set(key, std::string(kFailedPrefix) + e.what());
+      return no_room(e.what());
+    }
     context.store.set(key, fmt::format("{} {}", segment->name(), area_bytes));
     std::vector<int> others;
     for (int r = 1; r < c.size; ++r) others.push_back(r);
@@ -47,6 +83,9 @@ std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Tr
     context.wait_for({0}, {key}, "create the shared-memory window",
                      "the store (" + context.store.describe() + ")");
     std::string value = context.store.get(key, context.deadline);
+    if (value.starts_with(kFailedPrefix))
+      return no_room(fmt::format("rank 0 could not create the shared-memory window: {}",
+                                 std::string_view(value).substr(kFailedPrefix.size())));
     size_t space = value.rfind(' ');
     const char* end = value.data() + value.size();
     area_bytes = 0;

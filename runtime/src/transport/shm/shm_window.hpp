@@ -1,10 +1,11 @@
 // The LocalWindow half of connect_mesh, used when every rank of the world shares this host's
 // memory. Rank 0 creates the window segment and publishes "<job>/window/0" = "<segment> <area
-// bytes>"; the others map it and say so ("<job>/window-mapped/<rank>"); once all have, rank 0
-// unlinks the name.
+// bytes>" (or "failed: <why>" when it could not); the others map it and say so
+// ("<job>/window-mapped/<rank>"); once all have, rank 0 unlinks the name.
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "transport/local_window.hpp"
 #include "transport/mesh_rendezvous.hpp"
@@ -17,8 +18,11 @@ namespace tutti::transport {
 // CPU from the rank it waits for.
 int default_spin_rounds(int local_ranks);
 
-// Builds the window of `area_bytes` per rank; every rank of the world must call it.
+// Builds the window of `area_bytes` per rank; every rank of the world must call it. When rank 0
+// cannot create it in /dev/shm, every rank throws its error, or, where the window is not
+// required (config.shm_window_required), returns null with the reason in `why_none`.
 std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Transport& transport,
-                                                  size_t area_bytes, int spin_rounds);
+                                                  size_t area_bytes, int spin_rounds,
+                                                  std::string& why_none);
 
 }  // namespace tutti::transport

@@ -26,10 +26,10 @@ std::string WindowSegment::name_for(const std::string& job_id) {
   return name + "window";
 }
 
-std::unique_ptr<WindowSegment> WindowSegment::create(const std::string& name, size_t bytes) {
+std::unique_ptr<WindowSegment> WindowSegment::create(const std::string& name, size_t bytes,
+                                                     const SegmentPurpose& purpose) {
   auto segment = std::make_unique<WindowSegment>(
-      Key{}, SharedMapping::create(name, kHeaderBytes + bytes, "window",
-                                   "TUTTI_SHM_WINDOW_BYTES, or set it to 0 to go without"));
+      Key{}, SharedMapping::create(name, kHeaderBytes + bytes, purpose));
   auto* header = reinterpret_cast<WindowHeader*>(segment->mapping_.base());
   header->bytes = bytes;
   std::atomic_ref<uint64_t>(header->magic).store(kWindowMagic, std::memory_order_release);

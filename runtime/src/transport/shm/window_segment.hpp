@@ -17,8 +17,10 @@ class WindowSegment {
   // "/tutti-<job_id>-window" (the launcher's clean-up glob "tutti-<job>-*" covers it).
   static std::string name_for(const std::string& job_id);
 
-  // Creates (O_EXCL, mode 0600) a zeroed, pre-faulted segment of `bytes` usable bytes.
-  static std::unique_ptr<WindowSegment> create(const std::string& name, size_t bytes);
+  // Creates (O_EXCL, mode 0600) a zeroed, allocated and mapped segment of `bytes` usable bytes;
+  // Error(kSystem) naming the size and /dev/shm's free space when it does not fit.
+  static std::unique_ptr<WindowSegment> create(const std::string& name, size_t bytes,
+                                               const SegmentPurpose& purpose);
   // Maps a segment another rank created with exactly `bytes` usable bytes; `owner` names that rank.
   static std::unique_ptr<WindowSegment> open(const std::string& name, size_t bytes,
                                              const std::string& owner);
