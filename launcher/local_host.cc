@@ -12,7 +12,7 @@
 #include <memory>
 #include <sstream>
 
-#include "launcher/unique_fd.hpp"
+#include "net/fd.hpp"
 
 namespace tutti::launcher {
 namespace {
@@ -49,7 +49,7 @@ std::optional<std::string> address_on_route_to(const std::string& host) {
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, &::freeaddrinfo);
   const auto* target = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
   if ((ntohl(target->sin_addr.s_addr) >> 24) == 127) return "127.0.0.1";
-  UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  net::Fd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return std::nullopt;
   if (::connect(fd.get(), found->ai_addr, found->ai_addrlen) != 0) return std::nullopt;
   sockaddr_in local{};

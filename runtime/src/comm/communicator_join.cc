@@ -192,8 +192,8 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& i
     std::string where = info.store_address;
     std::weak_ptr<Job> weak = job;
     job->lifeline = std::make_unique<bootstrap::StoreLifeline>(
-        bootstrap::parse_endpoint(info.store_address, "TUTTI_STORE"), info.job_token, info.rank,
-        deadline, [weak, where] {
+        net::parse_endpoint(info.store_address, "TUTTI_STORE"), info.job_token, info.rank, deadline,
+        [weak, where] {
           log::error("lost the connection to the launcher's store at {}: the launcher is gone",
                      where);
           if (auto job = weak.lock())

@@ -9,15 +9,15 @@
 #include <cstring>
 #include <utility>
 
-#include "bootstrap/socket.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/fd.hpp"
 
 namespace tutti::transport {
 
 SharedMapping SharedMapping::create(const std::string& name, size_t bytes, std::string_view what,
                                     std::string_view knob) {
-  bootstrap::Fd fd(shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
+  net::Fd fd(shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
   if (!fd.valid()) {
     if (errno == EEXIST)
       throw make_error(ErrorCode::kSystem,
@@ -47,7 +47,7 @@ SharedMapping SharedMapping::create(const std::string& name, size_t bytes, std::
 
 SharedMapping SharedMapping::open(const std::string& name, const std::string& owner,
                                   std::string_view hint) {
-  bootstrap::Fd fd(shm_open(name.c_str(), O_RDWR, 0));
+  net::Fd fd(shm_open(name.c_str(), O_RDWR, 0));
   if (!fd.valid())
     throw_system_error(fmt::format("shm_open(/dev/shm{}) of {}; {}", name, owner, hint), errno);
   struct stat st {};
