@@ -94,9 +94,17 @@ constexpr std::array kVariables = {
              "net.core.wmem_max/rmem_max); 0 leaves "
              "the kernel's autotuning on.",
              0, kGiB},
+    Variable{
+        "TUTTI_SOCKET_IFNAME", Kind::kString, "", "",
+        "Interfaces whose address ranks listen on for peers (and tuttirun advertises its "
+        "store at), NCCL/Gloo syntax: `eth` = names starting with eth, `eth,ib` = a list, "
+        "`^docker,lo` = all but these, `=eth0` = exact names (`^=` exact exclusion). The first "
+        "matching interface that is up gives its first IPv4 address, else IPv6 (never "
+        "link-local); loopback only when named. No match: init fails listing this host's "
+        "interfaces. Default: unset (the address that reaches the store)."},
     Variable{"TUTTI_ADDR", Kind::kString, "", "",
-             "Address this rank listens on for peers. Default: the local address that reaches the "
-             "store."},
+             "Address (IPv4 or IPv6) this rank listens on for peers; wins over "
+             "TUTTI_SOCKET_IFNAME. Default: the local address that reaches the store."},
     Variable{"TUTTI_LAUNCHER", Kind::kString, "", "",
              "Set by tuttirun; once the launcher's store connection drops, every call fails with "
              "TUTTI_ERR_ABORTED (the library never ends the process)."},
