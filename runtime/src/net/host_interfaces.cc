@@ -33,8 +33,9 @@ std::vector<InterfaceAddress> host_interface_addresses() {
   return out;
 }
 
-std::string select_interface_address(std::string_view pattern_text, std::string_view who) {
-  return choose_interface_address(host_interface_addresses(), pattern_text, who);
+std::string select_interface_address(std::string_view pattern_text, std::string_view who,
+                                     std::string_view instead) {
+  return choose_interface_address(host_interface_addresses(), pattern_text, who, instead);
 }
 
 }  // namespace tutti::net

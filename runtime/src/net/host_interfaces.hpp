@@ -15,6 +15,7 @@ namespace tutti::net {
 std::vector<InterfaceAddress> host_interface_addresses();
 
 // choose_interface_address over this host's interfaces.
-std::string select_interface_address(std::string_view pattern_text, std::string_view who);
+std::string select_interface_address(std::string_view pattern_text, std::string_view who,
+                                     std::string_view instead = "TUTTI_ADDR");
 
 }  // namespace tutti::net

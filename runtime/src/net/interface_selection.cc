@@ -60,7 +60,8 @@ std::string describe_interfaces(const std::vector<InterfaceAddress>& host) {
 }
 
 std::string choose_interface_address(const std::vector<InterfaceAddress>& host,
-                                     std::string_view pattern_text, std::string_view who) {
+                                     std::string_view pattern_text, std::string_view who,
+                                     std::string_view instead) {
   InterfacePattern pattern;
   try {
     pattern = parse_interface_pattern(pattern_text, kSetting);
@@ -71,8 +72,8 @@ std::string choose_interface_address(const std::vector<InterfaceAddress>& host,
   throw make_error(ErrorCode::kConfig,
                    "{}: {}='{}' matches no interface of this host that is up and has a usable "
                    "address (loopback only when named, IPv6 link-local never); this host has: {}. "
-                   "Set {} to one of them, or TUTTI_ADDR to the address to listen on",
-                   who, kSetting, pattern_text, describe_interfaces(host), kSetting);
+                   "Set {} to match one of them, or {} to the address to use",
+                   who, kSetting, pattern_text, describe_interfaces(host), kSetting, instead);
 }
 
 }  // namespace tutti::net

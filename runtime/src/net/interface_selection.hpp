@@ -34,9 +34,11 @@ std::optional<InterfaceAddress> pick_interface_address(const std::vector<Interfa
 std::string describe_interfaces(const std::vector<InterfaceAddress>& host);
 
 // The numeric address pattern_text (TUTTI_SOCKET_IFNAME) picks among host. Error(kConfig) naming
-// who ("rank 3", "tuttirun"), the setting and its value, and listing the host's interfaces when
-// nothing matches or the pattern is malformed.
+// who ("rank 3", "tuttirun's store"), the setting and its value, and listing the host's interfaces
+// when nothing matches or the pattern is malformed; `instead` is the other way to say the address
+// ("TUTTI_ADDR", "--store-addr").
 std::string choose_interface_address(const std::vector<InterfaceAddress>& host,
-                                     std::string_view pattern_text, std::string_view who);
+                                     std::string_view pattern_text, std::string_view who,
+                                     std::string_view instead = "TUTTI_ADDR");
 
 }  // namespace tutti::net
