@@ -15,6 +15,7 @@ bad() { echo "FAIL: $*"; fail=1; }
 # expect FILE REGEX: the output holds the pattern (grep -E).
 expect() { grep -qE -- "$2" "$1" || bad "no line matching '$2' in $1"; }
 export TUTTI_TRANSPORT=tcp TUTTI_TIMEOUT=20
+# shellcheck disable=SC2054  # commas are the check's list syntax
 run_check=("$check" --counts 1,N-1,1000,70001 --dtypes float32,int64 --ops sum,max
            --collectives allreduce,allgather,broadcast)
 
@@ -46,11 +47,11 @@ case $mode in
     expect "$work/rank0" '^collectives_check: 2 ranks, [0-9]+ checks per rank, 0 failed$'
     ;;
   ifname)
-    TUTTI_SOCKET_IFNAME==lo TUTTI_LOG_LEVEL=debug timeout 120 "$tuttirun" -np 3 -- \
+    TUTTI_SOCKET_IFNAME='=lo' TUTTI_LOG_LEVEL=debug timeout 120 "$tuttirun" -np 3 -- \
       "${run_check[@]}" >"$work/out" 2>&1
     status=$?
     grep -v ' debug: ' "$work/out"
-    [ $status -eq 0 ] || bad "tuttirun with TUTTI_SOCKET_IFNAME==lo exited with $status"
+    [ $status -eq 0 ] || bad "tuttirun with TUTTI_SOCKET_IFNAME='=lo' exited with $status"
     expect "$work/out" '^\[0\] collectives_check: 3 ranks, [0-9]+ checks per rank, 0 failed$'
     for r in 0 1 2; do expect "$work/out" "rank $r listens for data connections on 127\.0\.0\.1:"; done
     # Nothing matches: every rank fails at init, at once (not at TUTTI_TIMEOUT), naming itself.
@@ -66,11 +67,11 @@ case $mode in
     expect "$work/none" 'this host has: .*lo 127\.0\.0\.1'
     expect "$work/none" 'exited with status 1'
     # tuttirun advertises its store on the interface the pattern selects (remote ranks; dry run).
-    TUTTI_SOCKET_IFNAME==lo "$tuttirun" --pods p-worker-0,p-worker-1 --dry-run -- true \
-      >"$work/dry" 2>&1 || bad "dry run with TUTTI_SOCKET_IFNAME==lo failed"
+    TUTTI_SOCKET_IFNAME='=lo' "$tuttirun" --pods p-worker-0,p-worker-1 --dry-run -- true \
+      >"$work/dry" 2>&1 || bad "dry run with TUTTI_SOCKET_IFNAME='=lo' failed"
     cat "$work/dry"
     expect "$work/dry" 'store at 127\.0\.0\.1:<port chosen at launch>'
-    if TUTTI_SOCKET_IFNAME==tutti-none "$tuttirun" --pods p-worker-0 --dry-run -- true \
+    if TUTTI_SOCKET_IFNAME='=tutti-none' "$tuttirun" --pods p-worker-0 --dry-run -- true \
       >"$work/dry-none" 2>&1; then
       bad "tuttirun accepted a TUTTI_SOCKET_IFNAME that matches nothing"
     fi
