@@ -13,6 +13,7 @@
 
 #include "core/deadline.hpp"
 #include "core/error.hpp"
+#include "launcher/pipe.hpp"
 
 namespace tutti::launcher {
 namespace {
@@ -62,7 +63,7 @@ ChildProcess ChildProcess::spawn(const SpawnRequest& req) {
     throw make_error(ErrorCode::kInvalidArgument, "spawn of '{}' without argv[0]", req.path);
   std::vector<char*> argv = c_strings(req.argv);
   std::vector<char*> envp = c_strings(req.env);
-  UniqueFd devnull;
+  net::Fd devnull;
   Pipe in;
   if (req.pipe_stdin) {
     in = make_pipe(false);

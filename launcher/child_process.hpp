@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "launcher/exit_status.hpp"
-#include "launcher/unique_fd.hpp"
+#include "net/fd.hpp"
 
 namespace tutti::launcher {
 
@@ -46,11 +46,11 @@ class ChildProcess {
   const std::optional<ExitStatus>& status() const { return status_; }
 
   // The read ends of the child's stdout/stderr pipes (non-blocking); each can be taken once.
-  UniqueFd take_stdout() { return std::move(stdout_); }
-  UniqueFd take_stderr() { return std::move(stderr_); }
+  net::Fd take_stdout() { return std::move(stdout_); }
+  net::Fd take_stderr() { return std::move(stderr_); }
   // The write end of the child's stdin pipe (blocking), when SpawnRequest::pipe_stdin asked for
   // one.
-  UniqueFd take_stdin() { return std::move(stdin_); }
+  net::Fd take_stdin() { return std::move(stdin_); }
 
   // waitpid(WNOHANG): the status when the process has ended (and it is now reaped), else nullopt.
   std::optional<ExitStatus> try_reap();
@@ -58,14 +58,14 @@ class ChildProcess {
   void signal(int sig);
 
  private:
-  ChildProcess(pid_t pid, UniqueFd in, UniqueFd out, UniqueFd err)
+  ChildProcess(pid_t pid, net::Fd in, net::Fd out, net::Fd err)
       : pid_(pid), stdin_(std::move(in)), stdout_(std::move(out)), stderr_(std::move(err)) {}
 
   pid_t pid_ = -1;
   std::optional<ExitStatus> status_;
-  UniqueFd stdin_;
-  UniqueFd stdout_;
-  UniqueFd stderr_;
+  net::Fd stdin_;
+  net::Fd stdout_;
+  net::Fd stderr_;
 };
 
 }  // namespace tutti::launcher

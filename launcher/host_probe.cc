@@ -25,8 +25,8 @@ struct HostState {
   bool reachable = false;
   std::string reason = "not probed yet";
   std::unique_ptr<ChildProcess> probe;
-  UniqueFd out;
-  UniqueFd err;
+  net::Fd out;
+  net::Fd err;
   std::string err_text;
   bool hopeless = false;
   Deadline attempt_deadline = Deadline::never();
@@ -43,7 +43,7 @@ std::string last_line(const std::string& text) {
 
 void drain(HostState& h) {
   char buf[4096];
-  for (UniqueFd* fd : {&h.out, &h.err}) {
+  for (net::Fd* fd : {&h.out, &h.err}) {
     while (fd->valid()) {
       ssize_t n = ::read(fd->get(), buf, sizeof buf);
       if (n > 0) {
@@ -137,7 +137,7 @@ ProbeResult probe_hosts(ExecBackend& backend, const std::vector<std::string>& ho
 
     std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
     for (HostState& h : state)
-      for (UniqueFd* fd : {&h.out, &h.err})
+      for (net::Fd* fd : {&h.out, &h.err})
         if (fd->valid()) fds.push_back({fd->get(), POLLIN, 0});
     ::poll(fds.data(), fds.size(), 100);
     for (int sig : signals.take())

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
-#include "launcher/unique_fd.hpp"
+#include "net/fd.hpp"
 
 extern char** environ;
 
@@ -98,7 +98,7 @@ Environment rank_environment(const Environment& base, const std::vector<EnvExpor
 }
 
 std::string random_hex(size_t chars) {
-  UniqueFd fd(::open("/dev/urandom", O_RDONLY | O_CLOEXEC));
+  net::Fd fd(::open("/dev/urandom", O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) throw_system_error("open /dev/urandom for the job token", errno);
   std::vector<unsigned char> bytes((chars + 1) / 2);
   size_t got = 0;

@@ -24,6 +24,8 @@
 #include "launcher/shm_cleanup.hpp"
 #include "launcher/signal_watcher.hpp"
 #include "launcher/supervisor.hpp"
+#include "net/host_interfaces.hpp"
+#include "net/socket.hpp"
 
 namespace tutti::launcher {
 namespace {
@@ -105,11 +107,33 @@ struct StoreEndpoint {
   std::string bind;
 };
 
-StoreEndpoint choose_store(const LaunchOptions& options, const JobPlan& plan, bool remote) {
-  if (!remote) return {options.store_addr.empty() ? "127.0.0.1" : options.store_addr, "127.0.0.1"};
-  if (!options.store_addr.empty()) return {options.store_addr, "0.0.0.0"};
+// "[::1]" -> "::1": an address as URLs write it, for socket calls.
+std::string without_brackets(const std::string& address) {
+  if (address.size() > 2 && address.front() == '[' && address.back() == ']')
+    return address.substr(1, address.size() - 2);
+  return address;
+}
+
+// Every address of the dial address's family (an IPv6 store listens on "::").
+std::string any_address_like(const std::string& dial) {
+  return dial.find(':') != std::string::npos ? "::" : "0.0.0.0";
+}
+
+// --store-addr wins; then, for remote ranks, the interface TUTTI_SOCKET_IFNAME selects (the
+// ranks' own rule, net/host_interfaces.hpp), the address on the route to the first host, the
+// default route's.
+StoreEndpoint choose_store(const LaunchOptions& options, const JobPlan& plan, bool remote,
+                           const Environment& launcher_env) {
+  const std::string given = without_brackets(options.store_addr);
+  if (!remote)
+    return given.empty() ? StoreEndpoint{"127.0.0.1", "127.0.0.1"} : StoreEndpoint{given, given};
+  if (!given.empty()) return {given, any_address_like(given)};
+  if (auto pattern = launcher_env.get("TUTTI_SOCKET_IFNAME"); pattern && !pattern->empty()) {
+    std::string a = net::select_interface_address(*pattern, "the store's address", "--store-addr");
+    return {a, any_address_like(a)};
+  }
   const std::string& first = plan.slots.front().host;
-  if (auto a = address_on_route_to(first)) return {*a, "0.0.0.0"};
+  if (auto a = address_on_route_to(first)) return {*a, any_address_like(*a)};
   if (auto a = default_route_address()) {
     log::info(
         "tuttirun: {} does not resolve here; the store is at this machine's default-route "
@@ -119,7 +143,8 @@ StoreEndpoint choose_store(const LaunchOptions& options, const JobPlan& plan, bo
   }
   throw make_error(ErrorCode::kConfig,
                    "cannot tell which address of this machine the ranks can reach: {} does not "
-                   "resolve and there is no default route; pass --store-addr ADDRESS",
+                   "resolve and there is no default route; pass --store-addr ADDRESS or set "
+                   "TUTTI_SOCKET_IFNAME",
                    first);
 }
 
@@ -141,7 +166,9 @@ void print_plan(const JobPlan& plan, ExecKind exec, const StoreEndpoint& store,
       "tuttirun: dry run: {} rank{} on {} host{} via {}; store at {}:<port chosen at launch>; "
       "command {}\n",
       plan.world_size(), plan.world_size() == 1 ? "" : "s", plan.hosts().size(),
-      plan.hosts().size() == 1 ? "" : "s", exec_name(exec), store.dial, fmt::join(command, " "));
+      plan.hosts().size() == 1 ? "" : "s", exec_name(exec),
+      store.dial.find(':') != std::string::npos ? "[" + store.dial + "]" : store.dial,
+      fmt::join(command, " "));
   for (const RankSlot& s : plan.slots)
     out += fmt::format("rank {} host {} local_rank {}/{} cross_rank {}/{}\n", s.rank, s.host,
                        s.local_rank, s.local_size, s.cross_rank, s.cross_size);
@@ -185,7 +212,7 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
   s.job.restart_count = attempt;
   SegmentSweep sweep(s.job.job_id);
   bootstrap::TcpStoreServer store(s.store.bind, s.options.store_port, s.job.job_token);
-  s.job.store_address = fmt::format("{}:{}", s.store.dial, store.port());
+  s.job.store_address = net::Endpoint{s.store.dial, store.port()}.to_string();
   log::info("tuttirun: job {} attempt {} with {} ranks via {}; store at {}; command {}",
             s.job.job_id, attempt, s.plan.world_size(), exec_name(s.exec), s.job.store_address,
             fmt::join(s.options.command, " "));
@@ -299,7 +326,7 @@ int run_job(const LaunchOptions& options) {
 
   JobSetup setup{options, std::move(plan), exec, {}, launcher_env, exports, {}};
   try {
-    setup.store = choose_store(options, setup.plan, exec != ExecKind::kLocal);
+    setup.store = choose_store(options, setup.plan, exec != ExecKind::kLocal, launcher_env);
   } catch (const Error& e) {
     print_error(fmt::format("tuttirun: {}", e.what()));
     return kExitUsage;

@@ -13,8 +13,8 @@ namespace tutti::launcher {
 bool is_this_host(const std::string& host);
 
 // This machine's source address on the route to `host` (a UDP connect: the kernel picks the route,
-// no packet is sent). nullopt when the name does not resolve or no route exists. 127.0.0.1 for a
-// loopback host.
+// no packet is sent), IPv4 or IPv6 as the name resolves. nullopt when the name does not resolve or
+// no route exists. 127.0.0.1 (::1) for a loopback host.
 std::optional<std::string> address_on_route_to(const std::string& host);
 
 // The address of the interface that carries the default route (from /proc/net/route): in a pod,

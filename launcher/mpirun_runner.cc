@@ -33,8 +33,8 @@ void say(const std::string& text, Stream stream = Stream::kStderr) {
 std::string version_output(const std::string& mpirun, const Environment& env) {
   ChildProcess p =
       ChildProcess::spawn(SpawnRequest{mpirun, {mpirun, "--version"}, env.to_strings(), 0});
-  UniqueFd out = p.take_stdout();
-  UniqueFd err = p.take_stderr();
+  net::Fd out = p.take_stdout();
+  net::Fd err = p.take_stderr();
   std::string text;
   Deadline deadline = Deadline::after_seconds(20);
   char buf[4096];
@@ -63,7 +63,7 @@ class TemporaryHostfile {
     name.push_back('\0');
     int fd = ::mkstemp(name.data());
     if (fd < 0) throw_system_error(fmt::format("create {}", pattern), errno);
-    UniqueFd file(fd);
+    net::Fd file(fd);
     path_ = name.data();
     if (::write(file.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
       throw_system_error(fmt::format("write {}", path_), errno);

@@ -46,22 +46,22 @@ std::string tag_prefix(int rank, bool tag_output) {
 
 namespace {
 
-UniqueFd open_copy_file(const std::string& dir, int rank, Stream stream) {
+net::Fd open_copy_file(const std::string& dir, int rank, Stream stream) {
   std::string rank_dir = fmt::format("{}/rank.{}", dir, rank);
   for (const std::string& d : {dir, rank_dir})
     if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
       throw_system_error(fmt::format("--output-dir: cannot create {}", d), errno);
   std::string path = rank_dir + (stream == Stream::kStdout ? "/stdout" : "/stderr");
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  net::Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) throw_system_error(fmt::format("--output-dir: cannot write {}", path), errno);
   return fd;
 }
 
 }  // namespace
 
-void OutputMux::add(int rank, Stream stream, UniqueFd fd) {
+void OutputMux::add(int rank, Stream stream, net::Fd fd) {
   if (!fd.valid()) return;
-  UniqueFd copy;
+  net::Fd copy;
   if (!copy_dir_.empty()) copy = open_copy_file(copy_dir_, rank, stream);
   sources_.push_back(std::make_unique<Source>(Source{
       rank, stream, std::move(fd), LineSplitter(tag_prefix(rank, tag_output_)), std::move(copy)}));

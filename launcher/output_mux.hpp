@@ -10,7 +10,7 @@
 
 #include "core/deadline.hpp"
 #include "launcher/output_sink.hpp"
-#include "launcher/unique_fd.hpp"
+#include "net/fd.hpp"
 
 namespace tutti::launcher {
 
@@ -46,7 +46,7 @@ class OutputMux {
   void copy_to_directory(std::string dir) { copy_dir_ = std::move(dir); }
 
   // Takes ownership of a non-blocking read end.
-  void add(int rank, Stream stream, UniqueFd fd);
+  void add(int rank, Stream stream, net::Fd fd);
 
   // Waits up to timeout_ms for output (or for wake_fd, when >= 0, to become readable) and forwards
   // what arrived. Returns true when wake_fd is readable.
@@ -67,9 +67,9 @@ class OutputMux {
   struct Source {
     int rank;
     Stream stream;
-    UniqueFd fd;
+    net::Fd fd;
     LineSplitter lines;
-    UniqueFd copy;  // the --output-dir file, when there is one
+    net::Fd copy;  // the --output-dir file, when there is one
   };
   // Reads once from s; on EOF or error completes its last line and closes it. Returns false when
   // nothing more can be read now.

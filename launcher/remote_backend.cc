@@ -106,7 +106,7 @@ class RemoteBackend : public ExecBackend {
     }
     request.cwd = options_.cwd;
     request.grace_seconds = options_.grace_seconds;
-    UniqueFd in = child.take_stdin();
+    net::Fd in = child.take_stdin();
     write_request(in.get(), encode_agent_request(request), slot);
     stdins_.push_back(std::move(in));
     return child;
@@ -142,7 +142,7 @@ class RemoteBackend : public ExecBackend {
   Environment helper_env_;
   std::string program_;
   pid_t group_ = 0;
-  std::vector<UniqueFd> stdins_;
+  std::vector<net::Fd> stdins_;
 };
 
 }  // namespace

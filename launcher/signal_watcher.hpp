@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "launcher/unique_fd.hpp"
+#include "launcher/pipe.hpp"
 
 namespace tutti::launcher {
 

@@ -15,8 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "baselines/unique_fd.hpp"
 #include "env_value.hpp"
+#include "net/fd.hpp"
 
 namespace tutti::bench {
 namespace {
@@ -38,7 +38,7 @@ bool has_env(const char* name) {
 // could take it before rank 0's store binds it; tutti::init() then fails naming the port, and a
 // rerun picks another.
 int pick_free_port() {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  net::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid())
     throw Error(ErrorCode::kSystem,
                 fmt::format("--baseline mpi: rank 0 cannot open a socket to pick a store port: {}",

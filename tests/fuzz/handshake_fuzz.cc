@@ -13,13 +13,13 @@
 #include <string>
 #include <string_view>
 
-#include "bootstrap/handshake.hpp"
+#include "net/handshake.hpp"
 #include "tutti/error.hpp"
 
 namespace {
 
-using tutti::bootstrap::Hello;
-using tutti::bootstrap::HelloDecoder;
+using tutti::net::Hello;
+using tutti::net::HelloDecoder;
 
 // Header (16 bytes) plus the longest token tutti accepts (4096).
 constexpr size_t kMostWanted = 16 + 4096;
@@ -68,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           "byte-by-byte feeding changed the Hello");
   // decode_hello is the same decoder over the whole message.
   try {
-    Hello h = tutti::bootstrap::decode_hello(message, kToken, kPeer);
+    Hello h = tutti::net::decode_hello(message, kToken, kPeer);
     check(whole.has_value() && h.rank == whole->rank,
           "decode_hello accepted what the decoder refused");
   } catch (const tutti::Error& e) {

@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           "a decoded timeout is out of range");
     // What the server does with it next: must not overflow the clock.
     (void)sp::deadline_from_ms(request.timeout_ms).remaining();
-    tutti::bootstrap::wire::Writer again = sp::encode_request(request);
+    tutti::net::wire::Writer again = sp::encode_request(request);
     check(same(sp::decode_request(again.view().subspan(4), peer), request),
           "an accepted request does not survive encode and decode");
   } catch (const tutti::Error& e) {

@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "bootstrap/socket.hpp"
 #include "bootstrap/store_errors.hpp"
 #include "core/error.hpp"
+#include "net/fd.hpp"
 
 namespace tutti::bootstrap {
 namespace {
@@ -52,7 +52,7 @@ bool safe_char(unsigned char c) {
 
 // Reads a whole file. Returns false when it does not exist.
 bool read_file(const std::string& path, std::string* out) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  net::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     if (errno == ENOENT) return false;
     throw_system_error(fmt::format("open('{}')", path), errno);
@@ -87,7 +87,7 @@ std::string temp_name() {
 class FileLock {
  public:
   FileLock(const std::string& path, Deadline deadline) {
-    fd_ = Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    fd_ = net::Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (!fd_.valid()) throw_system_error(fmt::format("open('{}')", path), errno);
     Backoff backoff;
     while (::flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
@@ -106,7 +106,7 @@ class FileLock {
   FileLock& operator=(const FileLock&) = delete;
 
  private:
-  Fd fd_;
+  net::Fd fd_;
 };
 
 }  // namespace
@@ -152,7 +152,7 @@ std::string FileStore::path_for(const std::string& key) const {
 void FileStore::set(const std::string& key, const std::string& value) {
   std::string temp = directory_ + "/" + temp_name();
   {
-    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    net::Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
     if (!fd.valid()) throw_system_error(fmt::format("creating '{}'", temp), errno);
     size_t done = 0;
     while (done < value.size()) {

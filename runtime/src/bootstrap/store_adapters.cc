@@ -140,7 +140,7 @@ std::unique_ptr<TcpStoreServer> TcpStoreServer::start(const std::string& host, u
 std::shared_ptr<Store> connect_tcp_store(const std::string& host, uint16_t port,
                                          const std::string& job_token, Milliseconds timeout) {
   if (port == 0) throw make_error(ErrorCode::kInvalidArgument, "connect_tcp_store: port 0");
-  bootstrap::Endpoint endpoint{host, port};
+  net::Endpoint endpoint{host, port};
   return std::make_shared<ExposedStore>(
       std::make_unique<bootstrap::TcpStore>(endpoint, job_token, -1, Deadline::after(timeout)));
 }

@@ -49,8 +49,8 @@ StoreConnection open_store(const WorldInfo& info, Deadline deadline,
     claim_rank(*connection.store, info, directory);
     return connection;
   }
-  Endpoint endpoint =
-      parse_endpoint(address, info.host_store ? "MASTER_ADDR:MASTER_PORT" : "TUTTI_STORE");
+  net::Endpoint endpoint =
+      net::parse_endpoint(address, info.host_store ? "MASTER_ADDR:MASTER_PORT" : "TUTTI_STORE");
   if (endpoint.port == 0)
     throw make_error(ErrorCode::kConfig, "store address '{}' needs a non-zero port", address);
   if (info.host_store) {

@@ -12,10 +12,10 @@
 #include <cstring>
 #include <thread>
 
-#include "bootstrap/handshake.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/handshake.hpp"
 
 namespace tutti::bootstrap {
 namespace {
@@ -23,8 +23,8 @@ namespace {
 // Shared with the watcher thread so that an on_lost which ends up destroying the lifeline (e.g.
 // via a chain of owners) does not pull the state out from under the running thread.
 struct Watch {
-  Fd connection;
-  Fd wake_read, wake_write;
+  net::Fd connection;
+  net::Fd wake_read, wake_write;
   std::function<void()> on_lost;
   std::string peer;
 
@@ -58,15 +58,16 @@ struct StoreLifeline::State {
   std::thread thread;
 };
 
-StoreLifeline::StoreLifeline(const Endpoint& server, const std::string& job_token, int rank,
+StoreLifeline::StoreLifeline(const net::Endpoint& server, const std::string& job_token, int rank,
                              Deadline connect_deadline, std::function<void()> on_lost)
     : state_(std::make_unique<State>()) {
   auto watch = std::make_shared<Watch>();
   watch->peer = "store at " + server.to_string();
   watch->on_lost = std::move(on_lost);
-  watch->connection = connect_tcp(server, connect_deadline);
-  client_handshake(watch->connection.get(), Hello{ConnectionKind::kStoreLifeline, rank, job_token},
-                   connect_deadline, watch->peer);
+  watch->connection = net::connect_tcp(server, connect_deadline);
+  net::client_handshake(watch->connection.get(),
+                        net::Hello{net::ConnectionKind::kStoreLifeline, rank, job_token},
+                        connect_deadline, watch->peer);
   std::array<int, 2> pipe_fds{};
   if (::pipe2(pipe_fds.data(), O_CLOEXEC | O_NONBLOCK) != 0)
     throw_system_error("pipe2() for the store lifeline's wake-up pipe", errno);

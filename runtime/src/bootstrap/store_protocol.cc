@@ -4,26 +4,26 @@
 #include <array>
 #include <chrono>
 
-#include "bootstrap/socket.hpp"
 #include "core/error.hpp"
+#include "net/socket.hpp"
 
 namespace tutti::bootstrap::store_protocol {
 
-wire::Writer begin_frame() {
-  wire::Writer w;
+net::wire::Writer begin_frame() {
+  net::wire::Writer w;
   w.u32(0);
   return w;
 }
 
-void send_frame(int fd, wire::Writer& frame, Deadline deadline, const std::string& peer) {
+void send_frame(int fd, net::wire::Writer& frame, Deadline deadline, const std::string& peer) {
   auto& bytes = frame.bytes();
   uint32_t length = static_cast<uint32_t>(bytes.size() - 4);
   for (int i = 0; i < 4; ++i) bytes[i] = static_cast<std::byte>((length >> (8 * i)) & 0xff);
-  write_all(fd, bytes, deadline, peer);
+  net::write_all(fd, bytes, deadline, peer);
 }
 
 uint32_t frame_length(std::span<const std::byte, 4> header, const std::string& peer) {
-  wire::Reader r(header, "store frame");
+  net::wire::Reader r(header, "store frame");
   uint32_t length = r.u32();
   if (length > kMaxFrameBytes)
     throw make_error(ErrorCode::kMismatch,
@@ -35,15 +35,15 @@ uint32_t frame_length(std::span<const std::byte, 4> header, const std::string& p
 
 std::vector<std::byte> receive_frame(int fd, Deadline deadline, const std::string& peer) {
   std::array<std::byte, 4> header{};
-  read_exact(fd, header, deadline, peer);
+  net::read_exact(fd, header, deadline, peer);
   std::vector<std::byte> payload(frame_length(header, peer));
-  read_exact(fd, payload, deadline, peer);
+  net::read_exact(fd, payload, deadline, peer);
   return payload;
 }
 
 namespace {
 
-int64_t get_timeout(wire::Reader& r, const std::string& peer) {
+int64_t get_timeout(net::wire::Reader& r, const std::string& peer) {
   const int64_t ms = r.i64();
   if (ms < -1)
     throw make_error(
@@ -58,7 +58,7 @@ int64_t get_timeout(wire::Reader& r, const std::string& peer) {
 
 Request decode_request(std::span<const std::byte> payload, const std::string& peer) {
   const std::string what = "store request from " + peer;
-  wire::Reader r(payload, what);
+  net::wire::Reader r(payload, what);
   Request request;
   const uint8_t op = r.u8();
   request.op = static_cast<Op>(op);
@@ -99,8 +99,8 @@ Request decode_request(std::span<const std::byte> payload, const std::string& pe
   return request;
 }
 
-wire::Writer encode_request(const Request& request) {
-  wire::Writer w = begin_frame();
+net::wire::Writer encode_request(const Request& request) {
+  net::wire::Writer w = begin_frame();
   w.u8(static_cast<uint8_t>(request.op));
   switch (request.op) {
     case Op::kSet:
@@ -129,12 +129,12 @@ wire::Writer encode_request(const Request& request) {
   return w;
 }
 
-void put_keys(wire::Writer& w, const std::vector<std::string>& keys) {
+void put_keys(net::wire::Writer& w, const std::vector<std::string>& keys) {
   w.u32(static_cast<uint32_t>(keys.size()));
   for (const auto& k : keys) w.str(k);
 }
 
-std::vector<std::string> get_keys(wire::Reader& r) {
+std::vector<std::string> get_keys(net::wire::Reader& r) {
   uint32_t n = r.u32();
   std::vector<std::string> keys;
   // Not reserve(n): n comes off the wire; each key costs at least 4 bytes of the frame anyway.

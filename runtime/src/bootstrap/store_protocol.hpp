@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/wire.hpp"
 #include "core/deadline.hpp"
+#include "net/wire.hpp"
 
 namespace tutti::bootstrap::store_protocol {
 
@@ -51,18 +51,18 @@ struct Request {
 // an unknown op or a negative timeout other than -1 is Error(kMismatch) naming `peer`.
 Request decode_request(std::span<const std::byte> payload, const std::string& peer);
 // The frame (length included) that decode_request reads back as `request`.
-wire::Writer encode_request(const Request& request);
+net::wire::Writer encode_request(const Request& request);
 
 // The payload length from a frame's 4-byte header; above kMaxFrameBytes is Error(kMismatch).
 uint32_t frame_length(std::span<const std::byte, 4> header, const std::string& peer);
 
 // A Writer whose first 4 bytes are reserved for the frame length (filled in by send_frame).
-wire::Writer begin_frame();
-void send_frame(int fd, wire::Writer& frame, Deadline deadline, const std::string& peer);
+net::wire::Writer begin_frame();
+void send_frame(int fd, net::wire::Writer& frame, Deadline deadline, const std::string& peer);
 std::vector<std::byte> receive_frame(int fd, Deadline deadline, const std::string& peer);
 
-void put_keys(wire::Writer& w, const std::vector<std::string>& keys);
-std::vector<std::string> get_keys(wire::Reader& r);
+void put_keys(net::wire::Writer& w, const std::vector<std::string>& keys);
+std::vector<std::string> get_keys(net::wire::Reader& r);
 
 // Milliseconds left until deadline for the server side, -1 for "no limit".
 int64_t timeout_ms(Deadline deadline);

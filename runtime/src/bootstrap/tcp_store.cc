@@ -5,10 +5,10 @@
 #include <mutex>
 #include <vector>
 
-#include "bootstrap/handshake.hpp"
 #include "bootstrap/store_errors.hpp"
 #include "bootstrap/store_protocol.hpp"
 #include "core/error.hpp"
+#include "net/handshake.hpp"
 
 namespace tutti::bootstrap {
 namespace {
@@ -27,26 +27,27 @@ Deadline with_grace(Deadline deadline) {
 }  // namespace
 
 struct TcpStore::State {
-  Endpoint server;
+  net::Endpoint server;
   std::string token;
   int rank = -1;
   std::chrono::milliseconds request_timeout{60'000};  // for calls without a deadline of their own
   std::string peer;                                   // "store at host:port", for messages
   std::string local_address;
   std::mutex mutex;
-  std::vector<Fd> idle;
+  std::vector<net::Fd> idle;
 
-  Fd open_connection(Deadline deadline) {
-    Fd fd = connect_tcp(server, deadline);
-    client_handshake(fd.get(), Hello{ConnectionKind::kStore, rank, token}, deadline, peer);
+  net::Fd open_connection(Deadline deadline) {
+    net::Fd fd = net::connect_tcp(server, deadline);
+    net::client_handshake(fd.get(), net::Hello{net::ConnectionKind::kStore, rank, token}, deadline,
+                          peer);
     return fd;
   }
 
   // Sends one request and returns the response payload. A connection that failed mid-call is
   // dropped (its stream position is unknown); the next call opens a fresh one.
-  std::vector<std::byte> call(wire::Writer& request, Deadline send_deadline,
+  std::vector<std::byte> call(net::wire::Writer& request, Deadline send_deadline,
                               Deadline reply_deadline) {
-    Fd fd;
+    net::Fd fd;
     {
       std::lock_guard lock(mutex);
       if (!idle.empty()) {
@@ -66,7 +67,7 @@ struct TcpStore::State {
 namespace {
 
 // Reads the status byte; rethrows a server-side failure as the Error it was.
-sp::Status read_status(wire::Reader& r) {
+sp::Status read_status(net::wire::Reader& r) {
   auto status = static_cast<sp::Status>(r.u8());
   if (status == sp::Status::kFailed) {
     auto code = static_cast<ErrorCode>(r.u8());
@@ -77,7 +78,7 @@ sp::Status read_status(wire::Reader& r) {
 
 }  // namespace
 
-TcpStore::TcpStore(const Endpoint& server, std::string job_token, int rank,
+TcpStore::TcpStore(const net::Endpoint& server, std::string job_token, int rank,
                    Deadline connect_deadline, std::chrono::milliseconds request_timeout)
     : state_(std::make_unique<State>()) {
   state_->request_timeout = request_timeout;
@@ -85,23 +86,23 @@ TcpStore::TcpStore(const Endpoint& server, std::string job_token, int rank,
   state_->token = std::move(job_token);
   state_->rank = rank;
   state_->peer = "store at " + server.to_string();
-  Fd fd = state_->open_connection(connect_deadline);
-  state_->local_address = bootstrap::local_address(fd.get());
+  net::Fd fd = state_->open_connection(connect_deadline);
+  state_->local_address = net::local_address(fd.get());
   state_->idle.push_back(std::move(fd));
 }
 
 TcpStore::~TcpStore() = default;
 
 void TcpStore::set(const std::string& key, const std::string& value) {
-  wire::Writer w = sp::encode_request({.op = sp::Op::kSet, .key = key, .value = value});
+  net::wire::Writer w = sp::encode_request({.op = sp::Op::kSet, .key = key, .value = value});
   Deadline deadline = Deadline::after(state_->request_timeout);
   auto reply = state_->call(w, deadline, deadline);
-  wire::Reader r(reply, "store reply");
+  net::wire::Reader r(reply, "store reply");
   read_status(r);
 }
 
 std::string TcpStore::get(const std::string& key, Deadline deadline) {
-  wire::Writer w =
+  net::wire::Writer w =
       sp::encode_request({.op = sp::Op::kGet, .key = key, .timeout_ms = sp::timeout_ms(deadline)});
   std::vector<std::byte> reply;
   try {
@@ -110,31 +111,31 @@ std::string TcpStore::get(const std::string& key, Deadline deadline) {
     if (e.code() == ErrorCode::kTimeout) throw get_timeout_error(describe(), key);
     throw;
   }
-  wire::Reader r(reply, "store reply");
+  net::wire::Reader r(reply, "store reply");
   if (read_status(r) == sp::Status::kTimeout) throw get_timeout_error(describe(), key);
   return r.str();
 }
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {
-  wire::Writer w = sp::encode_request({.op = sp::Op::kAdd, .key = key, .delta = delta});
+  net::wire::Writer w = sp::encode_request({.op = sp::Op::kAdd, .key = key, .delta = delta});
   Deadline deadline = Deadline::after(state_->request_timeout);
   auto reply = state_->call(w, deadline, deadline);
-  wire::Reader r(reply, "store reply");
+  net::wire::Reader r(reply, "store reply");
   read_status(r);
   return r.i64();
 }
 
 std::vector<std::string> TcpStore::missing(const std::vector<std::string>& keys) {
-  wire::Writer w = sp::encode_request({.op = sp::Op::kMissing, .keys = keys});
+  net::wire::Writer w = sp::encode_request({.op = sp::Op::kMissing, .keys = keys});
   Deadline deadline = Deadline::after(state_->request_timeout);
   auto reply = state_->call(w, deadline, deadline);
-  wire::Reader r(reply, "store reply");
+  net::wire::Reader r(reply, "store reply");
   read_status(r);
   return sp::get_keys(r);
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
-  wire::Writer w = sp::encode_request(
+  net::wire::Writer w = sp::encode_request(
       {.op = sp::Op::kWait, .timeout_ms = sp::timeout_ms(deadline), .keys = keys});
   std::vector<std::byte> reply;
   try {
@@ -143,15 +144,15 @@ void TcpStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
     if (e.code() == ErrorCode::kTimeout) throw wait_timeout_error(describe(), keys);
     throw;
   }
-  wire::Reader r(reply, "store reply");
+  net::wire::Reader r(reply, "store reply");
   if (read_status(r) == sp::Status::kTimeout) throw wait_timeout_error(describe(), sp::get_keys(r));
 }
 
 bool TcpStore::remove(const std::string& key) {
-  wire::Writer w = sp::encode_request({.op = sp::Op::kDelete, .key = key});
+  net::wire::Writer w = sp::encode_request({.op = sp::Op::kDelete, .key = key});
   Deadline deadline = Deadline::after(state_->request_timeout);
   auto reply = state_->call(w, deadline, deadline);
-  wire::Reader r(reply, "store reply");
+  net::wire::Reader r(reply, "store reply");
   read_status(r);
   return r.u8() != 0;
 }

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "bootstrap/socket.hpp"
 #include "bootstrap/store.hpp"
+#include "net/socket.hpp"
 
 namespace tutti::bootstrap {
 
@@ -39,7 +39,7 @@ class TcpStore : public Store {
  public:
   // Connects (retrying until deadline: the server may start later) and authenticates. Calls that
   // take no deadline (set, add, missing, remove) give up after request_timeout.
-  TcpStore(const Endpoint& server, std::string job_token, int rank, Deadline connect_deadline,
+  TcpStore(const net::Endpoint& server, std::string job_token, int rank, Deadline connect_deadline,
            std::chrono::milliseconds request_timeout = std::chrono::seconds(60));
   ~TcpStore() override;
 
@@ -64,7 +64,7 @@ class TcpStore : public Store {
 // thread). Destroying the lifeline stops watching without calling on_lost.
 class StoreLifeline {
  public:
-  StoreLifeline(const Endpoint& server, const std::string& job_token, int rank,
+  StoreLifeline(const net::Endpoint& server, const std::string& job_token, int rank,
                 Deadline connect_deadline, std::function<void()> on_lost);
   ~StoreLifeline();
   StoreLifeline(const StoreLifeline&) = delete;

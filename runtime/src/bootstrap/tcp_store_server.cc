@@ -22,13 +22,13 @@
 #include <thread>
 
 #include "bootstrap/cv_wait.hpp"
-#include "bootstrap/handshake.hpp"
-#include "bootstrap/handshake_acceptor.hpp"
 #include "bootstrap/store_errors.hpp"
 #include "bootstrap/store_protocol.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/handshake.hpp"
+#include "net/handshake_acceptor.hpp"
 
 namespace tutti::bootstrap {
 namespace {
@@ -46,9 +46,9 @@ constexpr auto kAcceptorTick = std::chrono::seconds(60);
 constexpr auto kResponseTimeout = std::chrono::seconds(60);
 
 struct Client {
-  Fd fd;
+  net::Fd fd;
   std::string peer;
-  Hello hello;
+  net::Hello hello;
   std::thread thread;
   std::atomic<bool> done{false};
 };
@@ -57,11 +57,11 @@ struct Client {
 
 struct TcpStoreServer::State {
   std::string token;
-  Fd listener;
+  net::Fd listener;
   uint16_t port = 0;
-  Fd wake_read, wake_write;
+  net::Fd wake_read, wake_write;
   std::atomic<bool> stopping{false};
-  std::unique_ptr<HandshakeAcceptor> handshakes;
+  std::unique_ptr<net::HandshakeAcceptor> handshakes;
   std::atomic<size_t> refused{0};  // authenticated clients dropped for protocol errors
 
   std::mutex data_mutex;
@@ -78,12 +78,12 @@ struct TcpStoreServer::State {
   void serve(Client& client);
   void serve_requests(Client& client);
   void hold_lifeline(Client& client);
-  void handle(Client& client, std::span<const std::byte> request, wire::Writer& response);
+  void handle(Client& client, std::span<const std::byte> request, net::wire::Writer& response);
 };
 
 void TcpStoreServer::State::accept_loop() {
   while (!stopping.load()) {
-    std::optional<AcceptedConnection> accepted;
+    std::optional<net::AcceptedConnection> accepted;
     try {
       accepted = handshakes->next(Deadline::after(kAcceptorTick), wake_read.get());
     } catch (const Error& e) {
@@ -126,7 +126,7 @@ void TcpStoreServer::State::reap_finished_clients() {
 
 void TcpStoreServer::State::serve(Client& client) {
   try {
-    if (client.hello.kind == ConnectionKind::kStoreLifeline) {
+    if (client.hello.kind == net::ConnectionKind::kStoreLifeline) {
       hold_lifeline(client);
     } else {
       serve_requests(client);
@@ -167,7 +167,7 @@ void TcpStoreServer::State::serve_requests(Client& client) {
   const std::string peer = "store client " + client.peer;
   while (!stopping.load()) {
     std::vector<std::byte> request = sp::receive_frame(client.fd.get(), Deadline::never(), peer);
-    wire::Writer response = sp::begin_frame();
+    net::wire::Writer response = sp::begin_frame();
     try {
       handle(client, request, response);
     } catch (const Error& e) {
@@ -182,7 +182,7 @@ void TcpStoreServer::State::serve_requests(Client& client) {
 }
 
 void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> payload,
-                                   wire::Writer& response) {
+                                   net::wire::Writer& response) {
   sp::Request request = sp::decode_request(payload, client.peer);
   auto present = [this](const std::string& k) { return values.count(k) > 0; };
   switch (request.op) {
@@ -267,20 +267,21 @@ void TcpStoreServer::State::handle(Client& client, std::span<const std::byte> pa
 TcpStoreServer::TcpStoreServer(const std::string& host, uint16_t port, std::string job_token)
     : state_(std::make_unique<State>()) {
   state_->token = std::move(job_token);
-  state_->listener = listen_tcp(host, port, &state_->port);
+  state_->listener = net::listen_tcp(host, port, &state_->port);
   std::array<int, 2> pipe_fds{};
   if (::pipe2(pipe_fds.data(), O_CLOEXEC | O_NONBLOCK) != 0)
     throw_system_error("pipe2() for the store server's wake-up pipe", errno);
   state_->wake_read.reset(pipe_fds[0]);
   state_->wake_write.reset(pipe_fds[1]);
-  state_->handshakes = std::make_unique<HandshakeAcceptor>(
+  state_->handshakes = std::make_unique<net::HandshakeAcceptor>(
       state_->listener.get(),
-      HandshakePolicy{.expected_token = state_->token,
-                      .kinds = {ConnectionKind::kStore, ConnectionKind::kStoreLifeline},
-                      .trailer_bytes = 0,
-                      .per_connection = kHandshakeTimeout,
-                      .max_pending = kMaxPendingHandshakes,
-                      .label = fmt::format("store server on port {}", state_->port)});
+      net::HandshakePolicy{
+          .expected_token = state_->token,
+          .kinds = {net::ConnectionKind::kStore, net::ConnectionKind::kStoreLifeline},
+          .trailer_bytes = 0,
+          .per_connection = kHandshakeTimeout,
+          .max_pending = kMaxPendingHandshakes,
+          .label = fmt::format("store server on port {}", state_->port)});
   state_->acceptor = std::thread([s = state_.get()] { s->accept_loop(); });
   log::debug("store server listening on port {}", state_->port);
 }

@@ -3,10 +3,12 @@
 // connections and the world communicator (context 0) on it.
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <array>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "comm/shared_store.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/host_interfaces.hpp"
 #include "transport/mesh.hpp"
 
 namespace tutti::comm {
@@ -74,8 +77,29 @@ struct Joining {
   std::string job_id;  // empty: rank 0 draws one and publishes it under `id_key`
   std::string id_key;
   std::string job_token;
-  std::string local_address;  // our address that reaches the store ("" if unknown)
+  std::string local_address;   // our address that reaches the store ("" if unknown)
+  std::string ifname_address;  // the address Options::socket_ifname selects ("" if unset)
 };
+
+// Where this rank listens for peers, which is also the address it advertises to them: an explicit
+// listen_address (TUTTI_ADDR) wins, then the interface socket_ifname (TUTTI_SOCKET_IFNAME)
+// selects, then the address that reaches the store, else loopback.
+std::string listen_address(const Options& options, const Joining& j) {
+  std::string_view explicit_address = options.listen_address;
+  if (explicit_address.starts_with('[') && explicit_address.ends_with(']'))
+    explicit_address = explicit_address.substr(1, explicit_address.size() - 2);  // "[::1]"
+  if (!explicit_address.empty()) return std::string(explicit_address);
+  if (!j.ifname_address.empty()) return j.ifname_address;
+  if (!j.local_address.empty()) return j.local_address;
+  return "127.0.0.1";
+}
+
+// The address socket_ifname selects, chosen before the rank meets anyone so that a pattern that
+// matches nothing fails this rank at once, naming it, instead of its peers at their timeout.
+std::string ifname_address(const Options& options, int rank) {
+  if (options.socket_ifname.empty() || !options.listen_address.empty()) return "";
+  return net::select_interface_address(options.socket_ifname, fmt::format("rank {}", rank));
+}
 
 std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Options& options,
                           Deadline deadline) {
@@ -97,9 +121,7 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
   mesh.host_ids = job->host_ids;
   mesh.job_id = job->job_id;
   mesh.job_token = j.job_token;
-  mesh.listen_address = !options.listen_address.empty() ? options.listen_address
-                        : !j.local_address.empty()      ? j.local_address
-                                                        : "127.0.0.1";
+  mesh.listen_address = listen_address(options, j);
   mesh.choice = static_cast<transport::TransportChoice>(options.transport);
   mesh.shm_ring_bytes = options.shm_ring_bytes;
   mesh.shm_ring_budget = options.shm_ring_budget;
@@ -120,36 +142,38 @@ std::shared_ptr<Communicator> world_of(const std::shared_ptr<Job>& job, const Op
 }
 
 // Where a rank that meets through a caller's store listens when nothing says: the address this
-// host's name resolves to (a pod's IP under Kubernetes), else loopback (one host).
+// host's name resolves to (a pod's IP under Kubernetes; IPv4 first, else IPv6 that is neither
+// loopback nor link-local), else loopback (one host).
 std::string host_name_address() {
   std::array<char, 256> name{};
   if (gethostname(name.data(), name.size() - 1) != 0) return "127.0.0.1";
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (getaddrinfo(name.data(), nullptr, &hints, &found) != 0 || found == nullptr)
     return "127.0.0.1";
-  std::string address = "127.0.0.1";
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    std::array<char, INET_ADDRSTRLEN> text{};
-    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
-    if (inet_ntop(AF_INET, &in->sin_addr, text.data(), text.size()) == nullptr) continue;
-    if (std::string_view(text.data()).starts_with("127.")) continue;
-    address = text.data();
-    break;
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(found, &freeaddrinfo);
+  std::string ipv4, ipv6;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    std::array<char, NI_MAXHOST> text{};
+    if (getnameinfo(a->ai_addr, a->ai_addrlen, text.data(), text.size(), nullptr, 0,
+                    NI_NUMERICHOST) != 0)
+      continue;
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      if (ipv4.empty() && (ntohl(in->sin_addr.s_addr) >> 24) != 127) ipv4 = text.data();
+    } else if (a->ai_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+      if (ipv6.empty() && !IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) &&
+          !IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr))
+        ipv6 = text.data();
+    }
   }
-  freeaddrinfo(found);
-  return address;
+  return !ipv4.empty() ? ipv4 : !ipv6.empty() ? ipv6 : "127.0.0.1";
 }
 
 void check_options(const Options& options) {
-  if (!options.socket_ifname.empty())
-    throw make_error(ErrorCode::kConfig,
-                     "Options::socket_ifname ('{}') is not supported yet: set "
-                     "Options::listen_address (TUTTI_ADDR) to this rank's address on the "
-                     "interface that reaches the peers",
-                     options.socket_ifname);
   if (options.segment_bytes == 0)
     throw make_error(ErrorCode::kConfig,
                      "Options::segment_bytes (TUTTI_SEGMENT_BYTES) must be > 0");
@@ -163,6 +187,7 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& i
                                                    const Options& options) {
   check_options(options);
   log::set_rank(info.rank);
+  const std::string chosen_by_ifname = ifname_address(options, info.rank);
   const Deadline deadline = Deadline::after(options.init_timeout);
   bootstrap::StoreConnection connection =
       bootstrap::open_store(info, deadline, options.init_timeout);
@@ -175,7 +200,8 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& i
             .job_id = info.job_id,
             .id_key = "tutti/job_id",
             .job_token = info.job_token,
-            .local_address = connection.local_address};
+            .local_address = connection.local_address,
+            .ifname_address = chosen_by_ifname};
   meet(job, j, options, deadline);
   auto world = world_of(job, options, deadline, info.size);
   const Topology& topology = world->topology();
@@ -194,8 +220,8 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& i
     std::string where = info.store_address;
     std::weak_ptr<Job> weak = job;
     job->lifeline = std::make_unique<bootstrap::StoreLifeline>(
-        bootstrap::parse_endpoint(info.store_address, "TUTTI_STORE"), info.job_token, info.rank,
-        deadline, [weak, where] {
+        net::parse_endpoint(info.store_address, "TUTTI_STORE"), info.job_token, info.rank, deadline,
+        [weak, where] {
           log::error("lost the connection to the launcher's store at {}: the launcher is gone",
                      where);
           if (auto job = weak.lock())
@@ -221,6 +247,7 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<tutti::Store>
   static std::atomic<uint64_t> creates{0};
   const std::string name =
       options.name.empty() ? fmt::format("comm-{}", creates.fetch_add(1)) : options.name;
+  const std::string chosen_by_ifname = ifname_address(options, rank);
   const Deadline deadline = Deadline::after(options.init_timeout);
   auto job = std::make_shared<Job>();
   job->store = std::make_shared<SharedStore>(bootstrap::adopt_user_store(std::move(store)));
@@ -230,7 +257,8 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<tutti::Store>
             .job_id = {},
             .id_key = fmt::format("tutti/{}/job_id", name),
             .job_token = options.job_token,
-            .local_address = host_name_address()};
+            .local_address = host_name_address(),
+            .ifname_address = chosen_by_ifname};
   meet(job, j, options, deadline);
   return world_of(job, options, deadline, size);
 }

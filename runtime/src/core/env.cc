@@ -107,9 +107,16 @@ constexpr std::array kVariables = {
              "net.core.wmem_max/rmem_max); 0 leaves "
              "the kernel's autotuning on.",
              0, kGiB},
+    Variable{"TUTTI_SOCKET_IFNAME", Kind::kString, "", "",
+             "Interfaces ranks listen on for peers (and tuttirun advertises its store on), in "
+             "NCCL/Gloo syntax: `eth` = names starting with eth, `eth,ib` = a list, `^docker,lo` "
+             "= all but these, `=eth0` = exact names, `^=lo` = all but these exact names. Of the "
+             "selected interfaces that are up, the first IPv4 address is used, else the first "
+             "IPv6 one (never link-local); loopback only when named. No match: init fails listing "
+             "this host's interfaces. Default: unset (the address that reaches the store)."},
     Variable{"TUTTI_ADDR", Kind::kString, "", "",
-             "Address this rank listens on for peers. Default: the local address that reaches the "
-             "store."},
+             "Address (IPv4 or IPv6) this rank listens on for peers; wins over "
+             "TUTTI_SOCKET_IFNAME. Default: the local address that reaches the store."},
     Variable{"TUTTI_LAUNCHER", Kind::kString, "", "",
              "Set by tuttirun; once the launcher's store connection drops, every call fails with "
              "TUTTI_ERR_ABORTED (the library never ends the process)."},

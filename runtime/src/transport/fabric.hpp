@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
+#include "net/fd.hpp"
 #include "transport/link.hpp"
 #include "transport/transport.hpp"
 
@@ -41,7 +41,7 @@ class Fabric : public std::enable_shared_from_this<Fabric> {
     std::unique_ptr<Link> link;
     // The peer's pidfd, kept open for the fabric's life: a link stops reporting its own once it
     // has seen the peer go, but a shared-memory window wait must still see that it is gone.
-    bootstrap::Fd pidfd;
+    net::Fd pidfd;
   };
   SharedLink& link(int peer) { return *links_[peer]; }
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
 #include "core/deadline.hpp"
+#include "net/fd.hpp"
 #include "transport/channel.hpp"
 #include "transport/local_window.hpp"
 
@@ -118,7 +118,7 @@ class Transport {
   std::string no_window_reason_ = "the transport was built without a shared-memory window";
   // Copies of the peers' pidfds taken when the window is set: a channel stops reporting its pidfd
   // once it has seen the peer go, but a window wait must still notice that the peer is gone.
-  std::vector<bootstrap::Fd> owned_pidfds_;
+  std::vector<net::Fd> owned_pidfds_;
   std::vector<int> peer_pidfds_;  // per peer: a channel's peer_pidfd() or one of owned_pidfds_
   std::unique_ptr<LocalWindow> window_;  // after channels_: destroyed first, it waits through them
   std::function<void(Transport&)> window_factory_;

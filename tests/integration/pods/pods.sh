@@ -15,6 +15,11 @@
 #                        runs on EXIT/INT/TERM (trap set by pods_up, between the case script's
 #                        pods_user_stop and pods_user_cleanup, if defined). Prints any leftover.
 #   pods_pids            PIDs running in any pod made here (empty when none)
+#   pods_isolate K N     isolate the bridge ports of pods 0..N-1 of subnet K: each pod's eth0
+#                        still reaches the host (198.18.K.1), no longer the other pods
+#   pods_data_net_up K   a second bridge tpd<K> on 198.19.K.0/24 that the host is not on
+#   pod_add_data NAME K I IF  pod I's interface IF on that bridge, address 198.19.K.(10+I)
+#   pod_data_ip K I      that address
 #
 # All traffic stays in 198.18.0.0/15 (RFC 2544 benchmarking range) and on loopback.
 
@@ -93,6 +98,46 @@ pod_add() {
   ip -n "$name" link set lo up || return 1
   ip -n "$name" link set eth0 up || return 1
   ip -n "$name" route add default via "198.18.$k.1" || return 1
+}
+
+pods_isolate() {
+  local k=$1 n=$2 i
+  for ((i = 0; i < n; i++)); do
+    bridge link set dev "tp${k}h${i}" isolated on || { echo "pods: cannot isolate tp${k}h${i}" >&2; return 1; }
+  done
+}
+
+pod_data_ip() { echo "198.19.$1.$((10 + $2))"; }
+
+pods_data_net_up() {
+  local k=$1 br="tpd$1"
+  ip link del "$br" 2>/dev/null  # a leftover of an earlier, killed run
+  ip link add "$br" type bridge || { echo "pods: cannot create bridge $br" >&2; return 1; }
+  PODS_BRIDGES+=("$br")
+  ip link set "$br" up
+}
+
+pod_add_data() {
+  local name=$1 k=$2 i=$3 ifname=$4
+  local host_if="td${k}h${i}" pod_if="td${k}p${i}"
+  ip link del "$host_if" 2>/dev/null
+  ip link add "$host_if" type veth peer name "$pod_if" || return 1
+  ip link set "$host_if" master "tpd$k" || return 1
+  ip link set "$host_if" up || return 1
+  ip link set "$pod_if" netns "$name" || return 1
+  ip -n "$name" link set "$pod_if" name "$ifname" || return 1
+  ip -n "$name" addr add "$(pod_data_ip "$k" "$i")/24" dev "$ifname" || return 1
+  ip -n "$name" link set "$ifname" up || return 1
+  local ok=0
+  for _ in $(seq 1 100); do
+    if ip -n "$name" -o link show "$ifname" 2>/dev/null | grep -q LOWER_UP &&
+      bridge link show dev "$host_if" 2>/dev/null | grep -q 'state forwarding'; then
+      ok=1
+      break
+    fi
+    sleep 0.05
+  done
+  [ $ok -eq 1 ] || { echo "pods: $name's $ifname never came up" >&2; return 1; }
 }
 
 pods_up() {

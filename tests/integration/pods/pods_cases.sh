@@ -295,6 +295,52 @@ EOF
     expect_no_leftovers kill
     ;;
 
+  tuttirun_pods_ifname)
+    # Two interfaces per pod, as with a pod network plus a secondary (Multus) data network: eth0
+    # carries the default route and reaches the launcher (the store) but not the other pods (its
+    # bridge ports are isolated); data0 is on a bridge the pods share. Ranks advertise the address
+    # that reaches the store unless TUTTI_SOCKET_IFNAME says which interface to use.
+    require tuttirun kubexec check remote-tuttirun
+    pods_up ifname 2 "$K"
+    pods_isolate "$K" 2 || fail "cannot isolate the pods' eth0 bridge ports"
+    pods_data_net_up "$K" || fail "cannot create the data bridge"
+    for i in 0 1; do
+      pod_add_data "ifname-worker-$i" "$K" "$i" data0 || fail "cannot give ifname-worker-$i a data0"
+    done
+    # The network is what the case claims: eth0 reaches the host only, data0 the other pod. (A TCP
+    # connect to a closed port: "refused" means the address answered.)
+    answers() { timeout 3 ip netns exec "$1" bash -c "exec 3<>/dev/tcp/$2/9" 2>&1 | grep -q refused; }
+    answers ifname-worker-0 "$HOST_ADDR" || fail "pod 0 cannot reach the host over eth0"
+    answers ifname-worker-0 "$(pod_data_ip "$K" 1)" || fail "pod 0 cannot reach pod 1 over data0"
+    answers ifname-worker-0 "$(pod_ip "$K" 1)" &&
+      fail "pod 0 reaches pod 1 over eth0; the bridge ports are not isolated"
+    pods=$(pod_names ifname 2)
+    common=(--pods "$pods" --slots 1 --exec kubexec --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR"
+            --probe-timeout 20)
+    export TUTTI_TRANSPORT=tcp
+    # Without TUTTI_SOCKET_IFNAME: the eth0 addresses are advertised, peers cannot connect, and the
+    # job fails at TUTTI_TIMEOUT naming the endpoint it could not reach.
+    run 90 env TUTTI_TIMEOUT=5 "$TUTTIRUN" "${common[@]}" -- "$CHECK" --counts 1000 --collectives allreduce
+    note "without TUTTI_SOCKET_IFNAME: exit $RC after ${ELAPSED}s"
+    show err 'collectives_check: '
+    expect_fail
+    [ "$ELAPSED" -le 45 ] || fail "took ${ELAPSED}s to fail; TUTTI_TIMEOUT was 5s"
+    expect_err "collectives_check: rank [01] timed out after 5\\.0 s waiting for rank [01] .*reachable at 198\\.18\\.$K\\.1[01]:[0-9]+"
+    expect_no_leftovers ifname
+    for pattern in data '^eth' '=data0'; do
+      run 120 env TUTTI_SOCKET_IFNAME="$pattern" TUTTI_LOG_LEVEL=debug "$TUTTIRUN" "${common[@]}" -- \
+        "$CHECK" --counts 1,N-1,1000,70001 --dtypes float32,int64 --ops sum,max \
+        --collectives allreduce,allgather
+      note "TUTTI_SOCKET_IFNAME=$pattern: exit $RC after ${ELAPSED}s"
+      show err 'listens for data'
+      expect_rc 0
+      expect_out '^\[0\] collectives_check: 2 ranks, [0-9]+ checks per rank, 0 failed$'
+      for r in 0 1; do
+        expect_err "rank $r listens for data connections on 198\\.19\\.$K\\.1$r:"
+      done
+      expect_no_leftovers ifname
+    done
+    ;;
   tuttirun_pods_unreachable)
     require tuttirun kubexec probe remote-tuttirun
     pods_up unreach 2 "$K"

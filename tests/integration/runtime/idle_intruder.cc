@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/world_info.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
+#include "net/socket.hpp"
 
 using namespace tutti;
 
@@ -36,18 +36,18 @@ std::string required_env(const char* name) {
   return v;
 }
 
-void send_text(const bootstrap::Fd& fd, const std::string& text) {
-  bootstrap::write_all(fd.get(), std::as_bytes(std::span(text.data(), text.size())),
-                       Deadline::after_seconds(5), "target");
+void send_text(const net::Fd& fd, const std::string& text) {
+  net::write_all(fd.get(), std::as_bytes(std::span(text.data(), text.size())),
+                 Deadline::after_seconds(5), "target");
 }
 
 // kSilentPerPort connections that say nothing, one speaking HTTP, one stalling after half a Hello.
-void besiege(const bootstrap::Endpoint& target, std::vector<bootstrap::Fd>& held) {
+void besiege(const net::Endpoint& target, std::vector<net::Fd>& held) {
   for (int i = 0; i < kSilentPerPort; ++i)
-    held.push_back(bootstrap::connect_tcp(target, Deadline::after_seconds(10)));
-  held.push_back(bootstrap::connect_tcp(target, Deadline::after_seconds(10)));
+    held.push_back(net::connect_tcp(target, Deadline::after_seconds(10)));
+  held.push_back(net::connect_tcp(target, Deadline::after_seconds(10)));
   send_text(held.back(), "GET / HTTP/1.1\r\nHost: tutti\r\n\r\n");
-  held.push_back(bootstrap::connect_tcp(target, Deadline::after_seconds(10)));
+  held.push_back(net::connect_tcp(target, Deadline::after_seconds(10)));
   send_text(held.back(), std::string("TTUT\x01\x00", 6));  // magic and version, then silence
 }
 
@@ -67,9 +67,8 @@ int main(int argc, char** argv) {
   }
   const int last = size - 1;
   const std::string job = required_env("TUTTI_JOB_ID");
-  bootstrap::Endpoint store_endpoint =
-      bootstrap::parse_endpoint(required_env("TUTTI_STORE"), "TUTTI_STORE");
-  std::vector<bootstrap::Fd> held;
+  net::Endpoint store_endpoint = net::parse_endpoint(required_env("TUTTI_STORE"), "TUTTI_STORE");
+  std::vector<net::Fd> held;
   try {
     besiege(store_endpoint, held);
     bootstrap::TcpStore store(store_endpoint, required_env("TUTTI_JOB_TOKEN"), -1,
@@ -78,7 +77,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < last; ++r) {
       std::string address =
           store.get(fmt::format("{}/tcp/{}", job, r), Deadline::after_seconds(30));
-      besiege(bootstrap::parse_endpoint(address, fmt::format("rank {}'s data address", r)), held);
+      besiege(net::parse_endpoint(address, fmt::format("rank {}'s data address", r)), held);
     }
   } catch (const Error& e) {
     fmt::print("idle_intruder: could not set up: {}\n", e.what());

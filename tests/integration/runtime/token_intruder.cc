@@ -9,11 +9,11 @@
 #include <fstream>
 #include <string>
 
-#include "bootstrap/handshake.hpp"
-#include "bootstrap/socket.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/world_info.hpp"
 #include "core/error.hpp"
+#include "net/handshake.hpp"
+#include "net/socket.hpp"
 
 using namespace tutti;
 
@@ -31,10 +31,11 @@ std::string required_env(const char* name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // argv[1]: a file to create once the data connection is open, so the test starts rank 2 only then.
+  // argv[1]: a file to create once the data connection is open, so the test starts rank 2 only
+  // then.
   std::string connected_marker = argc > 1 ? argv[1] : "";
   const std::string wrong_token = "not-the-job-token";
-  bootstrap::Endpoint store_endpoint = bootstrap::parse_endpoint(required_env("TUTTI_STORE"), "TUTTI_STORE");
+  net::Endpoint store_endpoint = net::parse_endpoint(required_env("TUTTI_STORE"), "TUTTI_STORE");
   std::string job = required_env("TUTTI_JOB_ID");
   bool store_refused = false, data_refused = false;
 
@@ -43,23 +44,26 @@ int main(int argc, char** argv) {
     stranger.set("intruder", "was here");
   } catch (const Error& e) {
     store_refused = e.code() == ErrorCode::kAuth;
-    fmt::print("token_intruder: {} by the store: {}\n", store_refused ? "refused" : "failed", e.what());
+    fmt::print("token_intruder: {} by the store: {}\n", store_refused ? "refused" : "failed",
+               e.what());
   }
 
   try {
-    bootstrap::TcpStore store(store_endpoint, required_env("TUTTI_JOB_TOKEN"), -1, Deadline::after_seconds(10));
+    bootstrap::TcpStore store(store_endpoint, required_env("TUTTI_JOB_TOKEN"), -1,
+                              Deadline::after_seconds(10));
     store.set(fmt::format("{}/host/2", job), bootstrap::default_host_id());
     std::string address = store.get(fmt::format("{}/tcp/0", job), Deadline::after_seconds(30));
-    auto endpoint = bootstrap::parse_endpoint(address, "rank 0's data address");
-    bootstrap::Fd fd = bootstrap::connect_tcp(endpoint, Deadline::after_seconds(10));
+    auto endpoint = net::parse_endpoint(address, "rank 0's data address");
+    net::Fd fd = net::connect_tcp(endpoint, Deadline::after_seconds(10));
     // Rank 0 handshakes with connections only after every rank has published its address, so the
     // verdict comes once the real rank 2 has started.
     if (!connected_marker.empty()) std::ofstream(connected_marker) << "connected\n";
-    bootstrap::Hello hello{bootstrap::ConnectionKind::kData, 2, wrong_token};
-    bootstrap::client_handshake(fd.get(), hello, Deadline::after_seconds(60), "rank 0");
+    net::Hello hello{net::ConnectionKind::kData, 2, wrong_token};
+    net::client_handshake(fd.get(), hello, Deadline::after_seconds(60), "rank 0");
   } catch (const Error& e) {
     data_refused = e.code() == ErrorCode::kAuth;
-    fmt::print("token_intruder: {} by rank 0's data port: {}\n", data_refused ? "refused" : "failed", e.what());
+    fmt::print("token_intruder: {} by rank 0's data port: {}\n",
+               data_refused ? "refused" : "failed", e.what());
   }
   return store_refused && data_refused ? 0 : 1;
 }

@@ -34,15 +34,20 @@ TEST(OptionsFromEnv, EverySettingFillsItsField) {
   setenv("TUTTI_TCP_STREAMS", "3", 1);
   setenv("TUTTI_SHM_WINDOW_BYTES", "96K", 1);
   setenv("TUTTI_SHM_SPIN_ROUNDS", "77", 1);
+  setenv("TUTTI_SOCKET_IFNAME", "^docker,lo", 1);
+  setenv("TUTTI_ADDR", "::1", 1);
   const Options o = Options::from_env();
+  EXPECT_EQ(o.socket_ifname, "^docker,lo");
+  EXPECT_EQ(o.listen_address, "::1");
   EXPECT_EQ(o.shm_window_bytes, 96u << 10);
   EXPECT_EQ(o.shm_spin_rounds, 77);
   EXPECT_EQ(o.timeout, std::chrono::milliseconds(2500));
   EXPECT_EQ(o.segment_bytes, 64u << 10);
   EXPECT_EQ(o.transport, TransportKind::kTcp);
   EXPECT_EQ(o.tcp_streams, 3);
-  for (const char* name : {"TUTTI_COLLECTIVE_TIMEOUT", "TUTTI_SEGMENT_BYTES", "TUTTI_TRANSPORT",
-                           "TUTTI_TCP_STREAMS", "TUTTI_SHM_WINDOW_BYTES", "TUTTI_SHM_SPIN_ROUNDS"})
+  for (const char* name :
+       {"TUTTI_COLLECTIVE_TIMEOUT", "TUTTI_SEGMENT_BYTES", "TUTTI_TRANSPORT", "TUTTI_TCP_STREAMS",
+        "TUTTI_SHM_WINDOW_BYTES", "TUTTI_SHM_SPIN_ROUNDS", "TUTTI_SOCKET_IFNAME", "TUTTI_ADDR"})
     unsetenv(name);
   // Unset, they are tutti's defaults.
   const Options d = Options::from_env();
@@ -53,6 +58,8 @@ TEST(OptionsFromEnv, EverySettingFillsItsField) {
   EXPECT_EQ(d.tcp_streams, defaults.tcp_streams);
   EXPECT_EQ(d.shm_window_bytes, defaults.shm_window_bytes);
   EXPECT_FALSE(d.shm_spin_rounds.has_value());
+  EXPECT_EQ(d.socket_ifname, "");
+  EXPECT_EQ(d.listen_address, "");
 }
 
 TEST(AlgoOverrideErrors, UnknownNameIsRefused) {

@@ -13,7 +13,7 @@
 namespace tutti::bootstrap::store_protocol {
 namespace {
 
-std::vector<std::byte> payload_of(wire::Writer frame) {
+std::vector<std::byte> payload_of(net::wire::Writer frame) {
   auto bytes = frame.view();
   return {bytes.begin() + 4, bytes.end()};
 }
@@ -61,7 +61,7 @@ TEST(StoreProtocol, MalformedRequestsAreAMismatchNamingThePeer) {
       payload_of(encode_request({.op = Op::kWait, .timeout_ms = -2, .keys = {}}));
   EXPECT_NE(mismatch(wait).find("-2 ms"), std::string::npos);
   // A key count far beyond what the payload holds ends early instead of allocating for it.
-  wire::Writer many;
+  net::wire::Writer many;
   many.u8(static_cast<uint8_t>(Op::kMissing));
   many.u32(0xffffffff);
   EXPECT_NE(mismatch(many.view()).find("ends early"), std::string::npos);

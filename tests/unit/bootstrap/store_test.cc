@@ -39,7 +39,7 @@ struct FileBackend {
 struct TcpBackend {
   TcpStoreServer server{"127.0.0.1", 0, "job-token"};
   std::shared_ptr<Store> open() {
-    return std::make_shared<TcpStore>(Endpoint{"127.0.0.1", server.port()}, "job-token", 0,
+    return std::make_shared<TcpStore>(net::Endpoint{"127.0.0.1", server.port()}, "job-token", 0,
                                       Deadline::after(10s));
   }
 };

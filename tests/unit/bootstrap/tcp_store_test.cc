@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/handshake.hpp"
-#include "bootstrap/wire.hpp"
 #include "core/error.hpp"
+#include "net/handshake.hpp"
+#include "net/wire.hpp"
 #include "unit/bootstrap/support/test_util.hpp"
 
 namespace tutti::bootstrap {
@@ -25,10 +25,10 @@ namespace {
 using namespace std::chrono_literals;
 using testing::eventually;
 
-const Endpoint kLocal{"127.0.0.1", 0};
+const net::Endpoint kLocal{"127.0.0.1", 0};
 
-Endpoint at(uint16_t port) {
-  return Endpoint{"127.0.0.1", port};
+net::Endpoint at(uint16_t port) {
+  return net::Endpoint{"127.0.0.1", port};
 }
 
 // Waits for a child with a deadline (kills it when the deadline passes) and returns its exit code.
@@ -139,10 +139,10 @@ TEST(TcpStore, WrongTokenIsRefusedWhileTheRightClientKeepsWorking) {
 TEST(TcpStore, StrangersSpeakingGarbageAreRefusedAndCounted) {
   TcpStoreServer server("127.0.0.1", 0, "tok");
   for (int i = 0; i < 3; ++i) {
-    Fd stranger = connect_tcp(at(server.port()), Deadline::after(10s));
+    net::Fd stranger = net::connect_tcp(at(server.port()), Deadline::after(10s));
     std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-    write_all(stranger.get(), std::as_bytes(std::span(junk.data(), junk.size())),
-              Deadline::after(5s), "store");
+    net::write_all(stranger.get(), std::as_bytes(std::span(junk.data(), junk.size())),
+                   Deadline::after(5s), "store");
   }
   EXPECT_TRUE(eventually([&] { return server.refused_connections() == 3; }));
   TcpStore good(at(server.port()), "tok", 0, Deadline::after(10s));
@@ -151,10 +151,10 @@ TEST(TcpStore, StrangersSpeakingGarbageAreRefusedAndCounted) {
 
 TEST(TcpStore, DataConnectionsOnTheStorePortAreRefused) {
   TcpStoreServer server("127.0.0.1", 0, "tok");
-  Fd fd = connect_tcp(at(server.port()), Deadline::after(10s));
+  net::Fd fd = net::connect_tcp(at(server.port()), Deadline::after(10s));
   try {
-    client_handshake(fd.get(), Hello{ConnectionKind::kData, 3, "tok"}, Deadline::after(10s),
-                     "store");
+    net::client_handshake(fd.get(), net::Hello{net::ConnectionKind::kData, 3, "tok"},
+                          Deadline::after(10s), "store");
     FAIL() << "a data connection was accepted on the store port";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kAuth) << e.what();
@@ -177,9 +177,9 @@ TEST(TcpStore, SilentStrangersGetNoThreadAndAreDroppedAfterTheirDeadline) {
   TcpStore first(at(server.port()), "tok", 0, Deadline::after(30s));
   first.set("k", "v");
   const size_t baseline = thread_count();
-  std::vector<Fd> strangers;
+  std::vector<net::Fd> strangers;
   for (int i = 0; i < 50; ++i)
-    strangers.push_back(connect_tcp(at(server.port()), Deadline::after(10s)));
+    strangers.push_back(net::connect_tcp(at(server.port()), Deadline::after(10s)));
   // Accepted after every stranger (the backlog is served in order): once it is served, all of
   // them have been accepted. It adds one thread, for itself.
   TcpStore second(at(server.port()), "tok", 1, Deadline::after(30s));
@@ -188,8 +188,8 @@ TEST(TcpStore, SilentStrangersGetNoThreadAndAreDroppedAfterTheirDeadline) {
       << "the server started threads for unauthenticated strangers";
   for (auto& s : strangers) {
     std::array<std::byte, 1> verdict{};
-    read_exact(s.get(), verdict, Deadline::after(60s), "store");
-    EXPECT_EQ(verdict[0], kHelloRefused);
+    net::read_exact(s.get(), verdict, Deadline::after(60s), "store");
+    EXPECT_EQ(verdict[0], net::kHelloRefused);
   }
   EXPECT_TRUE(eventually([&] { return server.refused_connections() == strangers.size(); }));
 }
@@ -199,23 +199,23 @@ TEST(TcpStore, SilentStrangersGetNoThreadAndAreDroppedAfterTheirDeadline) {
 TEST(TcpStore, AThousandRanksConnectingAtOnceAreAllAccepted) {
   constexpr int kRanks = 1024;
   TcpStoreServer server("127.0.0.1", 0, "tok");
-  std::vector<Fd> sockets;
+  std::vector<net::Fd> sockets;
   for (int i = 0; i < kRanks; ++i)
-    sockets.push_back(connect_tcp(at(server.port()), Deadline::after(30s)));
+    sockets.push_back(net::connect_tcp(at(server.port()), Deadline::after(30s)));
   for (int i = 0; i < kRanks; ++i) {
-    wire::Writer hello;
-    hello.u32(kMagic);
-    hello.u16(kProtocolVersion);
-    hello.u16(static_cast<uint16_t>(ConnectionKind::kStore));
+    net::wire::Writer hello;
+    hello.u32(net::kMagic);
+    hello.u16(net::kProtocolVersion);
+    hello.u16(static_cast<uint16_t>(net::ConnectionKind::kStore));
     hello.i32(i);
     hello.str("tok");
-    write_all(sockets[i].get(), hello.view(), Deadline::after(30s), "store");
+    net::write_all(sockets[i].get(), hello.view(), Deadline::after(30s), "store");
   }
   int accepted = 0;
   for (auto& s : sockets) {
     std::array<std::byte, 1> verdict{};
-    read_exact(s.get(), verdict, Deadline::after(60s), "store");
-    accepted += verdict[0] == kHelloAccepted ? 1 : 0;
+    net::read_exact(s.get(), verdict, Deadline::after(60s), "store");
+    accepted += verdict[0] == net::kHelloAccepted ? 1 : 0;
   }
   EXPECT_EQ(accepted, kRanks);
   EXPECT_EQ(server.refused_connections(), 0u);
@@ -226,7 +226,7 @@ TEST(TcpStore, DestroyingTheServerReleasesBlockedAndIdleClients) {
   uint16_t port = server->port();
   TcpStore idle(at(port), "tok", 0, Deadline::after(10s));
   TcpStore waiter(at(port), "tok", 1, Deadline::after(10s));
-  Fd silent = connect_tcp(at(port), Deadline::after(10s));  // never says hello
+  net::Fd silent = net::connect_tcp(at(port), Deadline::after(10s));  // never says hello
   idle.set("x", "1");
   auto blocked = std::async(std::launch::async, [&] {
     try {

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "launcher/pipe.hpp"
+
 namespace tutti::launcher {
 namespace {
 

@@ -6,10 +6,10 @@
 #include <latch>
 #include <thread>
 
-#include "bootstrap/handshake.hpp"
 #include "bootstrap/memory_store.hpp"
-#include "bootstrap/socket.hpp"
 #include "core/error.hpp"
+#include "net/handshake.hpp"
+#include "net/socket.hpp"
 #include "unit/transport/support/mesh_harness.hpp"
 
 namespace tutti::transport {
@@ -58,7 +58,7 @@ TEST(MeshFailure, RankThatPublishesButNeverConnectsIsNamed) {
   std::string job = test_support::unique_job_id("silent");
   // Rank 2 "publishes" an endpoint that nobody ever serves from.
   uint16_t port = 0;
-  bootstrap::Fd silent = bootstrap::listen_tcp("127.0.0.1", 0, &port);
+  net::Fd silent = net::listen_tcp("127.0.0.1", 0, &port);
   store.set(job + "/tcp/2", "127.0.0.1:" + std::to_string(port));
   auto errors = test_support::run_ranks(2, [&](int rank) {
     connect_mesh(test_support::mesh_config(rank, 3, Layout::kTcp, job), store,
@@ -81,13 +81,13 @@ TEST(MeshFailure, WrongTokenOnTheDataPortIsRefusedAndTheMeshCompletes) {
   std::string stranger_error;
   std::thread stranger([&] {
     std::string endpoint = store.get(job + "/tcp/0", Deadline::after_seconds(30));
-    bootstrap::Fd fd = bootstrap::connect_tcp(bootstrap::parse_endpoint(endpoint, "rank 0"),
-                                              Deadline::after_seconds(30));
+    net::Fd fd =
+        net::connect_tcp(net::parse_endpoint(endpoint, "rank 0"), Deadline::after_seconds(30));
     // Queued in rank 0's backlog before any rank's connection: accepted first.
     stranger_connected.count_down();
-    bootstrap::Hello hello{bootstrap::ConnectionKind::kData, 1, "wrong-token"};
+    net::Hello hello{net::ConnectionKind::kData, 1, "wrong-token"};
     try {
-      bootstrap::client_handshake(fd.get(), hello, Deadline::after_seconds(30), "rank 0");
+      net::client_handshake(fd.get(), hello, Deadline::after_seconds(30), "rank 0");
     } catch (const Error& e) {
       refused = e.code() == ErrorCode::kAuth;
       stranger_error = e.what();
@@ -111,15 +111,15 @@ TEST(MeshFailure, IdleAndGarbageConnectionsOnTheDataPortDoNotHoldUpTheMesh) {
   bootstrap::MemoryStore store;
   std::string job = test_support::unique_job_id("idle");
   std::latch strangers_connected(1);
-  std::vector<bootstrap::Fd> strangers;
+  std::vector<net::Fd> strangers;
   std::thread stranger([&] {
     std::string endpoint = store.get(job + "/tcp/0", Deadline::after_seconds(30));
     for (int i = 0; i < 6; ++i)
-      strangers.push_back(bootstrap::connect_tcp(bootstrap::parse_endpoint(endpoint, "rank 0"),
-                                                 Deadline::after_seconds(30)));
+      strangers.push_back(
+          net::connect_tcp(net::parse_endpoint(endpoint, "rank 0"), Deadline::after_seconds(30)));
     std::string junk = "SSH-2.0-OpenSSH_9.2\r\n";
-    bootstrap::write_all(strangers.back().get(), std::as_bytes(std::span(junk.data(), junk.size())),
-                         Deadline::after_seconds(5), "rank 0");
+    net::write_all(strangers.back().get(), std::as_bytes(std::span(junk.data(), junk.size())),
+                   Deadline::after_seconds(5), "rank 0");
     strangers_connected.count_down();
   });
   test_support::run_ranks_or_throw(kSize, [&](int rank) {

@@ -10,10 +10,10 @@
 #include <cstring>
 #include <utility>
 
-#include "bootstrap/socket.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/parse.hpp"
+#include "net/fd.hpp"
 
 namespace tutti::transport {
 namespace {
@@ -48,7 +48,7 @@ uint64_t free_space(int fd) {
 
 SharedMapping SharedMapping::create(const std::string& name, size_t bytes,
                                     const SegmentPurpose& purpose) {
-  bootstrap::Fd fd(shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
+  net::Fd fd(shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
   if (!fd.valid()) {
     if (errno == EEXIST)
       throw make_error(ErrorCode::kSystem,
@@ -91,7 +91,7 @@ SharedMapping SharedMapping::create(const std::string& name, size_t bytes,
 
 SharedMapping SharedMapping::open(const std::string& name, const std::string& owner,
                                   std::string_view hint, size_t offset, size_t length) {
-  bootstrap::Fd fd(shm_open(name.c_str(), O_RDWR, 0));
+  net::Fd fd(shm_open(name.c_str(), O_RDWR, 0));
   if (!fd.valid())
     throw_system_error(fmt::format("shm_open(/dev/shm{}) of {}; {}", name, owner, hint), errno);
   struct stat st {};

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "bootstrap/socket.hpp"
+#include "net/fd.hpp"
 #include "transport/byte_stream.hpp"
 #include "transport/shm/ring.hpp"
 #include "transport/shm/segment.hpp"
@@ -42,7 +42,7 @@ class ShmStream final : public ByteStream {
   std::shared_ptr<ShmSegment> peer_segment_;
   ShmRing rx_;
   ShmRing tx_;
-  bootstrap::Fd pidfd_;
+  net::Fd pidfd_;
   std::chrono::steady_clock::time_point next_check_{};
 };
 

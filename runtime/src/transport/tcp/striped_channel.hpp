@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
+#include "net/fd.hpp"
 #include "transport/framed_channel.hpp"
 #include "transport/link.hpp"
 
@@ -83,7 +83,7 @@ class StripedChannel final : public Link {
   int peer_;
   std::vector<std::unique_ptr<FramedChannel>> streams_;
   std::vector<Striped> striped_;
-  bootstrap::Fd epoll_;
+  net::Fd epoll_;
   std::vector<int> registered_fd_;       // per stream: the fd in epoll_, or -1
   std::vector<uint32_t> registered_ev_;  // per stream: its epoll events
 };

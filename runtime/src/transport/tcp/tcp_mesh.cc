@@ -5,10 +5,10 @@
 #include <chrono>
 #include <cstring>
 
-#include "bootstrap/handshake.hpp"
-#include "bootstrap/handshake_acceptor.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/handshake.hpp"
+#include "net/handshake_acceptor.hpp"
 #include "transport/framed_channel.hpp"
 #include "transport/tcp/striped_channel.hpp"
 #include "transport/tcp/tcp_stream.hpp"
@@ -53,7 +53,7 @@ TcpMesh::TcpMesh(const MeshContext& context, std::vector<int> peers)
     throw make_error(ErrorCode::kConfig, "tcp buffer bytes must be at most 1G, not {}",
                      c.tcp_buffer_bytes);
   endpoint_.host = c.listen_address.empty() ? "127.0.0.1" : c.listen_address;
-  listener_ = bootstrap::listen_tcp(endpoint_.host, 0, &endpoint_.port);
+  listener_ = net::listen_tcp(endpoint_.host, 0, &endpoint_.port);
   context_.store.set(context_.key("tcp", c.rank), endpoint_.to_string());
   log::debug("rank {} listens for data connections on {}", c.rank, endpoint_.to_string());
 }
@@ -75,21 +75,20 @@ void TcpMesh::connect(std::vector<std::unique_ptr<Link>>& channels) {
 void TcpMesh::connect_to(int peer, std::vector<std::unique_ptr<Link>>& channels) {
   const MeshConfig& c = context_.config;
   std::string text = context_.store.get(context_.key("tcp", peer), context_.deadline);
-  bootstrap::Endpoint endpoint =
-      bootstrap::parse_endpoint(text, fmt::format("data endpoint of rank {}", peer));
+  net::Endpoint endpoint = net::parse_endpoint(text, fmt::format("data endpoint of rank {}", peer));
   std::string who = fmt::format("rank {} on host {} (tcp {})", peer, context_.host(peer), text);
-  bootstrap::Hello hello;
-  hello.kind = bootstrap::ConnectionKind::kData;
+  net::Hello hello;
+  hello.kind = net::ConnectionKind::kData;
   hello.rank = c.rank;
   hello.token = c.job_token;
-  std::vector<bootstrap::Fd> sockets;
+  std::vector<net::Fd> sockets;
   for (int i = 0; i < streams_; ++i) {
-    bootstrap::Fd socket;
+    net::Fd socket;
     try {
-      socket = bootstrap::connect_tcp(endpoint, context_.deadline);
-      bootstrap::client_handshake(socket.get(), hello, context_.deadline, who);
+      socket = net::connect_tcp(endpoint, context_.deadline);
+      net::client_handshake(socket.get(), hello, context_.deadline, who);
       StreamHeader header = encode_stream_header(i, streams_);
-      bootstrap::write_all(socket.get(), header, context_.deadline, who);
+      net::write_all(socket.get(), header, context_.deadline, who);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kTimeout) throw;
       context_.throw_missing({peer}, "accept this rank's data connection", text);
@@ -99,7 +98,7 @@ void TcpMesh::connect_to(int peer, std::vector<std::unique_ptr<Link>>& channels)
   channels[peer] = make_channel(peer, std::move(sockets), text);
 }
 
-std::unique_ptr<Link> TcpMesh::make_channel(int peer, std::vector<bootstrap::Fd> sockets,
+std::unique_ptr<Link> TcpMesh::make_channel(int peer, std::vector<net::Fd> sockets,
                                             const std::string& address) const {
   std::vector<std::unique_ptr<FramedChannel>> streams;
   for (auto& socket : sockets) {
@@ -116,22 +115,21 @@ void TcpMesh::accept_from(const std::vector<int>& higher,
   const MeshConfig& c = context_.config;
   std::vector<int> missing = higher;
   // Per expected peer: its streams by index, as they arrive in any order.
-  std::vector<std::vector<bootstrap::Fd>> arrived(c.size);
+  std::vector<std::vector<net::Fd>> arrived(c.size);
   std::vector<int> arrived_count(c.size, 0);
   std::vector<std::string> addresses(c.size);
-  bootstrap::HandshakeAcceptor acceptor(
-      listener_.get(),
-      bootstrap::HandshakePolicy{
-          .expected_token = c.job_token,
-          .kinds = {bootstrap::ConnectionKind::kData},
-          .trailer_bytes = sizeof(StreamHeader),
-          .per_connection = kHelloBudget,
-          .max_pending = kMaxPendingHandshakes,
-          .label = fmt::format("rank {}'s data port {}", c.rank, endpoint_.to_string())});
+  net::HandshakeAcceptor acceptor(
+      listener_.get(), net::HandshakePolicy{.expected_token = c.job_token,
+                                            .kinds = {net::ConnectionKind::kData},
+                                            .trailer_bytes = sizeof(StreamHeader),
+                                            .per_connection = kHelloBudget,
+                                            .max_pending = kMaxPendingHandshakes,
+                                            .label = fmt::format("rank {}'s data port {}", c.rank,
+                                                                 endpoint_.to_string())});
   while (!missing.empty()) {
-    std::optional<bootstrap::AcceptedConnection> accepted = acceptor.next(context_.deadline);
+    std::optional<net::AcceptedConnection> accepted = acceptor.next(context_.deadline);
     if (!accepted) context_.throw_missing(missing, "connect", endpoint_.to_string());
-    const bootstrap::Hello& hello = accepted->hello;
+    const net::Hello& hello = accepted->hello;
     const std::string& address = accepted->address;
     auto it = std::find(missing.begin(), missing.end(), hello.rank);
     if (it == missing.end()) {
@@ -151,7 +149,7 @@ void TcpMesh::accept_from(const std::vector<int>& higher,
                        "rank {} (host {}) opens {} TCP streams per peer but rank {} (host {}) "
                        "expects {}: set the same TUTTI_TCP_STREAMS for every rank of the job",
                        peer, context_.host(peer), count, c.rank, context_.host(c.rank), streams_);
-    std::vector<bootstrap::Fd>& streams = arrived[peer];
+    std::vector<net::Fd>& streams = arrived[peer];
     streams.resize(streams_);
     if (index >= count || streams[index].valid()) {
       log::warn(

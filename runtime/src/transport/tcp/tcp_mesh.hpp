@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
+#include "net/socket.hpp"
 #include "transport/link.hpp"
 #include "transport/mesh_rendezvous.hpp"
 
@@ -26,13 +26,13 @@ class TcpMesh {
  private:
   void connect_to(int peer, std::vector<std::unique_ptr<Link>>& channels);
   void accept_from(const std::vector<int>& higher, std::vector<std::unique_ptr<Link>>& channels);
-  std::unique_ptr<Link> make_channel(int peer, std::vector<bootstrap::Fd> sockets,
+  std::unique_ptr<Link> make_channel(int peer, std::vector<net::Fd> sockets,
                                      const std::string& address) const;
 
   const MeshContext& context_;
   std::vector<int> peers_;
-  bootstrap::Fd listener_;
-  bootstrap::Endpoint endpoint_;
+  net::Fd listener_;
+  net::Endpoint endpoint_;
   int streams_;       // TUTTI_TCP_STREAMS
   int buffer_bytes_;  // TUTTI_TCP_BUFFER_BYTES; 0 leaves the kernel's autotuning on
 };

@@ -26,8 +26,8 @@ bool peer_gone(int err) {
 
 }  // namespace
 
-TcpStream::TcpStream(bootstrap::Fd socket, int peer, std::string peer_host,
-                     std::string peer_address, int buffer_bytes)
+TcpStream::TcpStream(net::Fd socket, int peer, std::string peer_host, std::string peer_address,
+                     int buffer_bytes)
     : socket_(std::move(socket)),
       peer_(peer),
       peer_host_(std::move(peer_host)),
@@ -41,7 +41,7 @@ TcpStream::TcpStream(bootstrap::Fd socket, int peer, std::string peer_host,
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   // Explicit sizes turn the kernel's autotuning off: worth it only when they are large enough
   // to hold a few pipeline segments in flight, which the default is.
-  if (buffer_bytes > 0) bootstrap::set_bulk_buffers(fd, buffer_bytes);
+  if (buffer_bytes > 0) net::set_bulk_buffers(fd, buffer_bytes);
 }
 
 std::string TcpStream::describe() const {

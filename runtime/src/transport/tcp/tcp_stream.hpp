@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "bootstrap/socket.hpp"
+#include "net/socket.hpp"
 #include "transport/byte_stream.hpp"
 
 namespace tutti::transport {
@@ -12,7 +12,7 @@ class TcpStream final : public ByteStream {
  public:
   // Takes a connected socket; makes it non-blocking with TCP_NODELAY and, when buffer_bytes > 0,
   // send and receive buffers of that size (capped by net.core.{w,r}mem_max).
-  TcpStream(bootstrap::Fd socket, int peer, std::string peer_host, std::string peer_address,
+  TcpStream(net::Fd socket, int peer, std::string peer_host, std::string peer_address,
             int buffer_bytes = kDefaultBufferBytes);
 
   static constexpr int kDefaultBufferBytes = 4 << 20;
@@ -27,7 +27,7 @@ class TcpStream final : public ByteStream {
  private:
   [[noreturn]] void throw_lost(int err) const;
 
-  bootstrap::Fd socket_;
+  net::Fd socket_;
   int peer_;
   std::string peer_host_;
   std::string peer_address_;

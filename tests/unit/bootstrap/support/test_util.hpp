@@ -1,16 +1,13 @@
-// Helpers shared by the bootstrap tests: temporary directories, free ports, waiting for a
-// condition.
+// Helpers shared by the bootstrap tests: temporary directories, and the net tests' free ports and
+// waiting for a condition.
 #pragma once
 
 #include <stdlib.h>
 
-#include <chrono>
 #include <filesystem>
 #include <string>
-#include <thread>
 
-#include "bootstrap/socket.hpp"
-#include "core/deadline.hpp"
+#include "unit/net/support/test_util.hpp"
 
 namespace tutti::bootstrap::testing {
 
@@ -34,22 +31,7 @@ class TempDir {
   std::string path_;
 };
 
-// A port that was free a moment ago (the listener is closed again before returning).
-inline uint16_t free_port() {
-  uint16_t port = 0;
-  Fd fd = listen_tcp("127.0.0.1", 0, &port);
-  return port;
-}
-
-// Polls pred until it holds or the deadline passes; for state another thread updates after
-// telling us (e.g. a server counting a refusal after sending the verdict).
-template <typename Pred>
-bool eventually(Pred pred, Deadline deadline = Deadline::after(std::chrono::seconds(10))) {
-  while (!pred()) {
-    if (deadline.expired()) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
+using net::testing::eventually;
+using net::testing::free_port;
 
 }  // namespace tutti::bootstrap::testing

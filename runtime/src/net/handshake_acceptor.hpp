@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/handshake.hpp"
-#include "bootstrap/socket.hpp"
 #include "core/deadline.hpp"
 #include "core/error.hpp"
+#include "net/handshake.hpp"
+#include "net/socket.hpp"
 
-namespace tutti::bootstrap {
+namespace tutti::net {
 
 struct HandshakePolicy {
   std::string expected_token;
@@ -83,4 +83,4 @@ class HandshakeAcceptor {
   std::atomic<size_t> refused_{0};
 };
 
-}  // namespace tutti::bootstrap
+}  // namespace tutti::net

@@ -10,7 +10,7 @@
 
 #include "core/deadline.hpp"
 
-namespace tutti::bootstrap {
+namespace tutti::net {
 
 inline constexpr uint32_t kMagic = 0x54555454;  // "TUTT"
 inline constexpr uint16_t kProtocolVersion = 1;
@@ -64,4 +64,4 @@ void client_handshake(int fd, const Hello& hello, Deadline deadline, const std::
 Hello server_handshake(int fd, const std::string& expected_token, Deadline deadline,
                        const std::string& peer);
 
-}  // namespace tutti::bootstrap
+}  // namespace tutti::net

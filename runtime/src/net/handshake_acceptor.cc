@@ -1,4 +1,4 @@
-#include "bootstrap/handshake_acceptor.hpp"
+#include "net/handshake_acceptor.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,11 +8,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "bootstrap/poll_util.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/poll_util.hpp"
 
-namespace tutti::bootstrap {
+namespace tutti::net {
 namespace {
 
 std::string_view kind_name(ConnectionKind kind) {
@@ -214,4 +214,4 @@ void HandshakeAcceptor::drop_expired() {
   }
 }
 
-}  // namespace tutti::bootstrap
+}  // namespace tutti::net

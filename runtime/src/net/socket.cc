@@ -1,4 +1,4 @@
-#include "bootstrap/socket.hpp"
+#include "net/socket.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -19,12 +19,12 @@
 #include <utility>
 #include <vector>
 
-#include "bootstrap/poll_util.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/parse.hpp"
+#include "net/poll_util.hpp"
 
-namespace tutti::bootstrap {
+namespace tutti::net {
 namespace {
 
 void set_nodelay(int fd) {
@@ -143,20 +143,6 @@ bool wait_ready(int fd, short events, Deadline deadline) {
 }
 
 }  // namespace
-
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-Fd::~Fd() {
-  reset();
-}
-
-void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
 
 std::string Endpoint::to_string() const {
   if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
@@ -400,4 +386,4 @@ void set_bulk_buffers(int fd, int bytes) {
   (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
-}  // namespace tutti::bootstrap
+}  // namespace tutti::net

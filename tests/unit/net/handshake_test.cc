@@ -1,4 +1,4 @@
-#include "bootstrap/handshake.hpp"
+#include "net/handshake.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket.hpp"
-#include "bootstrap/wire.hpp"
 #include "core/error.hpp"
+#include "net/socket.hpp"
+#include "net/wire.hpp"
 
-namespace tutti::bootstrap {
+namespace tutti::net {
 namespace {
 
 using namespace std::chrono_literals;
@@ -301,4 +301,4 @@ TEST(Handshake, WireLayoutIsLittleEndian) {
 }
 
 }  // namespace
-}  // namespace tutti::bootstrap
+}  // namespace tutti::net

@@ -1,4 +1,4 @@
-#include "bootstrap/socket.hpp"
+#include "net/socket.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "unit/bootstrap/support/test_util.hpp"
+#include "unit/net/support/test_util.hpp"
 
-namespace tutti::bootstrap {
+namespace tutti::net {
 namespace {
 
 using namespace std::chrono_literals;
@@ -266,4 +266,4 @@ INSTANTIATE_TEST_SUITE_P(Cases, ParseEndpointBad,
                                            "h:70000", "h:abc", "h:-1", "h:80x"));
 
 }  // namespace
-}  // namespace tutti::bootstrap
+}  // namespace tutti::net

@@ -1,14 +1,14 @@
-#include "bootstrap/handshake.hpp"
+#include "net/handshake.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
 
-#include "bootstrap/socket.hpp"
-#include "bootstrap/wire.hpp"
 #include "core/error.hpp"
+#include "net/socket.hpp"
+#include "net/wire.hpp"
 
-namespace tutti::bootstrap {
+namespace tutti::net {
 namespace {
 
 // magic u32, version u16, kind u16, rank i32, token_len u32.
@@ -175,4 +175,4 @@ Hello server_handshake(int fd, const std::string& expected_token, Deadline deadl
   return hello;
 }
 
-}  // namespace tutti::bootstrap
+}  // namespace tutti::net

@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 
-namespace tutti::bootstrap::wire {
+namespace tutti::net::wire {
 
 class Writer {
  public:
@@ -80,4 +80,4 @@ class Reader {
   size_t pos_ = 0;
 };
 
-}  // namespace tutti::bootstrap::wire
+}  // namespace tutti::net::wire

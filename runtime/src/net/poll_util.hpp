@@ -6,7 +6,7 @@
 
 #include "core/deadline.hpp"
 
-namespace tutti::bootstrap {
+namespace tutti::net {
 
 inline int poll_timeout_ms(Deadline deadline, int cap_ms = 60'000) {
   auto left = deadline.remaining();
@@ -15,4 +15,4 @@ inline int poll_timeout_ms(Deadline deadline, int cap_ms = 60'000) {
   return static_cast<int>(ms);
 }
 
-}  // namespace tutti::bootstrap
+}  // namespace tutti::net

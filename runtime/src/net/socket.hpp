@@ -8,32 +8,9 @@
 #include <string>
 
 #include "core/deadline.hpp"
+#include "net/fd.hpp"
 
-namespace tutti::bootstrap {
-
-// Owns a file descriptor; closes it on destruction. Movable, not copyable.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
+namespace tutti::net {
 
 struct Endpoint {
   std::string host;  // numeric address or name
@@ -68,4 +45,4 @@ std::string local_address(int fd);
 // Sets large send/receive buffers (best effort) for bulk data sockets.
 void set_bulk_buffers(int fd, int bytes);
 
-}  // namespace tutti::bootstrap
+}  // namespace tutti::net
