@@ -38,7 +38,7 @@ trap 'rm -rf "$work"' EXIT
 fail=0
 check() { if ! eval "$1"; then echo "FAIL: $2"; fail=1; fi; }
 
-used_bytes() { stat -f -c '%b %f %S' /dev/shm | awk '{ print ($1 - $2) * $3 }'; }
+used_bytes() { stat -f -c '%b %f %S' /dev/shm | awk '{ printf "%.0f\n", ($1 - $2) * $3 }'; }
 
 # Samples /dev/shm's use every 20 ms into $work/peak until killed.
 sample_peak() {
