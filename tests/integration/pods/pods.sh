@@ -128,16 +128,21 @@ pod_add_data() {
   ip -n "$name" link set "$pod_if" name "$ifname" || return 1
   ip -n "$name" addr add "$(pod_data_ip "$k" "$i")/24" dev "$ifname" || return 1
   ip -n "$name" link set "$ifname" up || return 1
-  local ok=0
+  pod_link_wait "$name" "$ifname" "$host_if" || { echo "pods: $name's $ifname never came up" >&2; return 1; }
+}
+
+# Links come up asynchronously: waits (up to 5 s) until pod NAME's interface IF has carrier and its
+# bridge port HOST_IF forwards. Fails when it never does.
+pod_link_wait() {
+  local name=$1 ifname=$2 host_if=$3
   for _ in $(seq 1 100); do
     if ip -n "$name" -o link show "$ifname" 2>/dev/null | grep -q LOWER_UP &&
       bridge link show dev "$host_if" 2>/dev/null | grep -q 'state forwarding'; then
-      ok=1
-      break
+      return 0
     fi
     sleep 0.05
   done
-  [ $ok -eq 1 ] || { echo "pods: $name's $ifname never came up" >&2; return 1; }
+  return 1
 }
 
 pods_up() {
@@ -155,19 +160,9 @@ pods_up() {
   for ((i = 0; i < n; i++)); do
     pod_add "$prefix-worker-$i" "$k" "$i" || { echo "pods_up: pod $prefix-worker-$i failed" >&2; exit 1; }
   done
-  # Links come up asynchronously: wait (bounded) until each pod's eth0 has carrier and its bridge
-  # port forwards.
   for ((i = 0; i < n; i++)); do
-    local ok=0
-    for _ in $(seq 1 100); do
-      if ip -n "$prefix-worker-$i" -o link show eth0 2>/dev/null | grep -q LOWER_UP &&
-        bridge link show dev "tp${k}h${i}" 2>/dev/null | grep -q 'state forwarding'; then
-        ok=1
-        break
-      fi
-      sleep 0.05
-    done
-    [ $ok -eq 1 ] || { echo "pods_up: $prefix-worker-$i's link never came up" >&2; exit 1; }
+    pod_link_wait "$prefix-worker-$i" eth0 "tp${k}h${i}" ||
+      { echo "pods_up: $prefix-worker-$i's link never came up" >&2; exit 1; }
   done
 }
 
