@@ -26,7 +26,7 @@ ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-all
 # The multi-threaded parts under TSan: the store server and its clients, the lifeline (bootstrap unit
 # tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
 # paths, and the collectives over shm and tcp between real rank processes.
-TSAN_TARGETS=(unit_bootstrap_tcp_store_test unit_bootstrap_handshake_test unit_launcher_output_mux_test
+TSAN_TARGETS=(unit_bootstrap_tcp_store_test unit_net_handshake_test unit_launcher_output_mux_test
   unit_launcher_supervisor_test unit_transport_mesh_failure_test unit_transport_peer_death_test
   unit_transport_striped_channel_test unit_collectives_shm_allreduce_test tuttirun collectives_check
   communicators_check collective_set_check)
