@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Allreduce on a communicator made from the world against the world itself, same ranks and sizes:
 # `--comm split:1` (a split in which every rank takes one color) and `--comm dup`, interleaved
-# with `--comm world` run by run (W S D W S D ...), and the median over rounds of each size's
+# with `--comm world` run by run (W S D, S D W, D W S, ...), and the median over rounds of each size's
 # in-place busbw ratio (split/world, dup/world).
 #
 #   bench/comm_ratio.sh BUILD_DIR OUT_DIR [ROUNDS]
@@ -18,7 +18,11 @@ cases=("shm 2" "shm 4" "tcp 2")
 for c in "${cases[@]}"; do
   read -r transport np <<<"$c"
   for ((r = 0; r < rounds; ++r)); do
-    for kind in world split:1 dup; do
+    # The order rotates round by round: whichever kind always ran last measured ~10-20% slower
+    # over tcp (the machine's state drifts within a round), which a fixed order takes for a cost.
+    kinds=(world split:1 dup)
+    for ((k = 0; k < 3; ++k)); do
+      kind=${kinds[$(((k + r) % 3))]}
       TUTTI_TRANSPORT=$transport "$build/bin/tuttirun" -np "$np" -- "$build/bin/tutti-bench" \
         allreduce -b 8 -e 16M -f 8 -n 40 -w 5 --comm "$kind" \
         --csv "$out/$transport-np$np-r$r-${kind/:/}.csv" >/dev/null 2>&1 ||
