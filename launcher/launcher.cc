@@ -107,13 +107,6 @@ struct StoreEndpoint {
   std::string bind;
 };
 
-// "[::1]" -> "::1": an address as URLs write it, for socket calls.
-std::string without_brackets(const std::string& address) {
-  if (address.size() > 2 && address.front() == '[' && address.back() == ']')
-    return address.substr(1, address.size() - 2);
-  return address;
-}
-
 // Every address of the dial address's family (an IPv6 store listens on "::").
 std::string any_address_like(const std::string& dial) {
   return dial.find(':') != std::string::npos ? "::" : "0.0.0.0";
@@ -124,7 +117,7 @@ std::string any_address_like(const std::string& dial) {
 // default route's.
 StoreEndpoint choose_store(const LaunchOptions& options, const JobPlan& plan, bool remote,
                            const Environment& launcher_env) {
-  const std::string given = without_brackets(options.store_addr);
+  const std::string given = net::bare_host(options.store_addr);
   if (!remote)
     return given.empty() ? StoreEndpoint{"127.0.0.1", "127.0.0.1"} : StoreEndpoint{given, given};
   if (!given.empty()) return {given, any_address_like(given)};

@@ -16,6 +16,7 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
+#include "net/socket.hpp"
 
 namespace tutti::bootstrap {
 namespace {
@@ -273,8 +274,7 @@ std::string master_address(const Reading& r) {
                        "next port for its own store; pick a lower MASTER_PORT");
     *port += 1;
   }
-  bool v6 = addr->find(':') != std::string::npos && addr->front() != '[';
-  return v6 ? fmt::format("[{}]:{}", *addr, *port) : fmt::format("{}:{}", *addr, *port);
+  return net::Endpoint{net::bare_host(*addr), static_cast<uint16_t>(*port)}.to_string();
 }
 
 std::string sanitize_id(std::string_view text) {

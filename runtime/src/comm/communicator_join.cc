@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "net/host_interfaces.hpp"
+#include "net/socket.hpp"
 #include "transport/mesh.hpp"
 
 namespace tutti::comm {
@@ -85,10 +86,7 @@ struct Joining {
 // listen_address (TUTTI_ADDR) wins, then the interface socket_ifname (TUTTI_SOCKET_IFNAME)
 // selects, then the address that reaches the store, else loopback.
 std::string listen_address(const Options& options, const Joining& j) {
-  std::string_view explicit_address = options.listen_address;
-  if (explicit_address.starts_with('[') && explicit_address.ends_with(']'))
-    explicit_address = explicit_address.substr(1, explicit_address.size() - 2);  // "[::1]"
-  if (!explicit_address.empty()) return std::string(explicit_address);
+  if (!options.listen_address.empty()) return net::bare_host(options.listen_address);
   if (!j.ifname_address.empty()) return j.ifname_address;
   if (!j.local_address.empty()) return j.local_address;
   return "127.0.0.1";

@@ -4,7 +4,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
-#include <map>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -40,19 +40,18 @@ std::optional<InterfaceAddress> pick_interface_address(const std::vector<Interfa
 }
 
 std::string describe_interfaces(const std::vector<InterfaceAddress>& host) {
-  // One entry per interface (in the host's order) with its addresses and state.
-  std::vector<std::string> order;
-  std::map<std::string, std::string> text;
+  // One entry per interface, in the order the host lists them first, with all its addresses; its
+  // flags are the same on every entry getifaddrs gives for it.
+  std::vector<std::pair<const InterfaceAddress*, std::string>> entries;
   for (const InterfaceAddress& a : host) {
-    auto [it, added] = text.try_emplace(a.name, a.name);
-    if (added) order.push_back(a.name);
+    auto it = std::find_if(entries.begin(), entries.end(),
+                           [&](const auto& e) { return e.first->name == a.name; });
+    if (it == entries.end()) it = entries.insert(entries.end(), {&a, a.name});
     it->second += " " + a.address;
   }
   std::string out;
-  for (const std::string& name : order) {
-    auto first = std::find_if(host.begin(), host.end(),
-                              [&](const InterfaceAddress& a) { return a.name == name; });
-    out += (out.empty() ? "" : ", ") + text[name];
+  for (const auto& [first, text] : entries) {
+    out += (out.empty() ? "" : ", ") + text;
     if (first->loopback) out += " (loopback)";
     if (!first->up) out += " (down)";
   }

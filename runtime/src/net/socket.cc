@@ -144,6 +144,12 @@ bool wait_ready(int fd, short events, Deadline deadline) {
 
 }  // namespace
 
+std::string bare_host(std::string_view host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return std::string(host);
+}
+
 std::string Endpoint::to_string() const {
   if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
   return fmt::format("{}:{}", host, port);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/deadline.hpp"
 #include "net/fd.hpp"
@@ -17,6 +18,10 @@ struct Endpoint {
   uint16_t port = 0;
   std::string to_string() const;  // "host:port" ([v6]:port for IPv6)
 };
+
+// "[::1]" -> "::1": a host as URLs and TUTTI_ADDR may write it, for socket calls; anything else
+// unchanged.
+std::string bare_host(std::string_view host);
 
 // Parses "host:port" or "[v6addr]:port". Throws Error(kConfig) naming `what` on bad input.
 Endpoint parse_endpoint(const std::string& text, const std::string& what);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace tutti::transport {
 
@@ -22,6 +23,23 @@ bool uses_shm(const MeshConfig& config, int a, int b) {
 
 std::string MeshContext::key(std::string_view kind, int rank) const {
   return fmt::format("{}/{}/{}", config.job_id, kind, rank);
+}
+
+namespace {
+constexpr std::string_view kFailedPrefix = "failed: ";
+}  // namespace
+
+void MeshContext::publish_failure(std::string_view kind, int rank, std::string_view why) const {
+  try {
+    store.set(key(kind, rank), fmt::format("{}{}", kFailedPrefix, why));
+  } catch (const Error& e) {
+    log::debug("rank {}: could not tell the peers why ({}): {}", config.rank, why, e.what());
+  }
+}
+
+std::optional<std::string_view> MeshContext::published_failure(std::string_view value) {
+  if (!value.starts_with(kFailedPrefix)) return std::nullopt;
+  return value.substr(kFailedPrefix.size());
 }
 
 void MeshContext::throw_missing(const std::vector<int>& ranks, std::string_view action,

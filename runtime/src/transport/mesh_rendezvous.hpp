@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,13 @@ struct MeshContext {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
   std::string key(std::string_view kind, int rank) const;  // "<job>/<kind>/<rank>"
+
+  // Puts "failed: <why>" under key(kind, rank), where the peers wait for this rank's endpoint, so
+  // they fail at once with the reason instead of at their deadline. Best effort: the store may be
+  // what failed, and the caller's own error must not be masked by that.
+  void publish_failure(std::string_view kind, int rank, std::string_view why) const;
+  // The reason under a value publish_failure wrote, or nullopt for any other value.
+  static std::optional<std::string_view> published_failure(std::string_view value);
   std::string host(int rank) const { return config.host_ids[rank]; }
 
   // Error(kTimeout): "rank R timed out after N s waiting for ranks 3, 5 (of 8) to <action>; are

@@ -265,5 +265,15 @@ INSTANTIATE_TEST_SUITE_P(Cases, ParseEndpointBad,
                          ::testing::Values("", "host", "host:", ":80", "::1:80", "[::1]80", "[::1",
                                            "h:70000", "h:abc", "h:-1", "h:80x"));
 
+TEST(Socket, BareHostDropsOnlyEnclosingBrackets) {
+  EXPECT_EQ(bare_host("[::1]"), "::1");
+  EXPECT_EQ(bare_host("[fd00::2]"), "fd00::2");
+  EXPECT_EQ(bare_host("::1"), "::1");
+  EXPECT_EQ(bare_host("10.0.0.2"), "10.0.0.2");
+  EXPECT_EQ(bare_host("[]"), "[]");
+  EXPECT_EQ(bare_host("[::1"), "[::1");
+  EXPECT_EQ(bare_host(""), "");
+}
+
 }  // namespace
 }  // namespace tutti::net

@@ -76,9 +76,10 @@ std::unique_ptr<ShmSegment> ShmSegment::open_ring(const std::string& name, const
     h.ring_stride = mapped.ring_stride;
     file_bytes = head.file_bytes();
   }
+  // Division, not rings * stride: the header is the peer's memory, and a product could wrap.
   if (h.magic != kSegmentMagic || !std::has_single_bit(h.ring_capacity) ||
-      h.ring_stride != ring_footprint(h.ring_capacity) || h.rings > file_bytes ||
-      kHeaderBytes + h.rings * h.ring_stride > file_bytes)
+      h.ring_capacity > file_bytes || h.ring_stride != ring_footprint(h.ring_capacity) ||
+      file_bytes < kHeaderBytes || h.rings > (file_bytes - kHeaderBytes) / h.ring_stride)
     throw make_error(ErrorCode::kInternal,
                      "/dev/shm{} of {} is not a tutti segment of this version", name, owner);
   if (index >= h.rings)

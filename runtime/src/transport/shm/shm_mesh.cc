@@ -13,14 +13,6 @@
 
 namespace tutti::transport {
 
-namespace {
-
-// A rank that cannot create its segment says so under its key, so its peers fail at once with its
-// reason instead of waiting for it until the deadline.
-constexpr std::string_view kFailedPrefix = "failed: ";
-
-}  // namespace
-
 ShmMesh::ShmMesh(const MeshContext& context, std::vector<int> peers)
     : context_(context), peers_(std::move(peers)) {
   const MeshConfig& c = context_.config;
@@ -33,7 +25,7 @@ ShmMesh::ShmMesh(const MeshContext& context, std::vector<int> peers)
     own_ = ShmSegment::create(ShmSegment::name_for(c.job_id, c.rank), peers_.size(), capacity,
                               purpose);
   } catch (const Error& e) {
-    context_.store.set(context_.key("shm", c.rank), std::string(kFailedPrefix) + e.what());
+    context_.publish_failure("shm", c.rank, e.what());
     throw;
   }
   context_.store.set(context_.key("shm", c.rank), fmt::format("{} {}", own_->name(), getpid()));
@@ -49,10 +41,10 @@ size_t ShmMesh::ring_index(int owner, int writer) const {
 void ShmMesh::map_peers() {
   for (int peer : peers_) {
     std::string value = context_.store.get(context_.key("shm", peer), context_.deadline);
-    if (value.starts_with(kFailedPrefix))
+    if (auto why = MeshContext::published_failure(value))
       throw make_error(ErrorCode::kPeerFailure,
                        "rank {}: rank {} on this host could not set up shared memory: {}",
-                       context_.config.rank, peer, value.substr(kFailedPrefix.size()));
+                       context_.config.rank, peer, *why);
     size_t space = value.rfind(' ');
     pid_t pid = 0;
     const char* end = value.data() + value.size();

@@ -18,9 +18,6 @@ namespace {
 // microseconds) catches it without a system call.
 constexpr int kSpinRoundsWhenCpusSuffice = 2000;
 
-// Rank 0's value under the window key when it could not create the window.
-constexpr std::string_view kFailedPrefix = "failed: ";
-
 int usable_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -70,7 +67,7 @@ std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Tr
       segment = WindowSegment::create(WindowSegment::name_for(c.job_id), bytes, purpose);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kSystem) throw;
-      context.store.set(key, std::string(kFailedPrefix) + e.what());
+      context.publish_failure("window", 0, e.what());
       return no_room(e.what());
     }
     context.store.set(key, fmt::format("{} {}", segment->name(), area_bytes));
@@ -83,9 +80,8 @@ std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Tr
     context.wait_for({0}, {key}, "create the shared-memory window",
                      "the store (" + context.store.describe() + ")");
     std::string value = context.store.get(key, context.deadline);
-    if (value.starts_with(kFailedPrefix))
-      return no_room(fmt::format("rank 0 could not create the shared-memory window: {}",
-                                 std::string_view(value).substr(kFailedPrefix.size())));
+    if (auto why = MeshContext::published_failure(value))
+      return no_room(fmt::format("rank 0 could not create the shared-memory window: {}", *why));
     size_t space = value.rfind(' ');
     const char* end = value.data() + value.size();
     area_bytes = 0;
