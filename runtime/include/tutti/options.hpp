@@ -40,6 +40,14 @@ struct TUTTI_OPTIONS_API Options {
   std::string tune_file;                           // TUTTI_TUNE_FILE
   std::string host_id;    // TUTTI_HOST: ranks with equal ids share memory ("": hostname + boot id)
   std::string job_token;  // TUTTI_JOB_TOKEN: every connection of the job must present it
+
+  // The engine (the *_async calls: named tensors negotiated, fused and run by a background
+  // thread of each communicator that uses them).
+  std::chrono::microseconds cycle_time{1000};        // TUTTI_CYCLE_TIME
+  size_t fusion_threshold = size_t{64} << 20;        // TUTTI_FUSION_THRESHOLD (0: no fusion)
+  size_t cache_capacity = 1024;                      // TUTTI_CACHE_CAPACITY (0: no cache)
+  std::chrono::milliseconds stall_warning{60'000};   // TUTTI_STALL_WARNING
+  std::chrono::milliseconds stall_timeout{600'000};  // TUTTI_STALL_TIMEOUT
   // Namespace of a communicator created from a caller's store: the i-th create() of each process
   // meets the i-th of the others unless a name pairs them explicitly.
   std::string name;

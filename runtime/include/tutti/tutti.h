@@ -184,6 +184,101 @@ TUTTI_API int tutti_test(tutti_request_t request, int* done);
 TUTTI_API int tutti_wait(tutti_request_t request);
 TUTTI_API int tutti_request_free(tutti_request_t request);
 
+/* ---- Engine: asynchronous named collectives (Horovod's model) -----------------------------
+ * Any thread enqueues a tensor by name and gets a request at once; the communicator's engine (a
+ * background thread with a communicator of its own) agrees with the other ranks which names are
+ * ready everywhere, fuses ready allreduces, runs them and finishes the requests. Ranks may enqueue
+ * in different orders; every rank must enqueue every name (or join). A name may be reused once
+ * its previous request finished. Buffers stay valid (and send unchanged) until then. Finish a
+ * request with tutti_wait / tutti_wait_for / tutti_poll, or hand it to tutti_request_then.
+ * A communicator is a process set: the tutti_comm_*_async forms run on its members only, with
+ * an engine of its own; the first asynchronous call on a communicator is collective over it.
+ * Settings: TUTTI_CYCLE_TIME, TUTTI_FUSION_THRESHOLD, TUTTI_CACHE_CAPACITY, TUTTI_STALL_WARNING,
+ * TUTTI_STALL_TIMEOUT, TUTTI_TIMELINE (README). */
+enum {
+  TUTTI_PENDING = 1 /* tutti_wait_for: not finished yet; the request is still the caller's */
+};
+
+/* Called once when an operation finished: status 0 or a TUTTI_ERR_* code, and its message. */
+typedef void (*tutti_callback_t)(int status, const char* message, void* user_data);
+
+/* recv = op over ranks of send (count elements); prescale/postscale as tutti_comm_allreduce_scaled.
+ */
+TUTTI_API int tutti_comm_allreduce_async(tutti_comm_t comm, const char* name, const void* send,
+                                         void* recv, size_t count, tutti_dtype_t dtype,
+                                         tutti_op_t op, double prescale, double postscale,
+                                         tutti_request_t* request);
+/* Every rank's rows (row_count elements each; ranks may differ in rows) into recv, in rank order.
+ * recv holds recv_capacity elements (too few: this rank's request fails, the others go on);
+ * rows_per_rank (NULL or one entry per rank) receives how many rows each rank sent. */
+TUTTI_API int tutti_comm_allgather_async(tutti_comm_t comm, const char* name, const void* send,
+                                         size_t rows, size_t row_count, tutti_dtype_t dtype,
+                                         void* recv, size_t recv_capacity, size_t* rows_per_rank,
+                                         tutti_request_t* request);
+TUTTI_API int tutti_comm_broadcast_async(tutti_comm_t comm, const char* name, void* buf,
+                                         size_t count, tutti_dtype_t dtype, int root,
+                                         tutti_request_t* request);
+/* send holds size * recv_count elements; recv gets the reduction of block `rank`. */
+TUTTI_API int tutti_comm_reduce_scatter_async(tutti_comm_t comm, const char* name, const void* send,
+                                              void* recv, size_t recv_count, tutti_dtype_t dtype,
+                                              tutti_op_t op, tutti_request_t* request);
+/* send holds send_rows[p] rows (row_count elements each) for each rank p in order; recv (capacity
+ * recv_capacity elements) gets the rows sent to this rank, in rank order; rows_per_rank as for
+ * allgather. */
+TUTTI_API int tutti_comm_alltoall_async(tutti_comm_t comm, const char* name, const void* send,
+                                        const size_t* send_rows, size_t row_count,
+                                        tutti_dtype_t dtype, void* recv, size_t recv_capacity,
+                                        size_t* rows_per_rank, tutti_request_t* request);
+TUTTI_API int tutti_comm_barrier_async(tutti_comm_t comm, tutti_request_t* request);
+/* This rank has no more data: it takes part in the others' allreduce (with the op's identity),
+ * allgather (no rows), broadcast (not as root) and barrier until every rank has joined; then the
+ * request finishes and *last_joined (if not NULL) is the rank that joined last. */
+TUTTI_API int tutti_comm_join_async(tutti_comm_t comm, int* last_joined, tutti_request_t* request);
+
+/* The world's forms. */
+TUTTI_API int tutti_allreduce_async(const char* name, const void* send, void* recv, size_t count,
+                                    tutti_dtype_t dtype, tutti_op_t op, tutti_request_t* request);
+TUTTI_API int tutti_allgather_async(const char* name, const void* send, size_t rows,
+                                    size_t row_count, tutti_dtype_t dtype, void* recv,
+                                    size_t recv_capacity, size_t* rows_per_rank,
+                                    tutti_request_t* request);
+TUTTI_API int tutti_broadcast_async(const char* name, void* buf, size_t count, tutti_dtype_t dtype,
+                                    int root, tutti_request_t* request);
+TUTTI_API int tutti_reduce_scatter_async(const char* name, const void* send, void* recv,
+                                         size_t recv_count, tutti_dtype_t dtype, tutti_op_t op,
+                                         tutti_request_t* request);
+TUTTI_API int tutti_alltoall_async(const char* name, const void* send, const size_t* send_rows,
+                                   size_t row_count, tutti_dtype_t dtype, void* recv,
+                                   size_t recv_capacity, size_t* rows_per_rank,
+                                   tutti_request_t* request);
+TUTTI_API int tutti_barrier_async(tutti_request_t* request);
+TUTTI_API int tutti_join_async(int* last_joined, tutti_request_t* request);
+
+/* *done = 1 once finished; the request is then freed and its result returned (as tutti_test). */
+TUTTI_API int tutti_poll(tutti_request_t request, int* done);
+/* Waits up to timeout_ms: TUTTI_PENDING if it has not finished (the request stays the caller's),
+ * else frees it and returns its result. */
+TUTTI_API int tutti_wait_for(tutti_request_t request, long timeout_ms);
+/* Takes the request: callback runs once when it finished (at once, on this thread, if it already
+ * has; else on the engine's thread), then the request is freed. Engine requests only. */
+TUTTI_API int tutti_request_then(tutti_request_t request, tutti_callback_t callback,
+                                 void* user_data);
+
+typedef struct {
+  unsigned long long cycles;      /* negotiation cycles */
+  unsigned long long tensors;     /* operations completed */
+  unsigned long long collectives; /* data collectives run; a fused batch counts once */
+  unsigned long long fused;       /* tensors that ran in a fused batch of two or more */
+  unsigned long long cache_hits;  /* tensors negotiated by their response-cache bit alone */
+  unsigned long long announced;   /* tensors this rank announced by name */
+} tutti_engine_stats_t;
+TUTTI_API int tutti_comm_engine_stats(tutti_comm_t comm, tutti_engine_stats_t* stats);
+
+/* The engine timeline: Chrome trace JSON (chrome://tracing, Perfetto), one file per rank ("{rank}"
+ * in path becomes the world rank; else ".rank<N>" goes before the extension). */
+TUTTI_API int tutti_start_timeline(const char* path);
+TUTTI_API int tutti_stop_timeline(void);
+
 /* Message of the last failed call on this thread ("" if none). Valid until the next call. */
 TUTTI_API const char* tutti_last_error(void);
 /* Short name of an error code ("TUTTI_ERR_TIMEOUT"). */

@@ -16,7 +16,9 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "tutti/async.hpp"
 #include "tutti/error.hpp"
 #include "tutti/options.hpp"
 #include "tutti/store.hpp"
@@ -177,6 +179,46 @@ class TUTTI_CXX_API Communicator {
             const CallOptions& call = {}) const;
   void recv(void* buf, size_t count, DataType type, int peer, int tag,
             const CallOptions& call = {}) const;
+
+  // ---- Engine: asynchronous named collectives (Horovod's model) ----------------------------
+  // Any thread enqueues a tensor by name and gets a Handle at once; the communicator's engine
+  // (a background thread with a communicator of its own) agrees with the other ranks which names
+  // are ready everywhere, fuses ready allreduces, runs them and finishes the handles. Ranks may
+  // enqueue in different orders; every rank must enqueue every name (or join()). A name may be
+  // reused once its previous handle finished. The first asynchronous call on a communicator is
+  // collective: every member's first one sets up its engine together.
+  //
+  // recv = op over ranks of send (count elements); send == recv in place.
+  Handle allreduce_async(const std::string& name, const void* send, void* recv, size_t count,
+                         DataType type, ReduceOp op, const AsyncOptions& options = {}) const;
+  // Every rank's `rows` rows of `row_count` elements, in rank order; ranks may give different
+  // row counts. Into `recv` (capacity `recv_count` elements) when given, else into the handle's
+  // output(); output_rows() tells who sent how many.
+  Handle allgather_async(const std::string& name, const void* send, size_t rows, size_t row_count,
+                         DataType type, void* recv = nullptr, size_t recv_count = 0,
+                         const AsyncOptions& options = {}) const;
+  // buf (count elements) becomes root's.
+  Handle broadcast_async(const std::string& name, void* buf, size_t count, DataType type, int root,
+                         const AsyncOptions& options = {}) const;
+  // send holds size * recv_count elements; recv gets the reduction of block `rank`.
+  Handle reduce_scatter_async(const std::string& name, const void* send, void* recv,
+                              size_t recv_count, DataType type, ReduceOp op,
+                              const AsyncOptions& options = {}) const;
+  // send holds, for each rank p in order, send_rows[p] rows of `row_count` elements for p; each
+  // rank receives the rows the others sent it, in rank order (recv as for allgather_async).
+  Handle alltoall_async(const std::string& name, const void* send,
+                        std::span<const size_t> send_rows, size_t row_count, DataType type,
+                        void* recv = nullptr, size_t recv_count = 0,
+                        const AsyncOptions& options = {}) const;
+  // Finishes once every rank has reached it (one barrier in flight per rank at a time).
+  Handle barrier_async() const;
+  // This rank has no more data: until every rank has joined, it takes part in the others'
+  // allreduce (with the op's identity: zeros for sum; avg still divides by size()), allgather
+  // (no rows), broadcast (not as root) and barrier; reduce_scatter and alltoall fail. The handle
+  // finishes when all have joined; last_joined() is the rank that joined last.
+  Handle join() const;
+  // The engine's counters (zeros before the first asynchronous call).
+  EngineStats engine_stats() const;
 
   template <typename T>
   void allreduce(std::span<T> data, ReduceOp op, const CallOptions& call = {}) const {

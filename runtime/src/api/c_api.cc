@@ -9,91 +9,11 @@
 #include <string_view>
 #include <utility>
 
+#include "api/c_support.hpp"
 #include "tutti/tutti.h"
 #include "tutti/tutti.hpp"
 
-namespace {
-
-thread_local std::string t_last_error;
-
-// The runtime's messages name the C++ API ("call tutti::init() first"); a C caller must read the
-// names it can call.
-std::string for_c_callers(std::string message) {
-  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
-      {"tutti::init()", "tutti_init()"}, {"tutti::finalize()", "tutti_finalize()"}};
-  for (auto [cpp, c] : kNames)
-    for (size_t at = message.find(cpp); at != std::string::npos;
-         at = message.find(cpp, at + c.size()))
-      message.replace(at, cpp.size(), c);
-  return message;
-}
-
-int fail(tutti::ErrorCode code, const char* message) {
-  t_last_error = for_c_callers(message);
-  return -static_cast<int>(code);
-}
-
-template <typename Body>
-int guarded(Body&& body) {
-  try {
-    t_last_error.clear();
-    return body();
-  } catch (const tutti::Error& e) {
-    return fail(e.code(), e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(tutti::ErrorCode::kSystem, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(tutti::ErrorCode::kInternal, e.what());
-  } catch (...) {
-    return fail(tutti::ErrorCode::kInternal, "unknown exception");
-  }
-}
-
-tutti::DataType to_type(tutti_dtype_t t) {
-  return static_cast<tutti::DataType>(t);
-}
-tutti::ReduceOp to_op(tutti_op_t op) {
-  return static_cast<tutti::ReduceOp>(op);
-}
-
-}  // namespace
-
-// The C handles own a C++ handle each.
-struct tutti_comm {
-  tutti::Communicator comm;
-};
-struct tutti_request {
-  tutti::Request request;
-};
-
-namespace {
-
-template <typename T>
-T* out_pointer(T* out) {
-  if (out == nullptr) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null output pointer");
-  return out;
-}
-
-tutti::Communicator& comm_of(tutti_comm_t comm) {
-  if (comm == nullptr) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null tutti_comm_t");
-  return comm->comm;
-}
-
-// Hands a new handle to C: it is the caller's until tutti_comm_free.
-int give(tutti::Communicator comm, tutti_comm_t* out) {
-  if (out == nullptr) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null output pointer");
-  *out = comm ? std::make_unique<tutti_comm>(tutti_comm{std::move(comm)}).release() : nullptr;
-  return 0;
-}
-
-int give(tutti::Request request, tutti_request_t* out) {
-  if (out == nullptr)
-    throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null request pointer");
-  *out = std::make_unique<tutti_request>(tutti_request{std::move(request)}).release();
-  return 0;
-}
-
-}  // namespace
+using namespace tutti::c_support;
 
 extern "C" {
 
@@ -457,6 +377,7 @@ int tutti_test(tutti_request_t request, int* done) {
   return guarded([&] {
     if (request == nullptr || done == nullptr)
       throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "tutti_test: null request or flag");
+    if (request->handle) return poll_handle(request, done);
     *done = request->request.test() ? 1 : 0;
     if (*done) std::unique_ptr<tutti_request> owned(request);
     return 0;
@@ -466,7 +387,10 @@ int tutti_wait(tutti_request_t request) {
   return guarded([&] {
     std::unique_ptr<tutti_request> owned(request);
     if (!owned) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "tutti_wait: null request");
-    owned->request.wait();
+    if (owned->handle)
+      owned->handle.wait();
+    else
+      owned->request.wait();
     return 0;
   });
 }

@@ -47,6 +47,12 @@ Options Options::from_env() {
   o.tune_file = env::get_string("TUTTI_TUNE_FILE");
   o.host_id = env::get_string("TUTTI_HOST");
   o.job_token = env::get_string("TUTTI_JOB_TOKEN");
+  o.cycle_time = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::duration<double>(env::get_seconds("TUTTI_CYCLE_TIME")));
+  o.fusion_threshold = env::get_bytes("TUTTI_FUSION_THRESHOLD");
+  o.cache_capacity = static_cast<size_t>(env::get_int("TUTTI_CACHE_CAPACITY"));
+  o.stall_warning = milliseconds("TUTTI_STALL_WARNING");
+  o.stall_timeout = milliseconds("TUTTI_STALL_TIMEOUT");
   return o;
 }
 

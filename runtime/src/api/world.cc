@@ -2,9 +2,12 @@
 #include <exception>
 #include <mutex>
 
+#include "api/timeline_file.hpp"
 #include "bootstrap/world_info.hpp"
 #include "comm/communicator.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
+#include "engine/timeline.hpp"
 #include "tutti/tutti.hpp"
 
 namespace tutti {
@@ -12,6 +15,7 @@ namespace {
 
 std::mutex g_mutex;
 std::unique_ptr<Communicator> g_world;
+bool g_timeline_from_env = false;
 
 // Only tutti::Error leaves the API: an allocation or thread start that fails becomes kSystem.
 template <typename Body>
@@ -169,13 +173,31 @@ Communicator& init() {
           std::make_unique<Communicator>(comm::Communicator::create(info, Options::from_env()));
       return 0;
     });
+    if (auto path = env::raw("TUTTI_TIMELINE")) {
+      try {
+        engine::Timeline::instance().start(timeline_file(*path, g_world->rank(), g_world->size()));
+      } catch (const Error& e) {
+        g_world.reset();
+        throw make_error(ErrorCode::kConfig, "TUTTI_TIMELINE: {}", e.what());
+      }
+      g_timeline_from_env = true;
+    }
   }
   return *g_world;
 }
 
 void finalize() {
+  std::unique_ptr<Communicator> world;
+  {
+    std::lock_guard lock(g_mutex);
+    world = std::move(g_world);
+  }
+  // The world's engine (if any) shuts down with it, collectively, outside the lock: another
+  // thread's initialized() must not wait for the other ranks.
+  world.reset();
   std::lock_guard lock(g_mutex);
-  g_world.reset();
+  if (g_timeline_from_env) stop_timeline();
+  g_timeline_from_env = false;
 }
 
 bool initialized() {

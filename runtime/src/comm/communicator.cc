@@ -43,6 +43,17 @@ Communicator::Communicator(Key, std::shared_ptr<Job> job, transport::ContextId c
 
 Communicator::~Communicator() = default;
 
+std::shared_ptr<void> Communicator::attachment(const std::function<std::shared_ptr<void>()>& make) {
+  std::lock_guard lock(attachment_mutex_);
+  if (!attachment_) attachment_ = make();
+  return attachment_;
+}
+
+std::shared_ptr<void> Communicator::attachment_if_any() {
+  std::lock_guard lock(attachment_mutex_);
+  return attachment_;
+}
+
 std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
                                                  transport::ContextId context,
                                                  std::vector<int> members, const Options& options,

@@ -13,8 +13,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <span>
@@ -132,6 +134,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void recv(void* buf, size_t count, DataType type, int peer, int tag,
             const CallOptions& call = {});
 
+  // What a higher layer keeps with this communicator (the engine of its process set): made by
+  // `make` on the first call (under a lock, so once), destroyed before anything else of it.
+  std::shared_ptr<void> attachment(const std::function<std::shared_ptr<void>()>& make);
+  std::shared_ptr<void> attachment_if_any();
+
  private:
   struct Key {
     explicit Key() = default;
@@ -189,6 +196,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::atomic<bool> busy_{false};
   std::shared_ptr<Interrupt> interrupt_ = std::make_shared<Interrupt>();
   std::atomic<bool> abort_delivered_{false};
+  // Last, so that it goes first: an engine still uses the job this communicator keeps alive.
+  std::mutex attachment_mutex_;
+  std::shared_ptr<void> attachment_;
 };
 
 template <typename Body>

@@ -122,6 +122,32 @@ constexpr std::array kVariables = {
              "TUTTI_ERR_ABORTED (the library never ends the process)."},
     Variable{"TUTTI_RESTART_COUNT", Kind::kInt, "0", "",
              "Which attempt of the job this is (set by tuttirun).", 0, 2147483647},
+    Variable{"TUTTI_CYCLE_TIME", Kind::kSeconds, "1ms", "",
+             "Engine: the longest a rank with work pending waits for news before its next "
+             "negotiation cycle. An enqueue starts a cycle at once; an idle engine wakes once a "
+             "second.",
+             1e-6, 1.0},
+    Variable{"TUTTI_FUSION_THRESHOLD", Kind::kBytes, "64M", "",
+             "Engine: ready allreduces of one dtype, op and scale are packed into one buffer of up "
+             "to this many bytes and reduced by one collective; 0 turns fusion off.",
+             0, 4 * kGiB},
+    Variable{"TUTTI_CACHE_CAPACITY", Kind::kInt, "1024", "",
+             "Engine: names the response cache holds; a cached name is negotiated by one bit "
+             "instead of its description. 0 turns the cache off.",
+             0, 1 << 20},
+    Variable{"TUTTI_STALL_WARNING", Kind::kSeconds, "60", "",
+             "Engine: rank 0 logs a tensor that some ranks submitted and others not for this long, "
+             "naming the missing ranks (and again every period).",
+             kMinDeadline, parse::kMaxSeconds},
+    Variable{"TUTTI_STALL_TIMEOUT", Kind::kSeconds, "600", "",
+             "Engine: such a tensor's handles fail on every rank after this long, with the same "
+             "message. The default matches TUTTI_COLLECTIVE_TIMEOUT, the longest one synchronous "
+             "call may wait for a peer.",
+             kMinDeadline, parse::kMaxSeconds},
+    Variable{"TUTTI_TIMELINE", Kind::kString, "", "",
+             "Engine: write a Chrome-trace timeline (chrome://tracing, Perfetto) to this path, one "
+             "file per rank: `{rank}` in the path is replaced by the world rank, else "
+             "`.rank<N>` goes before the extension when the world has more than one rank."},
 };
 
 std::string lowercase(std::string_view s) {

@@ -1,0 +1,203 @@
+// The engine's public surface: each communicator's engine is made at its first asynchronous call
+// (a dup of it, so the engine's traffic never mixes with the caller's own calls) and lives as the
+// communicator's attachment, shut down when its last handle goes.
+#include <fmt/format.h>
+
+#include "api/timeline_file.hpp"
+#include "comm/communicator.hpp"
+#include "core/error.hpp"
+#include "engine/engine.hpp"
+#include "engine/handle_state.hpp"
+#include "engine/timeline.hpp"
+#include "tutti/tutti.hpp"
+
+namespace tutti {
+namespace {
+
+engine::EngineSettings settings_from(const Options& o) {
+  engine::EngineSettings s;
+  s.cycle_time = o.cycle_time;
+  s.fusion_threshold = o.fusion_threshold;
+  s.cache_capacity = o.cache_capacity;
+  s.stall_warning = o.stall_warning;
+  s.stall_timeout = o.stall_timeout;
+  s.shutdown_timeout = o.timeout;
+  return s;
+}
+
+std::shared_ptr<engine::Engine> engine_of(comm::Communicator& c) {
+  auto any = c.attachment([&]() -> std::shared_ptr<void> {
+    // The same words on every rank, so that a failure's message is identical everywhere.
+    std::string label =
+        c.context_id() == 0
+            ? fmt::format("tutti engine (world, {} ranks)", c.size())
+            : fmt::format("tutti engine (communicator c{}, {} ranks)", c.context_id(), c.size());
+    return std::make_shared<engine::Engine>(c.dup(), settings_from(c.options()), std::move(label));
+  });
+  return std::static_pointer_cast<engine::Engine>(any);
+}
+
+Handle submit(comm::Communicator& c, engine::EnqueueRequest request, const AsyncOptions& options) {
+  request.spec.prescale = options.prescale;
+  request.spec.postscale = options.postscale;
+  request.ready = options.ready;
+  return Handle(engine_of(c)->enqueue(std::move(request)));
+}
+
+}  // namespace
+
+Handle::Handle() = default;
+Handle::Handle(std::shared_ptr<engine::HandleState> state) : state_(std::move(state)) {}
+Handle::~Handle() = default;
+Handle::Handle(const Handle&) = default;
+Handle& Handle::operator=(const Handle&) = default;
+Handle::Handle(Handle&&) noexcept = default;
+Handle& Handle::operator=(Handle&&) noexcept = default;
+
+namespace {
+engine::HandleState& state_of(const std::shared_ptr<engine::HandleState>& s) {
+  if (!s) throw Error(ErrorCode::kInvalidArgument, "this Handle is empty (default-made or moved)");
+  return *s;
+}
+}  // namespace
+
+bool Handle::poll() const {
+  return state_ && state_->finished();
+}
+
+void Handle::wait(std::optional<std::chrono::milliseconds> timeout) const {
+  engine::HandleState& s = state_of(state_);
+  const auto limit = timeout ? Deadline::Clock::duration(*timeout) : s.wait_limit;
+  if (!s.wait(Deadline::after(limit)))
+    throw make_error(ErrorCode::kTimeout, "the operation has not finished after {} ms{}",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(limit).count(),
+                     timeout ? " (it goes on: wait again or poll)" : "");
+}
+
+void Handle::then(std::function<void(const Error*)> callback) const {
+  state_of(state_).then(std::move(callback));
+}
+
+std::span<const std::byte> Handle::output() const {
+  return state_of(state_).output;
+}
+std::vector<uint64_t> Handle::output_rows() const {
+  return state_of(state_).output_rows;
+}
+int Handle::last_joined() const {
+  return state_of(state_).last_joined;
+}
+
+Handle Communicator::allreduce_async(const std::string& name, const void* send, void* recv,
+                                     size_t count, DataType type, ReduceOp op,
+                                     const AsyncOptions& options) const {
+  engine::EnqueueRequest q;
+  q.name = name;
+  q.spec.kind = engine::OpKind::kAllreduce;
+  q.spec.type = type;
+  q.spec.op = op;
+  q.spec.count = count;
+  q.send = send;
+  q.recv = recv;
+  return submit(get(), std::move(q), options);
+}
+
+Handle Communicator::allgather_async(const std::string& name, const void* send, size_t rows,
+                                     size_t row_count, DataType type, void* recv, size_t recv_count,
+                                     const AsyncOptions& options) const {
+  engine::EnqueueRequest q;
+  q.name = name;
+  q.spec.kind = engine::OpKind::kAllgather;
+  q.spec.type = type;
+  q.spec.count = row_count;
+  q.spec.rows = rows;
+  q.send = send;
+  q.recv = recv;
+  q.recv_capacity = recv_count;
+  return submit(get(), std::move(q), options);
+}
+
+Handle Communicator::broadcast_async(const std::string& name, void* buf, size_t count,
+                                     DataType type, int root, const AsyncOptions& options) const {
+  engine::EnqueueRequest q;
+  q.name = name;
+  q.spec.kind = engine::OpKind::kBroadcast;
+  q.spec.type = type;
+  q.spec.count = count;
+  q.spec.root = root;
+  q.recv = buf;
+  return submit(get(), std::move(q), options);
+}
+
+Handle Communicator::reduce_scatter_async(const std::string& name, const void* send, void* recv,
+                                          size_t recv_count, DataType type, ReduceOp op,
+                                          const AsyncOptions& options) const {
+  engine::EnqueueRequest q;
+  q.name = name;
+  q.spec.kind = engine::OpKind::kReduceScatter;
+  q.spec.type = type;
+  q.spec.op = op;
+  q.spec.count = recv_count;
+  q.send = send;
+  q.recv = recv;
+  return submit(get(), std::move(q), options);
+}
+
+Handle Communicator::alltoall_async(const std::string& name, const void* send,
+                                    std::span<const size_t> send_rows, size_t row_count,
+                                    DataType type, void* recv, size_t recv_count,
+                                    const AsyncOptions& options) const {
+  engine::EnqueueRequest q;
+  q.name = name;
+  q.spec.kind = engine::OpKind::kAlltoall;
+  q.spec.type = type;
+  q.spec.count = row_count;
+  q.spec.splits.assign(send_rows.begin(), send_rows.end());
+  q.send = send;
+  q.recv = recv;
+  q.recv_capacity = recv_count;
+  return submit(get(), std::move(q), options);
+}
+
+Handle Communicator::barrier_async() const {
+  engine::EnqueueRequest q;
+  q.name = "__tutti_barrier";
+  q.spec.kind = engine::OpKind::kBarrier;
+  return submit(get(), std::move(q), {});
+}
+
+Handle Communicator::join() const {
+  return Handle(engine_of(get())->join());
+}
+
+EngineStats Communicator::engine_stats() const {
+  auto any = get().attachment_if_any();
+  if (!any) return {};
+  return std::static_pointer_cast<engine::Engine>(any)->stats();
+}
+
+std::string timeline_file(std::string file, int rank, int size) {
+  if (auto at = file.find("{rank}"); at != std::string::npos) {
+    file.replace(at, 6, std::to_string(rank));
+  } else if (size > 1) {
+    auto slash = file.rfind('/');
+    auto dot = file.rfind('.');
+    const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    file.insert(has_ext ? dot : file.size(), fmt::format(".rank{}", rank));
+  }
+  return file;
+}
+
+void start_timeline(const std::string& path) {
+  if (!initialized()) {
+    engine::Timeline::instance().start(timeline_file(path, 0, 1));
+    return;
+  }
+  engine::Timeline::instance().start(timeline_file(path, world().rank(), world().size()));
+}
+
+void stop_timeline() {
+  engine::Timeline::instance().stop();
+}
+
+}  // namespace tutti

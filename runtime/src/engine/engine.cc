@@ -1,0 +1,193 @@
+#include "engine/engine.hpp"
+
+#include <exception>
+
+#include "comm/communicator.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace tutti::engine {
+namespace {
+
+void check_request(const EnqueueRequest& q, int size) {
+  const OpSpec& s = q.spec;
+  const auto bad = [&](std::string_view why) {
+    return make_error(ErrorCode::kInvalidArgument, "{} '{}': {}", to_string(s.kind), q.name, why);
+  };
+  if (q.name.empty()) throw bad("the tensor name is empty; every enqueued tensor needs a name");
+  if (s.kind == OpKind::kBarrier) return;
+  if (!valid(s.type)) throw bad(fmt::format("invalid dtype {}", static_cast<int>(s.type)));
+  const bool reduces = s.kind == OpKind::kAllreduce || s.kind == OpKind::kReduceScatter;
+  if (reduces && !valid(s.op)) throw bad(fmt::format("invalid op {}", static_cast<int>(s.op)));
+  if (reduces && !supports(s.type, s.op))
+    throw bad(fmt::format("op {} is not defined on {}", to_string(s.op), to_string(s.type)));
+  if ((s.prescale != 1.0 || s.postscale != 1.0) &&
+      !(s.kind == OpKind::kAllreduce && is_floating(s.type) &&
+        (s.op == ReduceOp::kSum || s.op == ReduceOp::kAvg)))
+    throw bad("prescale and postscale apply to allreduce with sum or avg on floating types only");
+  if (s.kind == OpKind::kBroadcast && (s.root < 0 || s.root >= size))
+    throw bad(fmt::format("root {} is not a rank of this process set (0..{})", s.root, size - 1));
+  uint64_t send_elems = s.count;
+  uint64_t recv_elems = s.count;
+  if (s.kind == OpKind::kReduceScatter) send_elems = s.count * static_cast<uint64_t>(size);
+  if (s.kind == OpKind::kAllgather) send_elems = s.rows * s.count, recv_elems = 0;
+  if (q.recv_capacity > 0 && q.recv == nullptr) throw bad("the receive buffer is null");
+  if (s.kind == OpKind::kAlltoall) {
+    if (s.splits.size() != static_cast<size_t>(size))
+      throw bad(fmt::format("{} splits given, one per rank ({}) needed", s.splits.size(), size));
+    send_elems = 0;
+    for (uint64_t rows : s.splits) send_elems += rows * s.count;
+    recv_elems = 0;
+  }
+  if (s.kind == OpKind::kBroadcast) send_elems = 0;  // in place: recv is the buffer
+  if (send_elems > 0 && q.send == nullptr) throw bad("the send buffer is null");
+  if (recv_elems > 0 && q.recv == nullptr) throw bad("the receive buffer is null");
+}
+
+}  // namespace
+
+Engine::Engine(std::shared_ptr<comm::Communicator> comm, EngineSettings settings, std::string label)
+    : comm_(std::move(comm)),
+      settings_(settings),
+      label_(std::move(label)),
+      rank_(comm_->rank()),
+      size_(comm_->size()),
+      negotiation_(rank_, size_, settings.cache_capacity, label_),
+      fusion_threshold_(settings.fusion_threshold) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  try {
+    shutdown("its communicator was released");
+  } catch (const std::exception& e) {
+    log::warn("{}: shutting down: {}", label_, e.what());
+  }
+  if (thread_.joinable()) {
+    if (thread_.get_id() == std::this_thread::get_id())
+      thread_.detach();  // released from its own completion callback: it ends right after
+    else
+      thread_.join();
+  }
+}
+
+std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
+  check_request(request, size_);
+  auto handle = std::make_shared<HandleState>();
+  handle->wait_limit =
+      2 * (Clock::duration(settings_.stall_timeout) + Clock::duration(comm_->options().timeout));
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_) throw *stopped_;
+    if (shutdown_requested_)
+      throw make_error(ErrorCode::kAborted, "{}: '{}' was submitted after this rank's shutdown",
+                       label_, request.name);
+    if (join_requested_)
+      throw make_error(ErrorCode::kInvalidArgument,
+                       "{}: rank {} has joined; wait for the join to complete before submitting "
+                       "'{}'",
+                       label_, rank_, request.name);
+    if (!in_flight_.insert(request.name).second)
+      throw make_error(ErrorCode::kInvalidArgument,
+                       "{}: tensor '{}' is already in flight on rank {}: a name must not be reused "
+                       "until the handle of its previous submission has finished",
+                       label_, request.name, rank_);
+    Entry e;
+    e.request = std::move(request);
+    e.handle = handle;
+    e.enqueued = Clock::now();
+    incoming_.push_back(std::move(e));
+    news_ = true;
+  }
+  cv_.notify_one();
+  return handle;
+}
+
+std::shared_ptr<HandleState> Engine::join(int* last_joined_out) {
+  auto handle = std::make_shared<HandleState>();
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_) throw *stopped_;
+    if (join_requested_)
+      throw make_error(ErrorCode::kInvalidArgument, "{}: rank {} has already joined", label_,
+                       rank_);
+    join_requested_ = true;
+    join_handle_ = handle;
+    join_out_ = last_joined_out;
+    news_ = true;
+  }
+  cv_.notify_one();
+  return handle;
+}
+
+void Engine::shutdown(const std::string& reason) {
+  std::unique_lock lock(mutex_);
+  if (!shutdown_requested_) {
+    shutdown_requested_ = true;
+    shutdown_reason_ = reason;
+    news_ = true;
+    cv_.notify_one();
+  }
+  if (thread_.get_id() == std::this_thread::get_id()) return;
+  if (done_cv_.wait_for(lock, settings_.shutdown_timeout, [&] { return thread_done_; })) return;
+  lock.unlock();
+  // Some rank never shut down its engine: abort the engine's communicator, which ends our cycle.
+  comm_->abort(fmt::format("{}: rank {} gave up waiting {} s for every rank to shut down", label_,
+                           rank_, settings_.shutdown_timeout.count() / 1000));
+  lock.lock();
+  done_cv_.wait(lock, [&] { return thread_done_; });
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+bool Engine::wait_for_cycle() {
+  std::unique_lock lock(mutex_);
+  bool pending = !pending_.empty() || join_requested_ || shutdown_requested_;
+  Clock::duration wait = (pending || active_) ? Clock::duration(settings_.cycle_time)
+                                              : Clock::duration(settings_.heartbeat);
+  cv_.wait_for(lock, wait, [&] { return news_; });
+  news_ = false;
+  return true;
+}
+
+void Engine::loop() {
+  try {
+    while (!negotiation_.all_shut_down()) {
+      wait_for_cycle();
+      cycle();
+    }
+    const Error done(ErrorCode::kAborted, negotiation_.shutdown_message().empty()
+                                              ? label_ + ": shut down"
+                                              : negotiation_.shutdown_message());
+    fail_everything(done);
+  } catch (const Error& e) {
+    fail_everything(Error(e.code(), fmt::format("{} stopped: {}", label_, e.what())));
+  } catch (const std::exception& e) {
+    fail_everything(Error(ErrorCode::kInternal,
+                          fmt::format("{} stopped: internal error: {}", label_, e.what())));
+  }
+  std::lock_guard lock(mutex_);
+  thread_done_ = true;
+  done_cv_.notify_all();
+}
+
+void Engine::fail_everything(const Error& error) {
+  std::deque<Entry> incoming;
+  std::shared_ptr<HandleState> join_handle;
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopped_) stopped_ = error;
+    incoming.swap(incoming_);
+    join_handle = std::move(join_handle_);
+    in_flight_.clear();
+  }
+  for (auto& [name, e] : pending_) e.handle->fail(error);
+  pending_.clear();
+  for (auto& e : incoming) e.handle->fail(error);
+  if (join_handle) join_handle->fail(error);
+}
+
+}  // namespace tutti::engine

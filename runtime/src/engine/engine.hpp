@@ -1,0 +1,148 @@
+// The engine of one process set (a communicator): Horovod's asynchronous named-tensor collectives.
+// Any thread enqueues a named tensor and gets a handle; the engine's own thread negotiates with
+// the other ranks which names are ready everywhere (negotiation.hpp), packs ready allreduces into
+// a fusion buffer, runs them on the engine's own communicator (a dup of the process set's, so the
+// caller's synchronous calls never mix with the engine's), and completes the handles.
+//
+// Cycles: a rank starts a negotiation cycle at once when something new happened locally (an
+// enqueue, a join, a shutdown); otherwise after TUTTI_CYCLE_TIME while it has work pending or
+// other ranks are active, and after a one-second heartbeat when idle. Every cycle is a collective
+// of the engine's communicator, so a rank that waits for others waits inside it, woken by their
+// arrival, never by a fixed sleep.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/handle_state.hpp"
+#include "engine/negotiation.hpp"
+#include "engine/operation.hpp"
+#include "tutti/error.hpp"
+
+namespace tutti::comm {
+class Communicator;
+}
+
+namespace tutti::engine {
+
+struct EngineSettings {
+  std::chrono::microseconds cycle_time{1000};
+  size_t fusion_threshold = size_t{64} << 20;  // 0: no fusion
+  size_t cache_capacity = 1024;                // 0: no response cache
+  std::chrono::milliseconds stall_warning{60'000};
+  std::chrono::milliseconds stall_timeout{600'000};  // 0: never
+  std::chrono::milliseconds heartbeat{1000};
+  std::chrono::milliseconds shutdown_timeout{600'000};
+};
+
+struct EnqueueRequest {
+  std::string name;
+  OpSpec spec;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::shared_ptr<tutti::ReadyEvent> ready;  // null: ready now
+  // allgather and alltoall: the receive buffer and its size in elements (null: into the handle)
+  // and where to write the rows received from each rank (null: only into the handle).
+  size_t recv_capacity = 0;
+  uint64_t* rows_out = nullptr;
+};
+
+class Engine {
+ public:
+  // `comm` is the engine's own communicator; `label` names the process set in messages, the same
+  // on every rank ("tutti engine (world, 4 ranks)").
+  Engine(std::shared_ptr<comm::Communicator> comm, EngineSettings settings, std::string label);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& label() const { return label_; }
+
+  // Refuses (throws) a bad argument, a name still in flight on this rank, and any request once
+  // the engine stopped (naming why); otherwise the handle finishes later.
+  std::shared_ptr<HandleState> enqueue(EnqueueRequest request);
+  // This rank has no more data: it takes part in the others' allreduce, allgather, broadcast and
+  // barrier with nothing of its own, until every rank has joined. The handle's last_joined is
+  // the rank that joined last.
+  std::shared_ptr<HandleState> join(int* last_joined_out = nullptr);
+  // Collective over the process set: waits (up to shutdown_timeout) until every rank shut down;
+  // operations still pending fail, naming the reason. Idempotent.
+  void shutdown(const std::string& reason);
+
+  tutti::EngineStats stats() const;
+
+ private:
+  struct Entry {
+    EnqueueRequest request;
+    std::shared_ptr<HandleState> handle;
+    Clock::time_point enqueued;
+    Clock::time_point drained;
+    enum class State { kWaitingReady, kNew, kCached, kAnnounced } state = State::kWaitingReady;
+    uint32_t slot = 0;
+    Clock::time_point cached_since;
+  };
+
+  void loop();
+  bool wait_for_cycle();
+  void cycle();
+  void classify(Announcements& out, std::vector<uint64_t>& bits);
+  void inspect_stalls(Announcements& out);
+  std::vector<std::vector<std::byte>> exchange(const Announcements& mine, bool quiet);
+
+  void execute(const std::vector<Response>& responses);
+  void run_one(const Response& r);
+  void run_fused(const std::vector<const Response*>& batch);
+  void finish(const std::string& name, const std::optional<Error>& error);
+  Entry* local(const Response& r);
+  void fail_everything(const Error& error);
+
+  std::shared_ptr<comm::Communicator> comm_;
+  EngineSettings settings_;
+  std::string label_;
+  int rank_;
+  int size_;
+
+  // Shared with the callers' threads.
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Entry> incoming_;
+  std::unordered_set<std::string> in_flight_;
+  bool news_ = false;
+  bool join_requested_ = false;
+  std::shared_ptr<HandleState> join_handle_;
+  int* join_out_ = nullptr;
+  bool shutdown_requested_ = false;
+  std::string shutdown_reason_;
+  std::optional<Error> stopped_;  // why the engine no longer takes requests
+  bool thread_done_ = false;
+  std::condition_variable done_cv_;
+  tutti::EngineStats stats_;
+
+  // The engine thread's own.
+  Negotiation negotiation_;
+  std::unordered_map<std::string, Entry> pending_;
+  bool join_announced_ = false;
+  bool shutdown_announced_ = false;
+  bool active_ = false;  // the last cycle saw announcements or ran something
+  std::unordered_map<std::string, Clock::time_point> stall_warned_;
+  std::unordered_set<std::string> stall_failed_;
+  std::vector<std::byte> fusion_;
+  std::atomic<uint64_t> fusion_threshold_;
+
+  std::thread thread_;
+};
+
+}  // namespace tutti::engine

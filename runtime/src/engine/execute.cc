@@ -1,0 +1,264 @@
+// Running what a cycle decided, in the same order on every rank. Ready allreduces with the same
+// dtype, op and scales are packed into the persistent fusion buffer (up to the fusion threshold),
+// reduced by one collective and unpacked; everything else runs on its own.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "comm/communicator.hpp"
+#include "core/error.hpp"
+#include "engine/engine.hpp"
+#include "engine/identity.hpp"
+#include "engine/timeline.hpp"
+
+namespace tutti::engine {
+namespace {
+
+size_t bytes_of(const OpSpec& s) {
+  return static_cast<size_t>(s.count) * element_size(s.type);
+}
+
+CallOptions scaled(const OpSpec& s) {
+  CallOptions call;
+  call.prescale = s.prescale;
+  call.postscale = s.postscale;
+  return call;
+}
+
+// Where an allgather or alltoall of `total` elements lands: the caller's buffer when it gave one,
+// else `own`, which the handle takes over. A caller's buffer that is too small fails only this
+// rank's handle, after the collective ran into `own` (the other ranks must not be left waiting).
+template <typename EntryT>
+void* output_of(EntryT* e, const Response& r, size_t total, std::vector<std::byte>& own,
+                std::optional<Error>& failure) {
+  const size_t el = element_size(r.spec.type);
+  if (e != nullptr && e->request.recv != nullptr) {
+    if (e->request.recv_capacity >= total) return e->request.recv;
+    failure = make_error(ErrorCode::kInvalidArgument,
+                         "{} '{}': the receive buffer holds {} elements, but {} arrived; pass a "
+                         "larger one, or none (the handle then holds the result)",
+                         to_string(r.spec.kind), r.name, e->request.recv_capacity, total);
+  }
+  own.resize(total * el);
+  return own.data();
+}
+
+template <typename EntryT>
+void deliver(EntryT& e, std::vector<std::byte> out, std::vector<uint64_t> rows) {
+  if (e.request.rows_out != nullptr) std::copy(rows.begin(), rows.end(), e.request.rows_out);
+  e.handle->output = std::move(out);
+  e.handle->output_rows = std::move(rows);
+}
+
+}  // namespace
+
+Engine::Entry* Engine::local(const Response& r) {
+  auto it = pending_.find(r.name);
+  if (it != pending_.end()) return &it->second;
+  if (r.kind == Response::Kind::kRun && !r.has_joined(rank_))
+    throw make_error(ErrorCode::kInternal, "{}: tensor '{}' runs, but rank {} never submitted it",
+                     label_, r.name, rank_);
+  return nullptr;
+}
+
+void Engine::finish(const std::string& name, const std::optional<Error>& error) {
+  auto it = pending_.find(name);
+  if (it == pending_.end()) return;
+  Entry e = std::move(it->second);
+  pending_.erase(it);
+  {
+    std::lock_guard lock(mutex_);
+    in_flight_.erase(name);
+    if (!error) ++stats_.tensors;
+  }
+  const Clock::time_point began = Clock::now();
+  if (error)
+    e.handle->fail(*error);
+  else
+    e.handle->complete();
+  Timeline::instance().span(label_, name, "callback", began, Clock::now());
+}
+
+void Engine::execute(const std::vector<Response>& responses) {
+  using Key = std::tuple<int, int, double, double>;
+  std::map<Key, std::vector<const Response*>> open;
+  std::vector<Key> order;
+  std::map<Key, size_t> open_bytes;
+  const size_t threshold = fusion_threshold_.load();
+  const auto flush = [&](const Key& k) {
+    auto& batch = open[k];
+    if (batch.size() == 1)
+      run_one(*batch.front());
+    else if (!batch.empty())
+      run_fused(batch);
+    batch.clear();
+    open_bytes[k] = 0;
+  };
+  const auto flush_all = [&] {
+    for (const Key& k : order) flush(k);
+    order.clear();
+  };
+  for (const Response& r : responses) {
+    if (r.cached) {
+      std::lock_guard lock(mutex_);
+      ++stats_.cache_hits;
+    }
+    const bool fusable = r.kind == Response::Kind::kRun && r.spec.kind == OpKind::kAllreduce &&
+                         bytes_of(r.spec) > 0 && bytes_of(r.spec) <= threshold;
+    if (!fusable) {
+      flush_all();
+      run_one(r);
+      continue;
+    }
+    const Key k{static_cast<int>(r.spec.type), static_cast<int>(r.spec.op), r.spec.prescale,
+                r.spec.postscale};
+    if (open[k].empty() && std::find(order.begin(), order.end(), k) == order.end())
+      order.push_back(k);
+    if (open_bytes[k] + bytes_of(r.spec) > threshold) flush(k);
+    open[k].push_back(&r);
+    open_bytes[k] += bytes_of(r.spec);
+  }
+  flush_all();
+}
+
+void Engine::run_one(const Response& r) {
+  if (r.kind == Response::Kind::kFail) {
+    if (local(r)) finish(r.name, r.error);
+    return;
+  }
+  if (r.kind == Response::Kind::kJoin) {
+    std::shared_ptr<HandleState> handle;
+    {
+      std::lock_guard lock(mutex_);
+      join_requested_ = false;
+      handle = std::move(join_handle_);
+    }
+    join_announced_ = false;
+    if (handle) {
+      handle->last_joined = r.last_joined;
+      if (join_out_ != nullptr) *join_out_ = r.last_joined;
+      handle->complete();
+    }
+    return;
+  }
+  Entry* e = local(r);
+  const OpSpec& s = r.spec;
+  std::vector<std::byte> scratch;  // a joined rank's stand-in buffers
+  std::optional<Error> failure;    // this rank's own, after the collective ran
+  const Clock::time_point began = Clock::now();
+  switch (s.kind) {
+    case OpKind::kAllreduce: {
+      if (e) {
+        comm_->allreduce(e->request.send, e->request.recv, s.count, s.type, s.op, scaled(s));
+      } else {
+        scratch.resize(bytes_of(s));
+        fill_identity(scratch.data(), s.count, s.type, s.op);
+        comm_->allreduce(scratch.data(), scratch.data(), s.count, s.type, s.op, scaled(s));
+      }
+      break;
+    }
+    case OpKind::kBroadcast: {
+      void* buf = e ? e->request.recv : nullptr;
+      if (!e) {
+        scratch.resize(bytes_of(s));
+        buf = scratch.data();
+      }
+      comm_->broadcast(buf, s.count, s.type, s.root);
+      break;
+    }
+    case OpKind::kReduceScatter:
+      comm_->reduce_scatter(e->request.send, e->request.recv, s.count, s.type, s.op);
+      break;
+    case OpKind::kAllgather: {
+      std::vector<size_t> counts(static_cast<size_t>(size_));
+      std::vector<uint64_t> rows(static_cast<size_t>(size_));
+      size_t total = 0;
+      for (int q = 0; q < size_; ++q) {
+        rows[static_cast<size_t>(q)] = r.spec_of(q).rows;
+        counts[static_cast<size_t>(q)] = static_cast<size_t>(r.spec_of(q).rows * s.count);
+        total += counts[static_cast<size_t>(q)];
+      }
+      std::vector<std::byte> out;
+      comm_->allgatherv(e ? e->request.send : nullptr, output_of(e, r, total, out, failure), counts,
+                        s.type);
+      if (e && !failure) deliver(*e, std::move(out), std::move(rows));
+      break;
+    }
+    case OpKind::kAlltoall: {
+      std::vector<size_t> send_counts(static_cast<size_t>(size_));
+      std::vector<size_t> recv_counts(static_cast<size_t>(size_));
+      std::vector<uint64_t> rows(static_cast<size_t>(size_));
+      size_t total = 0;
+      for (int q = 0; q < size_; ++q) {
+        send_counts[static_cast<size_t>(q)] =
+            static_cast<size_t>(r.spec_of(rank_).splits[static_cast<size_t>(q)] * s.count);
+        rows[static_cast<size_t>(q)] = r.spec_of(q).splits[static_cast<size_t>(rank_)];
+        recv_counts[static_cast<size_t>(q)] =
+            static_cast<size_t>(rows[static_cast<size_t>(q)] * s.count);
+        total += recv_counts[static_cast<size_t>(q)];
+      }
+      std::vector<std::byte> out;
+      comm_->alltoallv(e->request.send, send_counts, output_of(e, r, total, out, failure),
+                       recv_counts, s.type);
+      if (!failure) deliver(*e, std::move(out), std::move(rows));
+      break;
+    }
+    case OpKind::kBarrier:
+      comm_->barrier();
+      break;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.collectives;
+  }
+  Timeline::instance().span(label_, r.name, "collective", began, Clock::now());
+  if (e) finish(r.name, failure);
+}
+
+void Engine::run_fused(const std::vector<const Response*>& batch) {
+  const OpSpec& s = batch.front()->spec;
+  const size_t el = element_size(s.type);
+  size_t total = 0;
+  for (const Response* r : batch) total += static_cast<size_t>(r->spec.count);
+  if (fusion_.size() < total * el) fusion_.resize(total * el);
+  Timeline& timeline = Timeline::instance();
+  const Clock::time_point began = Clock::now();
+  size_t at = 0;
+  for (const Response* r : batch) {
+    const size_t n = bytes_of(r->spec);
+    if (Entry* e = local(*r))
+      std::memcpy(fusion_.data() + at, e->request.send, n);
+    else
+      fill_identity(fusion_.data() + at, r->spec.count, r->spec.type, r->spec.op);
+    at += n;
+  }
+  const Clock::time_point copied_in = Clock::now();
+  comm_->allreduce(fusion_.data(), fusion_.data(), total, s.type, s.op, scaled(s));
+  const Clock::time_point reduced = Clock::now();
+  at = 0;
+  for (const Response* r : batch) {
+    const size_t n = bytes_of(r->spec);
+    if (Entry* e = local(*r)) std::memcpy(e->request.recv, fusion_.data() + at, n);
+    at += n;
+  }
+  const Clock::time_point copied_out = Clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.collectives;
+    stats_.fused += batch.size();
+  }
+  if (timeline.active())
+    for (const Response* r : batch) {
+      timeline.span(label_, r->name, "fusion_copy_in", began, copied_in);
+      timeline.span(label_, r->name, "collective", copied_in, reduced);
+      timeline.span(label_, r->name, "fusion_copy_out", reduced, copied_out);
+    }
+  for (const Response* r : batch)
+    if (pending_.count(r->name)) finish(r->name, std::nullopt);
+}
+
+}  // namespace tutti::engine

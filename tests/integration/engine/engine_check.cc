@@ -1,0 +1,613 @@
+// engine_check: the engine (asynchronous named collectives) on real rank processes under tuttirun.
+// The first argument picks the scenario; every result is checked exactly. Prints "ok:" lines and
+// exits 0, or "FAIL:" lines and exits 1.
+//
+//   random [--tensors N] [--steps S] [--threads K]   mixed collectives, random sizes and dtypes,
+//                                       a different order on every rank, from K threads
+//   mismatch                            one rank gives a name another size
+//   stall                               the last rank never submits one name
+//   kill --pid-dir D                    loops until a rank is killed (kill_rank_engine.sh)
+//   join                                rank r has r+1 batches, then joins
+//   sets                                two overlapping process sets from two threads
+//   timeline --path P                   timeline started and stopped at run time
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tutti/tutti.hpp"
+
+namespace {
+
+using tutti::DataType;
+using tutti::ReduceOp;
+using Clock = std::chrono::steady_clock;
+
+int g_rank = -1;
+int g_size = 0;
+std::atomic<int> g_failures{0};
+
+void fail(const std::string& what) {
+  std::printf("FAIL: rank %d: %s\n", g_rank, what.c_str());
+  std::fflush(stdout);
+  ++g_failures;
+}
+void ok(const std::string& what) {
+  if (g_rank == 0) std::printf("ok: %s\n", what.c_str());
+  std::fflush(stdout);
+}
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Small integers (0..16) so that sums over 8 ranks are exact in every dtype used here.
+int value(int rank, int tensor, size_t j) {
+  return static_cast<int>(
+      ((static_cast<size_t>(rank) + 1) * ((j * 7 + static_cast<size_t>(tensor)) % 5) +
+       static_cast<size_t>(rank)) %
+      17);
+}
+
+const DataType kTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
+                           DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
+                           DataType::kUInt8};
+
+// Writes and reads small non-negative integers in any of kTypes.
+void put(std::vector<std::byte>& buf, DataType t, size_t j, int v) {
+  std::byte* p = buf.data() + j * tutti::element_size(t);
+  switch (t) {
+    case DataType::kFloat32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      return;
+    }
+    case DataType::kFloat64: {
+      double d = v;
+      std::memcpy(p, &d, 8);
+      return;
+    }
+    case DataType::kBFloat16: {
+      float f = static_cast<float>(v);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      uint16_t h = static_cast<uint16_t>(bits >> 16);
+      std::memcpy(p, &h, 2);
+      return;
+    }
+    case DataType::kFloat16: {
+      uint16_t h = 0;
+      if (v > 0) {
+        int e = 31 - __builtin_clz(static_cast<unsigned>(v));
+        h = static_cast<uint16_t>(((e + 15) << 10) |
+                                  ((static_cast<unsigned>(v) << (10 - e)) & 0x3FF));
+      }
+      std::memcpy(p, &h, 2);
+      return;
+    }
+    case DataType::kInt32: {
+      int32_t x = v;
+      std::memcpy(p, &x, 4);
+      return;
+    }
+    case DataType::kInt64: {
+      int64_t x = v;
+      std::memcpy(p, &x, 8);
+      return;
+    }
+    default: {
+      uint8_t x = static_cast<uint8_t>(v);
+      std::memcpy(p, &x, 1);
+      return;
+    }
+  }
+}
+
+double get(const std::byte* base, DataType t, size_t j) {
+  const std::byte* p = base + j * tutti::element_size(t);
+  switch (t) {
+    case DataType::kFloat32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DataType::kFloat64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    case DataType::kBFloat16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      uint32_t bits = uint32_t{h} << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    case DataType::kFloat16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      if (h == 0) return 0;
+      int e = ((h >> 10) & 0x1F) - 15;
+      return std::ldexp(1.0 + (h & 0x3FF) / 1024.0, e);
+    }
+    case DataType::kInt32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case DataType::kInt64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      return static_cast<double>(x);
+    }
+    default:
+      return static_cast<double>(static_cast<uint8_t>(*p));
+  }
+}
+
+// One tensor of the random scenario: the same spec on every rank (drawn from its index), its own
+// data per rank.
+struct Tensor {
+  enum Kind { kAllreduce, kAllgather, kBroadcast, kReduceScatter, kAlltoall } kind = kAllreduce;
+  std::string name;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  size_t count = 0;
+  int root = 0;
+  std::vector<std::byte> send, recv;
+  std::vector<size_t> splits;
+  tutti::Handle handle;
+};
+
+size_t rows_of(int rank, int i) {
+  return static_cast<size_t>((rank + i) % 3);
+}
+size_t split_of(int from, int to, int i) {
+  return static_cast<size_t>((from + to + i) % 3);
+}
+
+Tensor make_tensor(int i, int step) {
+  std::mt19937 rng(static_cast<unsigned>(i) * 7919u + 13u);  // the same on every rank
+  Tensor t;
+  t.name = fmt::format("grad.{}", i);
+  const int kind = static_cast<int>(rng() % 20);
+  t.kind = kind < 14   ? Tensor::kAllreduce
+           : kind < 16 ? Tensor::kAllgather
+           : kind < 17 ? Tensor::kBroadcast
+           : kind < 18 ? Tensor::kReduceScatter
+                       : Tensor::kAlltoall;
+  t.type = kTypes[rng() % std::size(kTypes)];
+  t.op = rng() % 3 == 0 ? ReduceOp::kMax : ReduceOp::kSum;
+  const size_t counts[] = {0, 1, 7, 100, 1000, 4099, 70001};
+  t.count = counts[rng() % std::size(counts)];
+  if (t.kind != Tensor::kAllreduce && t.count > 4099) t.count = 1000;
+  t.root = static_cast<int>(rng() % static_cast<unsigned>(g_size));
+  const int seed = i + 1000 * step;
+  const size_t el = tutti::element_size(t.type);
+  size_t send_elems = t.count;
+  if (t.kind == Tensor::kAllgather) send_elems = rows_of(g_rank, i) * t.count;
+  if (t.kind == Tensor::kReduceScatter) send_elems = t.count * static_cast<size_t>(g_size);
+  if (t.kind == Tensor::kAlltoall) {
+    send_elems = 0;
+    for (int p = 0; p < g_size; ++p) {
+      t.splits.push_back(split_of(g_rank, p, i));
+      send_elems += t.splits.back() * t.count;
+    }
+  }
+  t.send.resize(send_elems * el);
+  for (size_t j = 0; j < send_elems; ++j) put(t.send, t.type, j, value(g_rank, seed, j));
+  if (t.kind == Tensor::kAllreduce || t.kind == Tensor::kReduceScatter)
+    t.recv.assign(t.count * el, std::byte{0xAB});
+  if (t.kind == Tensor::kBroadcast) t.recv = t.send;
+  return t;
+}
+
+void submit(const tutti::Communicator& c, Tensor& t) {
+  switch (t.kind) {
+    case Tensor::kAllreduce:
+      t.handle = c.allreduce_async(t.name, t.send.data(), t.recv.data(), t.count, t.type, t.op);
+      return;
+    case Tensor::kAllgather:
+      t.handle = c.allgather_async(
+          t.name, t.send.data(),
+          t.send.size() / tutti::element_size(t.type) / std::max<size_t>(t.count, 1), t.count,
+          t.type);
+      return;
+    case Tensor::kBroadcast:
+      t.handle = c.broadcast_async(t.name, t.recv.data(), t.count, t.type, t.root);
+      return;
+    case Tensor::kReduceScatter:
+      t.handle =
+          c.reduce_scatter_async(t.name, t.send.data(), t.recv.data(), t.count, t.type, t.op);
+      return;
+    case Tensor::kAlltoall:
+      t.handle = c.alltoall_async(t.name, t.send.data(), t.splits, t.count, t.type);
+      return;
+  }
+}
+
+// Checks t's result on this rank; `step` picks the data every rank sent.
+void check(const Tensor& t, int i, int step) {
+  const int seed = i + 1000 * step;
+  const auto reduced = [&](size_t j) {
+    double acc = t.op == ReduceOp::kMax ? -1 : 0;
+    for (int r = 0; r < g_size; ++r) {
+      double v = value(r, seed, j);
+      acc = t.op == ReduceOp::kMax ? std::max(acc, v) : acc + v;
+    }
+    return acc;
+  };
+  std::string where;
+  const auto expect = [&](const std::byte* data, size_t j, double want, size_t at) {
+    double got = get(data, t.type, at);
+    if (got != want && where.empty())
+      where = fmt::format("element {}: {} instead of {}", at, got, want);
+    (void)j;
+  };
+  switch (t.kind) {
+    case Tensor::kAllreduce:
+      for (size_t j = 0; j < t.count; ++j) expect(t.recv.data(), j, reduced(j), j);
+      break;
+    case Tensor::kReduceScatter:
+      for (size_t j = 0; j < t.count; ++j)
+        expect(t.recv.data(), j, reduced(static_cast<size_t>(g_rank) * t.count + j), j);
+      break;
+    case Tensor::kBroadcast:
+      for (size_t j = 0; j < t.count; ++j) expect(t.recv.data(), j, value(t.root, seed, j), j);
+      break;
+    case Tensor::kAllgather: {
+      auto out = t.handle.output();
+      size_t at = 0;
+      for (int r = 0; r < g_size; ++r)
+        for (size_t j = 0; j < rows_of(r, i) * t.count; ++j)
+          expect(out.data(), j, value(r, seed, j), at++);
+      if (at * tutti::element_size(t.type) != out.size())
+        where = fmt::format("{} bytes instead of {}", out.size(), at * tutti::element_size(t.type));
+      break;
+    }
+    case Tensor::kAlltoall: {
+      auto out = t.handle.output();
+      size_t at = 0;
+      for (int r = 0; r < g_size; ++r) {
+        size_t offset = 0;  // where r's block for this rank starts in r's send buffer
+        for (int p = 0; p < g_rank; ++p) offset += split_of(r, p, i) * t.count;
+        for (size_t j = 0; j < split_of(r, g_rank, i) * t.count; ++j)
+          expect(out.data(), j, value(r, seed, offset + j), at++);
+      }
+      break;
+    }
+  }
+  if (!where.empty())
+    fail(fmt::format("{} ({}, {} of {}): {}", t.name, static_cast<int>(t.kind), t.count,
+                     tutti::to_string(t.type), where));
+}
+
+int scenario_random(const tutti::Communicator& world, int tensors, int steps, int threads) {
+  for (int step = 0; step < steps; ++step) {
+    std::vector<Tensor> all;
+    for (int i = 0; i < tensors; ++i) all.push_back(make_tensor(i, step));
+    // A different order on every rank (and every step), split over `threads` threads.
+    std::vector<int> order(static_cast<size_t>(tensors));
+    for (int i = 0; i < tensors; ++i) order[static_cast<size_t>(i)] = i;
+    std::mt19937 rng(static_cast<unsigned>(g_rank * 31 + step));
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<std::thread> pool;
+    for (int k = 0; k < threads; ++k)
+      pool.emplace_back([&, k] {
+        for (size_t n = static_cast<size_t>(k); n < order.size();
+             n += static_cast<size_t>(threads)) {
+          try {
+            submit(world, all[static_cast<size_t>(order[n])]);
+          } catch (const tutti::Error& e) {
+            fail(fmt::format("submit: {}", e.what()));
+          }
+        }
+      });
+    for (auto& t : pool) t.join();
+    for (int i = 0; i < tensors; ++i) {
+      try {
+        all[static_cast<size_t>(i)].handle.wait(std::chrono::seconds(120));
+        check(all[static_cast<size_t>(i)], i, step);
+      } catch (const tutti::Error& e) {
+        fail(fmt::format("{}: {}", all[static_cast<size_t>(i)].name, e.what()));
+      }
+    }
+  }
+  const tutti::EngineStats s = world.engine_stats();
+  std::printf(
+      "rank %d: cycles %llu tensors %llu collectives %llu fused %llu cache_hits %llu "
+      "announced %llu\n",
+      g_rank, static_cast<unsigned long long>(s.cycles), static_cast<unsigned long long>(s.tensors),
+      static_cast<unsigned long long>(s.collectives), static_cast<unsigned long long>(s.fused),
+      static_cast<unsigned long long>(s.cache_hits), static_cast<unsigned long long>(s.announced));
+  const uint64_t expected = static_cast<uint64_t>(tensors) * static_cast<uint64_t>(steps);
+  if (s.tensors != expected)
+    fail(fmt::format("{} tensors completed, {} expected", s.tensors, expected));
+  const char* threshold = std::getenv("TUTTI_FUSION_THRESHOLD");
+  const bool fusion = !(threshold && std::string(threshold) == "0");
+  if (fusion && s.collectives >= s.tensors)
+    fail(fmt::format("fusion did not fuse: {} collectives for {} tensors", s.collectives,
+                     s.tensors));
+  if (!fusion && (s.fused != 0 || s.collectives != s.tensors))
+    fail(fmt::format("fusion off, yet {} fused and {} collectives for {} tensors", s.fused,
+                     s.collectives, s.tensors));
+  const char* cache = std::getenv("TUTTI_CACHE_CAPACITY");
+  const bool cached = !(cache && std::string(cache) == "0");
+  if (steps > 1 && cached && s.cache_hits == 0) fail("no cache hits over repeated steps");
+  if (!cached && s.cache_hits != 0) fail("cache hits with the cache off");
+  ok(fmt::format("random: {} tensors x {} steps on {} ranks from {} threads, {} collectives",
+                 tensors, steps, g_size, threads, s.collectives));
+  return 0;
+}
+
+uint64_t fnv(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h >> 1;  // fits int64
+}
+
+// Every rank's message must be the same: compare min and max of its hash over the world.
+void same_everywhere(const tutti::Communicator& world, const std::string& what,
+                     const std::string& message) {
+  int64_t h = static_cast<int64_t>(fnv(message));
+  int64_t lo = h, hi = h;
+  world.allreduce(&lo, &lo, 1, DataType::kInt64, ReduceOp::kMin);
+  world.allreduce(&hi, &hi, 1, DataType::kInt64, ReduceOp::kMax);
+  if (lo != hi) fail(fmt::format("{}: the message differs between ranks: {}", what, message));
+}
+
+void expect_works(const tutti::Communicator& c, const std::string& name) {
+  std::vector<float> x(1000, 1.0f), y(1000, 0.0f);
+  c.allreduce_async(name, x.data(), y.data(), x.size(), DataType::kFloat32, ReduceOp::kSum)
+      .wait(std::chrono::seconds(60));
+  if (y[0] != static_cast<float>(c.size()) || y[999] != static_cast<float>(c.size()))
+    fail(fmt::format("{}: {} instead of {}", name, y[0], c.size()));
+}
+
+int scenario_mismatch(const tutti::Communicator& world) {
+  expect_works(world, "before");
+  std::vector<float> x(12, 1.0f), y(12);
+  const size_t count = g_rank == 1 % g_size && g_size > 1 ? 12 : 10;
+  const auto start = Clock::now();
+  std::string message;
+  try {
+    world.allreduce_async("weights", x.data(), y.data(), count, DataType::kFloat32, ReduceOp::kSum)
+        .wait(std::chrono::seconds(30));
+    if (g_size > 1) fail("a mismatched allreduce succeeded");
+  } catch (const tutti::Error& e) {
+    message = e.what();
+    if (e.code() != tutti::ErrorCode::kMismatch) fail(fmt::format("not kMismatch: {}", message));
+    if (message.find("'weights'") == std::string::npos ||
+        message.find("count 10 vs 12") == std::string::npos ||
+        message.find("rank 1") == std::string::npos)
+      fail(fmt::format("the message does not name the tensor, the difference and rank 1: {}",
+                       message));
+  }
+  const double took = seconds_since(start);
+  if (took > 5) fail(fmt::format("the mismatch took {:.1f} s to fail", took));
+  if (g_size > 1) same_everywhere(world, "mismatch", message);
+  if (g_rank == 0) std::printf("message: %s\n", message.c_str());
+  expect_works(world, "after");
+  ok(fmt::format("mismatch: every rank failed in {:.2f} s with the same message", took));
+  return 0;
+}
+
+int scenario_stall(const tutti::Communicator& world) {
+  expect_works(world, "before");
+  const int lonely = g_size - 1;
+  std::vector<float> x(100, 1.0f), y(100);
+  const auto start = Clock::now();
+  std::string message;
+  if (g_rank != lonely) {
+    try {
+      world
+          .allreduce_async("lonely", x.data(), y.data(), x.size(), DataType::kFloat32,
+                           ReduceOp::kSum)
+          .wait(std::chrono::seconds(60));
+      fail("a tensor one rank never submitted completed");
+    } catch (const tutti::Error& e) {
+      message = e.what();
+      if (e.code() != tutti::ErrorCode::kTimeout) fail(fmt::format("not kTimeout: {}", message));
+      if (message.find(fmt::format("rank {} did not submit", lonely)) == std::string::npos ||
+          message.find("'lonely'") == std::string::npos)
+        fail(fmt::format("the message does not name 'lonely' and rank {}: {}", lonely, message));
+    }
+    const double took = seconds_since(start);
+    if (took > 15) fail(fmt::format("the stall took {:.1f} s to fail", took));
+    if (g_rank == 0) std::printf("message: %s\n", message.c_str());
+  }
+  world.barrier();
+  expect_works(world, "after");
+  ok("stall: the handles failed naming the missing rank; the engine goes on");
+  return 0;
+}
+
+int scenario_kill(const tutti::Communicator& world, const std::string& pid_dir) {
+  if (!pid_dir.empty())
+    if (FILE* f = std::fopen(fmt::format("{}/{}.pid", pid_dir, g_rank).c_str(), "w")) {
+      std::fprintf(f, "%d\n", getpid());
+      std::fclose(f);
+    }
+  std::vector<float> x(4096, 1.0f), y(4096);
+  for (int i = 0;; ++i) {
+    std::vector<tutti::Handle> handles;
+    for (int k = 0; k < 8; ++k)
+      handles.push_back(world.allreduce_async(fmt::format("t{}", k), x.data(), y.data(), x.size(),
+                                              DataType::kFloat32, ReduceOp::kSum));
+    for (auto& h : handles) {
+      try {
+        h.wait(std::chrono::seconds(100));
+      } catch (const tutti::Error& e) {
+        std::printf("rank %d: engine error after %d steps: %s\n", g_rank, i, e.what());
+        std::fflush(stdout);
+        return 3;
+      }
+    }
+  }
+}
+
+int scenario_join(const tutti::Communicator& world) {
+  const int batches = g_rank + 1;
+  const size_t n = 1000;
+  for (int b = 0; b < batches; ++b) {
+    std::vector<float> x(n), y(n);
+    for (size_t j = 0; j < n; ++j) x[j] = static_cast<float>(value(g_rank, b, j));
+    float one = 1.0f;
+    auto h1 =
+        world.allreduce_async("grad", x.data(), y.data(), n, DataType::kFloat32, ReduceOp::kSum);
+    auto h2 = world.allgather_async("rows", &one, 1, 1, DataType::kFloat32);
+    try {
+      h1.wait(std::chrono::seconds(60));
+      h2.wait(std::chrono::seconds(60));
+    } catch (const tutti::Error& e) {
+      fail(fmt::format("batch {}: {}", b, e.what()));
+      continue;
+    }
+    for (size_t j = 0; j < n; ++j) {
+      float want = 0;
+      for (int r = b; r < g_size; ++r)
+        want += static_cast<float>(value(r, b, j));  // ranks with > b batches
+      if (y[j] != want) {
+        fail(fmt::format("batch {} element {}: {} instead of {}", b, j, y[j], want));
+        break;
+      }
+    }
+    if (h2.output().size() != static_cast<size_t>(g_size - b) * sizeof(float))
+      fail(fmt::format("batch {}: allgather gave {} bytes, {} ranks were active", b,
+                       h2.output().size(), g_size - b));
+  }
+  try {
+    auto j = world.join();
+    j.wait(std::chrono::seconds(60));
+    if (j.last_joined() != g_size - 1)
+      fail(fmt::format("last_joined {} instead of {}", j.last_joined(), g_size - 1));
+  } catch (const tutti::Error& e) {
+    fail(fmt::format("join: {}", e.what()));
+  }
+  expect_works(world, "after join");
+  ok(fmt::format("join: uneven batches 1..{} with allreduce and allgather", g_size));
+  return 0;
+}
+
+int scenario_sets(const tutti::Communicator& world) {
+  if (g_size < 3) {
+    ok("sets: needs 3 ranks");
+    return 0;
+  }
+  std::vector<int> a, b;
+  for (int r = 0; r < g_size - 1; ++r) a.push_back(r);
+  for (int r = 1; r < g_size; ++r) b.push_back(r);
+  tutti::Communicator ca, cb;
+  if (g_rank < g_size - 1) ca = world.group(a);
+  if (g_rank > 0) cb = world.group(b);
+  const auto drive = [&](const tutti::Communicator& c, const std::vector<int>& members, int tag) {
+    if (!c) return;
+    const size_t n = 777;
+    std::vector<std::vector<float>> xs(40, std::vector<float>(n)), ys(40, std::vector<float>(n));
+    std::vector<tutti::Handle> hs;
+    for (int i = 0; i < 40; ++i) {
+      for (size_t j = 0; j < n; ++j)
+        xs[static_cast<size_t>(i)][j] = static_cast<float>(value(g_rank, i + tag, j));
+      hs.push_back(c.allreduce_async(fmt::format("p{}", i), xs[static_cast<size_t>(i)].data(),
+                                     ys[static_cast<size_t>(i)].data(), n, DataType::kFloat32,
+                                     ReduceOp::kSum));
+    }
+    for (int i = 0; i < 40; ++i) {
+      try {
+        hs[static_cast<size_t>(i)].wait(std::chrono::seconds(60));
+      } catch (const tutti::Error& e) {
+        fail(fmt::format("set {} p{}: {}", tag, i, e.what()));
+        continue;
+      }
+      for (size_t j = 0; j < n; ++j) {
+        float want = 0;
+        for (int r : members) want += static_cast<float>(value(r, i + tag, j));
+        if (ys[static_cast<size_t>(i)][j] != want) {
+          fail(fmt::format("set {} p{} element {}: {} instead of {}", tag, i, j,
+                           ys[static_cast<size_t>(i)][j], want));
+          break;
+        }
+      }
+    }
+  };
+  std::thread ta([&] { drive(ca, a, 0); });
+  std::thread tb([&] { drive(cb, b, 100); });
+  ta.join();
+  tb.join();
+  world.barrier();
+  ok(fmt::format("sets: two overlapping process sets of {} ranks, driven at once", g_size - 1));
+  return 0;
+}
+
+int scenario_timeline(const tutti::Communicator& world, const std::string& path) {
+  // Before: off. During: on (several fused tensors). After: off again.
+  expect_works(world, "untraced");
+  tutti::start_timeline(path);
+  std::vector<std::vector<float>> xs(6, std::vector<float>(5000, 1.0f)), ys = xs;
+  std::vector<tutti::Handle> hs;
+  for (int i = 0; i < 6; ++i)
+    hs.push_back(world.allreduce_async(fmt::format("layer{}", i), xs[static_cast<size_t>(i)].data(),
+                                       ys[static_cast<size_t>(i)].data(), 5000, DataType::kFloat32,
+                                       ReduceOp::kSum));
+  std::atomic<int> called{0};
+  hs.back().then([&](const tutti::Error*) { ++called; });
+  for (auto& h : hs) h.wait(std::chrono::seconds(60));
+  expect_works(world, "traced");
+  tutti::stop_timeline();
+  if (called.load() != 1) fail("the completion callback did not run once");
+  expect_works(world, "untraced.again");
+  ok("timeline: started and stopped at run time");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fprintf(stderr, "usage: engine_check random|mismatch|stall|kill|join|sets|timeline ...\n");
+    return 2;
+  }
+  const auto option = [&](const std::string& name, const std::string& fallback) {
+    for (size_t i = 1; i + 1 < args.size(); ++i)
+      if (args[i] == name) return args[i + 1];
+    return fallback;
+  };
+  try {
+    tutti::World w;
+    const tutti::Communicator& world = w.communicator();
+    g_rank = world.rank();
+    g_size = world.size();
+    const std::string& s = args[0];
+    int rc = 2;
+    if (s == "random")
+      rc = scenario_random(world, std::stoi(option("--tensors", "300")),
+                           std::stoi(option("--steps", "3")), std::stoi(option("--threads", "3")));
+    else if (s == "mismatch")
+      rc = scenario_mismatch(world);
+    else if (s == "stall")
+      rc = scenario_stall(world);
+    else if (s == "kill")
+      rc = scenario_kill(world, option("--pid-dir", ""));
+    else if (s == "join")
+      rc = scenario_join(world);
+    else if (s == "sets")
+      rc = scenario_sets(world);
+    else if (s == "timeline")
+      rc = scenario_timeline(world, option("--path", "/tmp/tutti-timeline.json"));
+    if (rc != 0) return rc;
+  } catch (const tutti::Error& e) {
+    fail(e.what());
+  }
+  return g_failures.load() == 0 ? 0 : 1;
+}
