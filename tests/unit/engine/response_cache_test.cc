@@ -1,0 +1,79 @@
+// The response cache must make the same decisions on every rank from the same calls: slots handed
+// out in order, emptied slots reused lowest first, the least recently used evicted when full.
+#include <gtest/gtest.h>
+
+#include "engine/response_cache.hpp"
+
+namespace tutti::engine {
+namespace {
+
+Response response(const std::string& name, uint64_t count) {
+  Response r;
+  r.name = name;
+  r.spec.count = count;
+  return r;
+}
+
+TEST(ResponseCache, HandsOutSlotsInOrderAndFindsOnlyTheSameSpec) {
+  ResponseCache c(4);
+  c.put(response("a", 10));
+  c.put(response("b", 20));
+  OpSpec ten;
+  ten.count = 10;
+  ASSERT_TRUE(c.slot_for("a", ten, 0).has_value());
+  EXPECT_EQ(0u, *c.slot_for("a", ten, 0));
+  OpSpec twenty;
+  twenty.count = 20;
+  EXPECT_EQ(1u, *c.slot_for("b", twenty, 0));
+  EXPECT_FALSE(c.slot_for("a", twenty, 0).has_value());  // another spec: announce instead
+  EXPECT_FALSE(c.slot_for("c", ten, 0).has_value());
+  EXPECT_EQ(2u, c.slots());
+}
+
+TEST(ResponseCache, EvictsTheLeastRecentlyUsedWhenFull) {
+  ResponseCache c(3);
+  c.put(response("a", 1));
+  c.put(response("b", 1));
+  c.put(response("c", 1));
+  c.touch(0);  // a used again: b is now the oldest
+  c.put(response("d", 1));
+  EXPECT_FALSE(c.contains("b"));
+  EXPECT_TRUE(c.contains("a"));
+  EXPECT_EQ("d", c.at(1).name);  // b's slot
+  EXPECT_EQ(3u, c.slots());
+}
+
+TEST(ResponseCache, ReusesTheLowestEmptiedSlot) {
+  ResponseCache c(8);
+  for (const char* n : {"a", "b", "c", "d"}) c.put(response(n, 1));
+  c.evict("c");
+  c.evict("b");
+  c.put(response("e", 1));
+  EXPECT_EQ("e", c.at(1).name);
+  EXPECT_FALSE(c.occupied(2));
+  EXPECT_EQ(4u, c.slots());
+}
+
+TEST(ResponseCache, PerRankSpecsAreComparedWithTheRanksOwn) {
+  ResponseCache c(2);
+  Response r = response("g", 4);
+  r.spec.kind = OpKind::kAllgather;
+  r.per_rank = {r.spec, r.spec};
+  r.per_rank[0].rows = 1;
+  r.per_rank[1].rows = 2;
+  c.put(r);
+  OpSpec mine = r.spec;
+  mine.rows = 2;
+  EXPECT_FALSE(c.slot_for("g", mine, 0).has_value());
+  EXPECT_TRUE(c.slot_for("g", mine, 1).has_value());
+}
+
+TEST(ResponseCache, CapacityZeroCachesNothing) {
+  ResponseCache c(0);
+  c.put(response("a", 1));
+  EXPECT_FALSE(c.contains("a"));
+  EXPECT_EQ(0u, c.slots());
+}
+
+}  // namespace
+}  // namespace tutti::engine
