@@ -24,6 +24,8 @@ packages=(
   clang-14 libclang-rt-14-dev
   # make format.
   clang-format
+  # examples/plain_sgd trains on the real Fashion-MNIST (its .gz files read with zlib).
+  dataset-fashion-mnist zlib1g-dev
 )
 
 missing=()
