@@ -170,6 +170,10 @@ Handle Communicator::join() const {
   return Handle(engine_of(get())->join());
 }
 
+void abort_engine(comm::Communicator& c, const std::string& reason) {
+  if (auto any = c.attachment_if_any()) std::static_pointer_cast<engine::Engine>(any)->abort(reason);
+}
+
 EngineStats Communicator::engine_stats() const {
   auto any = get().attachment_if_any();
   if (!any) return {};

@@ -31,6 +31,9 @@ auto errors_as_tutti(std::string_view what, Body&& body) {
 
 }  // namespace
 
+// api/async.cc: aborts the communicator's engine too, if it has one.
+void abort_engine(comm::Communicator& c, const std::string& reason);
+
 Communicator::Communicator(std::shared_ptr<comm::Communicator> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
 
@@ -78,6 +81,7 @@ Communicator Communicator::dup() const {
 }
 void Communicator::abort(const std::string& reason) const {
   get().abort(reason);
+  abort_engine(get(), reason);
 }
 
 void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,

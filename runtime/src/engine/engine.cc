@@ -7,6 +7,9 @@
 #include "core/log.hpp"
 
 namespace tutti::engine {
+
+thread_local bool on_engine_thread = false;
+
 namespace {
 
 void check_request(const EnqueueRequest& q, int size) {
@@ -54,7 +57,30 @@ Engine::Engine(std::shared_ptr<comm::Communicator> comm, EngineSettings settings
       size_(comm_->size()),
       negotiation_(rank_, size_, settings.cache_capacity, label_),
       fusion_threshold_(settings.fusion_threshold) {
+  check_settings_agree();
   thread_ = std::thread([this] { loop(); });
+}
+
+// Ranks with different cache capacities would give a slot to different names (a bit would then
+// pair two different tensors), and different fusion thresholds would pack different batches: both
+// must be the same on every rank, so the first asynchronous call checks them.
+void Engine::check_settings_agree() {
+  const int64_t mine[2] = {static_cast<int64_t>(settings_.cache_capacity),
+                           static_cast<int64_t>(settings_.fusion_threshold)};
+  int64_t lo[2], hi[2];
+  comm_->allreduce(mine, lo, 2, DataType::kInt64, ReduceOp::kMin);
+  comm_->allreduce(mine, hi, 2, DataType::kInt64, ReduceOp::kMax);
+  const char* names[2] = {"TUTTI_CACHE_CAPACITY", "TUTTI_FUSION_THRESHOLD"};
+  for (int i = 0; i < 2; ++i)
+    if (lo[i] != hi[i])
+      throw make_error(ErrorCode::kConfig,
+                       "{}: {} differs between ranks (from {} to {}; this rank has {}); every rank "
+                       "of a process set must use the same value",
+                       label_, names[i], lo[i], hi[i], mine[i]);
+}
+
+void Engine::abort(const std::string& reason) {
+  comm_->abort(reason);
 }
 
 Engine::~Engine() {
@@ -154,6 +180,7 @@ bool Engine::wait_for_cycle() {
 }
 
 void Engine::loop() {
+  on_engine_thread = true;
   try {
     while (!negotiation_.all_shut_down()) {
       wait_for_cycle();

@@ -83,8 +83,12 @@ class Engine {
   void shutdown(const std::string& reason);
 
   tutti::EngineStats stats() const;
+  // From any thread: every pending and later operation fails with Error(kAborted) and `reason`,
+  // on every rank (the engine's communicator is aborted).
+  void abort(const std::string& reason);
 
  private:
+  void check_settings_agree();
   struct Entry {
     EnqueueRequest request;
     std::shared_ptr<HandleState> handle;

@@ -14,6 +14,10 @@ bool HandleState::finished() const {
 
 bool HandleState::wait(Deadline deadline) const {
   std::unique_lock lock(mutex_);
+  if (!finished_ && on_engine_thread)
+    throw Error(ErrorCode::kInvalidArgument,
+                "waiting for an operation inside an engine completion callback would stop the "
+                "engine that must finish it; chain another callback instead");
   if (!cv_.wait_until(lock, deadline.at(), [&] { return finished_; })) return false;
   if (error_) throw *error_;
   return true;

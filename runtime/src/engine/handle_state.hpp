@@ -19,6 +19,10 @@ namespace tutti::engine {
 
 using Callback = std::function<void(const Error*)>;
 
+// True on an engine's own thread, where completion callbacks run: waiting there for a handle
+// would stop the engine that must finish it.
+extern thread_local bool on_engine_thread;
+
 class HandleState {
  public:
   // True once completed or failed.
