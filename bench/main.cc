@@ -20,6 +20,7 @@
 #include "baseline.hpp"
 #include "bench_options.hpp"
 #include "collective_runner.hpp"
+#include "engine_bench.hpp"
 #include "env_value.hpp"
 #include "pair_stats.hpp"
 #include "report.hpp"
@@ -348,6 +349,14 @@ int run(const BenchOptions& o) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "engine") {
+    try {
+      return tutti::bench::run_engine_bench(std::span<const std::string>(args).subspan(1));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tutti-bench engine: %s\n", e.what());
+      return 1;
+    }
+  }
   tutti::bench::BenchParse parsed = tutti::bench::parse_bench_options(args);
   if (!parsed.options) {
     std::fputs(parsed.message.c_str(), parsed.exit_code == 0 ? stdout : stderr);

@@ -1,6 +1,8 @@
 // The allreduce entry point: argument checks, trivial cases, algorithm choice, and kAvg (reduced
 // as a sum, divided once at the end so every rank divides the same exact sum; with a postscale
 // the division joins it inside the last reduce loop instead).
+#include <cstring>
+
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
 #include "core/error.hpp"
@@ -61,6 +63,59 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
           ctx.rank, static_cast<int>(algorithm));
   }
   if (op == ReduceOp::kAvg && !scaled) reduce::divide(type, recv, count, ctx.size);
+}
+
+SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<const Segment> segments,
+                               DataType type, ReduceOp op, std::vector<std::byte>& pack) {
+  using Clock = std::chrono::steady_clock;
+  const size_t es = element_size(type);
+  size_t count = 0;
+  for (const Segment& s : segments) {
+    check_buffers(ctx, "allreduce", s.send, s.recv, s.count, type);
+    count += s.count;
+  }
+  const size_t bytes = count * es;
+  if (algorithm == Algorithm::kAuto && ctx.size > 1 && count > 0)
+    algorithm = select_allreduce(ctx, bytes);
+  const bool in_place = algorithm == Algorithm::kShm && ctx.size > 1 && count > 0 &&
+                        ctx.transport.local_window() != nullptr;
+  SegmentsRun run;
+  if (!in_place) {
+    // Pack, reduce as one buffer (which checks and scales as any allreduce), unpack.
+    if (pack.size() < bytes) pack.resize(bytes);
+    const auto t0 = Clock::now();
+    size_t at = 0;
+    for (const Segment& s : segments) {
+      if (s.count > 0) std::memcpy(pack.data() + at, s.send, s.count * es);
+      at += s.count * es;
+    }
+    const auto t1 = Clock::now();
+    allreduce(ctx, algorithm, pack.data(), pack.data(), count, type, op);
+    const auto t2 = Clock::now();
+    at = 0;
+    for (const Segment& s : segments) {
+      if (s.count > 0) std::memcpy(s.recv, pack.data() + at, s.count * es);
+      at += s.count * es;
+    }
+    run.packed = true;
+    run.pack = t1 - t0;
+    run.unpack = Clock::now() - t2;
+    return run;
+  }
+  check_op(ctx, "allreduce", op, type);
+  const bool scaled = ctx.scaled();
+  if (scaled && (!is_floating(type) || (op != ReduceOp::kSum && op != ReduceOp::kAvg)))
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "allreduce on rank {}: prescale {} / postscale {} need a floating type and "
+                     "sum or avg, not {} {}",
+                     ctx.rank, ctx.prescale, ctx.postscale, to_string(type), to_string(op));
+  if (scaled && op == ReduceOp::kAvg) ctx.postscale /= ctx.size;
+  bound_segment(ctx, bytes);
+  ctx.transport.set_call_algorithm(static_cast<uint8_t>(algorithm));
+  shm_allreduce_segments(ctx, segments, type, op == ReduceOp::kAvg ? ReduceOp::kSum : op);
+  if (op == ReduceOp::kAvg && !scaled)
+    for (const Segment& s : segments) reduce::divide(type, s.recv, s.count, ctx.size);
+  return run;
 }
 
 }  // namespace tutti::collectives

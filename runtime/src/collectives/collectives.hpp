@@ -2,11 +2,14 @@
 // Counts are in elements; buffers may be the same pointer (in place) where noted.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <vector>
 #include <span>
 #include <string_view>
 
 #include "collectives/context.hpp"
+#include "collectives/segments.hpp"
 #include "tutti/types.hpp"
 
 namespace tutti::collectives {
@@ -32,6 +35,21 @@ void tree_allreduce(Context& ctx, const void* send, void* recv, size_t count, Da
 // Through the transport's LocalWindow (all ranks on one host); Error(kConfig) when it has none.
 void shm_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                    ReduceOp op);
+// The same over several tensors as one logical vector, read and written in place.
+void shm_allreduce_segments(Context& ctx, std::span<const Segment> segments, DataType type,
+                            ReduceOp op);
+
+// A fused allreduce (the engine's): the tensors reduced as one vector of their concatenation.
+// The shared-memory window reads and writes them where they are; every other algorithm gets them
+// packed into `pack` (grown as needed and kept by the caller) and unpacked after. Says whether it
+// packed, and how long packing and unpacking took.
+struct SegmentsRun {
+  bool packed = false;
+  std::chrono::nanoseconds pack{0};
+  std::chrono::nanoseconds unpack{0};
+};
+SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<const Segment> segments,
+                               DataType type, ReduceOp op, std::vector<std::byte>& pack);
 // Reduce on each host, allreduce among one leader per host, broadcast on each host; needs
 // ctx.host_of_rank (Error(kConfig) without it).
 void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,

@@ -23,6 +23,7 @@
 
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
+#include "collectives/segments.hpp"
 #include "collectives/settings.hpp"
 #include "collectives/shm_plan.hpp"
 #include "collectives/shm_store_tuner.hpp"
@@ -67,14 +68,13 @@ ShmState& state_of(transport::LocalWindow& window, const Settings& settings) {
 
 class ShmAllreduce {
  public:
-  ShmAllreduce(Context& ctx, transport::LocalWindow& window, ShmState& state, const void* send,
-               void* recv, size_t count, DataType type, ReduceOp op, reduce::CopyStores stores)
+  ShmAllreduce(Context& ctx, transport::LocalWindow& window, ShmState& state, const SegmentView& io,
+               DataType type, ReduceOp op, reduce::CopyStores stores)
       : ctx_(ctx),
         w_(window),
         plan_(plan_shm(window.area_bytes(), window.size(), element_size(type))),
-        send_(bytes_of(send)),
-        recv_(bytes_of(recv)),
-        count_(count),
+        io_(io),
+        count_(io.count()),
         type_(type),
         op_(op),
         stores_(stores),
@@ -181,35 +181,47 @@ class ShmAllreduce {
   void inline_step() {
     const uint64_t g = chunk_id(0);
     const int bank = static_cast<int>(g % 2);
-    std::memcpy(w_.inline_bytes(w_.rank(), kStaged, bank), send_, count_ * es());
+    gather(w_.inline_bytes(w_.rank(), kStaged, bank));
     post_fingerprint();
     w_.publish(kStaged, g + 1);
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging their input)");
     check_fingerprints();
-    for (int r = 0; r < w_.size(); ++r)
-      sources_[static_cast<size_t>(r)] = r == w_.rank() ? send_ : w_.inline_bytes(r, kStaged, bank);
-    reduce_sources(recv_, nullptr, count_, reduce::CopyStores::kCached);
+    reduce_all([&](int r) { return w_.inline_bytes(r, kStaged, bank); });
     w_.publish(kDone, g + 1);
   }
 
   void single_step() {
     const uint64_t g = chunk_id(0);
-    const size_t bytes = count_ * es();
-    if (bytes <= transport::LocalWindow::kInlineBytes) {
+    if (count_ * es() <= transport::LocalWindow::kInlineBytes) {
       inline_step();
       return;
     }
     claim_slot(g, g);
-    std::memcpy(slot(w_.rank(), g), send_, bytes);
+    gather(slot(w_.rank(), g));
     post_fingerprint();
     w_.publish(kStaged, g + 1);
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging their input)");
     check_fingerprints();
-    // Own data straight from the input: reduce_many reads every source's block before storing it.
-    for (int r = 0; r < w_.size(); ++r)
-      sources_[static_cast<size_t>(r)] = r == w_.rank() ? send_ : slot(r, g);
-    reduce_sources(recv_, nullptr, count_, reduce::CopyStores::kCached);
+    reduce_all([&](int r) { return slot(r, g); });
     w_.publish(kDone, g + 1);
+  }
+
+  // The whole input, packed at `to` (single-step calls).
+  void gather(std::byte* to) const {
+    io_.pieces(0, count_, [&](const std::byte* in, std::byte*, size_t at, size_t n) {
+      std::memcpy(to + at * es(), in, n * es());
+    });
+  }
+  // Every element, reduced from this rank's input and each peer's staged copy at staged(r).
+  // Own data comes straight from the input: reduce_many reads every source's block before
+  // storing it.
+  template <typename Staged>
+  void reduce_all(Staged&& staged) {
+    io_.pieces(0, count_, [&](const std::byte* in, std::byte* out, size_t at, size_t n) {
+      for (int r = 0; r < w_.size(); ++r)
+        sources_[static_cast<size_t>(r)] = r == w_.rank() ? in : staged(r) + at * es();
+      reduce_sources(out, nullptr, n, reduce::CopyStores::kCached);
+    });
   }
 
   // out = op over sources_ (raw inputs of every rank): prescaled as read, postscaled as stored.
@@ -228,16 +240,19 @@ class ShmAllreduce {
     const Slice own = slice(n, w_.rank());
     claim_slot(j, g);
     std::byte* area = slot(w_.rank(), j);
-    const std::byte* in = send_ + off * es();
     // Nobody reads this rank's copy of its own slice.
     const size_t after = own.first + own.count;
-    if (stores_ == reduce::CopyStores::kStreaming) {
-      reduce::stream_copy(area, in, own.first * es());
-      reduce::stream_copy(area + after * es(), in + after * es(), (n - after) * es());
-    } else {
-      std::memcpy(area, in, own.first * es());
-      std::memcpy(area + after * es(), in + after * es(), (n - after) * es());
-    }
+    const auto copy_in = [&](size_t first, size_t count) {
+      io_.pieces(off + first, count, [&](const std::byte* in, std::byte*, size_t at, size_t len) {
+        std::byte* to = area + (first + at) * es();
+        if (stores_ == reduce::CopyStores::kStreaming)
+          reduce::stream_copy(to, in, len * es());
+        else
+          std::memcpy(to, in, len * es());
+      });
+    };
+    copy_in(0, own.first);
+    copy_in(after, n - after);
     if (j == 0) post_fingerprint();
     w_.publish(kStaged, g + 1);
   }
@@ -248,15 +263,15 @@ class ShmAllreduce {
     const Slice own = slice(n, w_.rank());
     w_.wait_peers(kStaged, g + 1, ctx_.deadline, "the shm allreduce (peers staging a chunk)");
     if (j == 0) check_fingerprints();
-    if (own.count > 0) {
-      const size_t at = own.first * es();
-      for (int r = 0; r < w_.size(); ++r)
-        sources_[static_cast<size_t>(r)] =
-            r == w_.rank() ? send_ + off * es() + at : slot(r, j) + at;
-      // In place the output slice is also this rank's source; reduce_many reads each block of
-      // every source before it stores that block.
-      reduce_sources(recv_ + off * es() + at, slot(w_.rank(), j) + at, own.count, stores_);
-    }
+    // In place the output slice is also this rank's source; reduce_many reads each block of
+    // every source before it stores that block.
+    io_.pieces(off + own.first, own.count,
+               [&](const std::byte* in, std::byte* out, size_t at, size_t len) {
+                 const size_t from = (own.first + at) * es();
+                 for (int r = 0; r < w_.size(); ++r)
+                   sources_[static_cast<size_t>(r)] = r == w_.rank() ? in : slot(r, j) + from;
+                 reduce_sources(out, slot(w_.rank(), j) + from, len, stores_);
+               });
     w_.publish(kReduced, g + 1);
   }
 
@@ -268,7 +283,11 @@ class ShmAllreduce {
     for (int r = 0; r < w_.size(); ++r) {
       if (r == w_.rank()) continue;
       const Slice s = slice(n, r);
-      std::memcpy(recv_ + (off + s.first) * es(), slot(r, j) + s.first * es(), s.count * es());
+      const std::byte* from = slot(r, j) + s.first * es();
+      io_.pieces(off + s.first, s.count,
+                 [&](const std::byte*, std::byte* out, size_t at, size_t len) {
+                   std::memcpy(out, from + at * es(), len * es());
+                 });
     }
     w_.publish(kDone, g + 1);
   }
@@ -276,8 +295,7 @@ class ShmAllreduce {
   Context& ctx_;
   transport::LocalWindow& w_;
   const ShmPlan plan_;
-  const std::byte* send_;
-  std::byte* recv_;
+  const SegmentView& io_;
   const size_t count_;
   const DataType type_;
   const ReduceOp op_;
@@ -292,6 +310,12 @@ class ShmAllreduce {
 
 void shm_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                    ReduceOp op) {
+  const Segment one{send, recv, count};
+  shm_allreduce_segments(ctx, std::span<const Segment>(&one, 1), type, op);
+}
+
+void shm_allreduce_segments(Context& ctx, std::span<const Segment> segments, DataType type,
+                            ReduceOp op) {
   transport::LocalWindow* window = ctx.transport.local_window();
   if (window == nullptr)
     throw make_error(ErrorCode::kConfig,
@@ -302,20 +326,22 @@ void shm_allreduce(Context& ctx, const void* send, void* recv, size_t count, Dat
   if (window->size() != ctx.size || window->rank() != ctx.rank)
     throw make_error(ErrorCode::kInternal, "rank {} of {}: window of rank {} of {}", ctx.rank,
                      ctx.size, window->rank(), window->size());
-  if (count == 0) return;
+  const SegmentView io(segments, element_size(type));
+  if (io.count() == 0) return;
   if (ctx.size == 1) {
-    copy_unless_same(send, recv, count * element_size(type));
+    for (const Segment& s : segments)
+      copy_unless_same(s.send, s.recv, s.count * element_size(type));
     return;
   }
   ShmState& state = state_of(*window, settings_of(ctx));
-  const size_t bytes = count * element_size(type);
+  const size_t bytes = io.count() * element_size(type);
   const reduce::CopyStores stores = state.tuner.choose(bytes);
   if (!state.tuner.timed(bytes)) {
-    ShmAllreduce(ctx, *window, state, send, recv, count, type, op, stores).run();
+    ShmAllreduce(ctx, *window, state, io, type, op, stores).run();
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  ShmAllreduce(ctx, *window, state, send, recv, count, type, op, stores).run();
+  ShmAllreduce(ctx, *window, state, io, type, op, stores).run();
   state.tuner.record(
       bytes, stores,
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());

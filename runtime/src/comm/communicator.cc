@@ -155,6 +155,28 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, DataTyp
       });
 }
 
+collectives::SegmentsRun Communicator::allreduce_segments(
+    std::span<const collectives::Segment> segments, DataType type, ReduceOp op,
+    const CallOptions& call, std::vector<std::byte>& pack) {
+  if (!std::isfinite(call.prescale) || !std::isfinite(call.postscale))
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "allreduce on rank {}: prescale {} and postscale {} must be finite numbers",
+                     rank_, call.prescale, call.postscale);
+  size_t count = 0;
+  for (const auto& s : segments) count += s.count;
+  const auto algorithm =
+      static_cast<collectives::Algorithm>(call.algorithm.value_or(options_.algorithm));
+  collectives::SegmentsRun result;
+  run("allreduce",
+      signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,
+      [&](collectives::Context& ctx) {
+        ctx.prescale = call.prescale;
+        ctx.postscale = call.postscale;
+        result = collectives::allreduce_segments(ctx, algorithm, segments, type, op, pack);
+      });
+  return result;
+}
+
 void Communicator::broadcast(void* buf, size_t count, DataType type, int root,
                              const CallOptions& call) {
   run("broadcast", signature(transport::CallKind::kBroadcast, count, type, -1, root), call,

@@ -96,6 +96,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   void allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                  const CallOptions& call = {});
+  // One allreduce over several tensors as one vector (the engine's fusion): in place on the
+  // shared-memory window, packed into `pack` for the other algorithms.
+  collectives::SegmentsRun allreduce_segments(std::span<const collectives::Segment> segments,
+                                              DataType type, ReduceOp op, const CallOptions& call,
+                                              std::vector<std::byte>& pack);
   void broadcast(void* buf, size_t count, DataType type, int root, const CallOptions& call = {});
   void allgather(const void* send, void* recv, size_t count, DataType type,
                  const CallOptions& call = {});

@@ -221,41 +221,37 @@ void Engine::run_one(const Response& r) {
 
 void Engine::run_fused(const std::vector<const Response*>& batch) {
   const OpSpec& s = batch.front()->spec;
-  const size_t el = element_size(s.type);
-  size_t total = 0;
-  for (const Response* r : batch) total += static_cast<size_t>(r->spec.count);
-  if (fusion_.size() < total * el) fusion_.resize(total * el);
-  Timeline& timeline = Timeline::instance();
+  std::vector<collectives::Segment> segments;
+  std::vector<std::vector<std::byte>> identities;  // a joined rank's stand-in tensors
+  for (const Response* r : batch) {
+    if (Entry* e = local(*r)) {
+      segments.push_back({e->request.send, e->request.recv, static_cast<size_t>(r->spec.count)});
+    } else {
+      identities.emplace_back(bytes_of(r->spec));
+      fill_identity(identities.back().data(), r->spec.count, r->spec.type, r->spec.op);
+      segments.push_back(
+          {identities.back().data(), identities.back().data(), static_cast<size_t>(r->spec.count)});
+    }
+  }
   const Clock::time_point began = Clock::now();
-  size_t at = 0;
-  for (const Response* r : batch) {
-    const size_t n = bytes_of(r->spec);
-    if (Entry* e = local(*r))
-      std::memcpy(fusion_.data() + at, e->request.send, n);
-    else
-      fill_identity(fusion_.data() + at, r->spec.count, r->spec.type, r->spec.op);
-    at += n;
-  }
-  const Clock::time_point copied_in = Clock::now();
-  comm_->allreduce(fusion_.data(), fusion_.data(), total, s.type, s.op, scaled(s));
-  const Clock::time_point reduced = Clock::now();
-  at = 0;
-  for (const Response* r : batch) {
-    const size_t n = bytes_of(r->spec);
-    if (Entry* e = local(*r)) std::memcpy(e->request.recv, fusion_.data() + at, n);
-    at += n;
-  }
-  const Clock::time_point copied_out = Clock::now();
+  const collectives::SegmentsRun run =
+      comm_->allreduce_segments(segments, s.type, s.op, scaled(s), fusion_);
+  const Clock::time_point ended = Clock::now();
   {
     std::lock_guard lock(mutex_);
     ++stats_.collectives;
     stats_.fused += batch.size();
   }
+  Timeline& timeline = Timeline::instance();
   if (timeline.active())
     for (const Response* r : batch) {
-      timeline.span(label_, r->name, "fusion_copy_in", began, copied_in);
-      timeline.span(label_, r->name, "collective", copied_in, reduced);
-      timeline.span(label_, r->name, "fusion_copy_out", reduced, copied_out);
+      // On the shared-memory window the tensors are read and written in place (no copies of
+      // their own); otherwise packing and unpacking bracket the collective.
+      const auto copied_in = began + run.pack;
+      const auto copied_out = ended - run.unpack;
+      if (run.packed) timeline.span(label_, r->name, "fusion_copy_in", began, copied_in);
+      timeline.span(label_, r->name, "collective", copied_in, copied_out);
+      if (run.packed) timeline.span(label_, r->name, "fusion_copy_out", copied_out, ended);
     }
   for (const Response* r : batch)
     if (pending_.count(r->name)) finish(r->name, std::nullopt);

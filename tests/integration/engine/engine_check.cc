@@ -10,6 +10,8 @@
 //   join                                rank r has r+1 batches, then joins
 //   sets                                two overlapping process sets from two threads
 //   timeline --path P                   timeline started and stopped at run time
+//   fusion                              tensors that become ready together run as one collective
+//   misuse                              every mistake refused clearly; the engine goes on
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -350,6 +352,63 @@ int scenario_random(const tutti::Communicator& world, int tensors, int steps, in
   return 0;
 }
 
+// Readiness held back until released: tensors enqueued behind it become ready together (as GPU
+// tensors do when one event covers a whole backward pass), so the engine sees them in one cycle.
+class Gate : public tutti::ReadyEvent {
+ public:
+  bool ready() override { return open.load(); }
+  std::atomic<bool> open{false};
+};
+
+int scenario_fusion(const tutti::Communicator& world) {
+  const char* threshold = std::getenv("TUTTI_FUSION_THRESHOLD");
+  const bool fusion = !(threshold && std::string(threshold) == "0");
+  const int tensors = 64;
+  const size_t n = 1000;
+  for (int step = 0; step < 2; ++step) {
+    auto gate = std::make_shared<Gate>();
+    tutti::AsyncOptions options;
+    options.ready = gate;
+    std::vector<std::vector<int32_t>> xs(tensors, std::vector<int32_t>(n)), ys = xs;
+    std::vector<tutti::Handle> hs;
+    for (int i = 0; i < tensors; ++i) {
+      for (size_t j = 0; j < n; ++j) xs[static_cast<size_t>(i)][j] = value(g_rank, i + step, j);
+      // Every other tensor in place.
+      int32_t* out = i % 2 ? xs[static_cast<size_t>(i)].data() : ys[static_cast<size_t>(i)].data();
+      hs.push_back(world.allreduce_async(fmt::format("f{}", i), xs[static_cast<size_t>(i)].data(),
+                                         out, n, DataType::kInt32, ReduceOp::kSum, options));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (auto& h : hs)
+      if (h.poll()) fail("a tensor finished before its buffer was ready");
+    gate->open = true;
+    for (int i = 0; i < tensors; ++i) {
+      hs[static_cast<size_t>(i)].wait(std::chrono::seconds(60));
+      const auto& out = i % 2 ? xs[static_cast<size_t>(i)] : ys[static_cast<size_t>(i)];
+      for (size_t j = 0; j < n; ++j) {
+        int32_t want = 0;
+        for (int r = 0; r < g_size; ++r) want += value(r, i + step, j);
+        if (out[j] != want) {
+          fail(fmt::format("step {} f{} element {}: {} instead of {}", step, i, j, out[j], want));
+          break;
+        }
+      }
+    }
+  }
+  const tutti::EngineStats s = world.engine_stats();
+  const uint64_t want = fusion ? 2 : 2 * tensors;
+  if (s.collectives != want)
+    fail(fmt::format("{} collectives for 2 steps of {} tensors ready at once, {} expected",
+                     s.collectives, tensors, want));
+  if (fusion && s.fused != 2 * tensors)
+    fail(fmt::format("{} fused, {} expected", s.fused, 2 * tensors));
+  if (s.cache_hits != static_cast<uint64_t>(tensors))
+    fail(fmt::format("{} cache hits in the second step, {} expected", s.cache_hits, tensors));
+  ok(fmt::format("fusion: 2 x {} tensors ready together ran in {} collectives", tensors,
+                 s.collectives));
+  return 0;
+}
+
 uint64_t fnv(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -584,31 +643,51 @@ int scenario_misuse(const tutti::Communicator& world) {
   };
   std::vector<float> x(64, 1.0f), y(64);
   int32_t ix[4] = {1, 2, 3, 4};
-  auto first = world.allreduce_async("busy", x.data(), y.data(), 64, DataType::kFloat32, ReduceOp::kSum);
-  refused("a name in flight", [&] {
-    world.allreduce_async("busy", x.data(), y.data(), 64, DataType::kFloat32, ReduceOp::kSum);
-  }, "already in flight");
-  refused("an empty name", [&] {
-    world.allreduce_async("", x.data(), y.data(), 64, DataType::kFloat32, ReduceOp::kSum);
-  }, "name is empty");
-  refused("a null buffer", [&] {
-    world.allreduce_async("null", nullptr, y.data(), 64, DataType::kFloat32, ReduceOp::kSum);
-  }, "send buffer is null");
-  refused("a root outside the world", [&] {
-    world.broadcast_async("root", x.data(), 64, DataType::kFloat32, g_size);
-  }, "not a rank");
-  refused("alltoall splits of the wrong length", [&] {
-    std::vector<size_t> splits(static_cast<size_t>(g_size) + 1, 0);
-    world.alltoall_async("a2a", x.data(), splits, 1, DataType::kFloat32);
-  }, "splits given");
-  refused("a bitwise op on floats", [&] {
-    world.allreduce_async("band", x.data(), y.data(), 64, DataType::kFloat32, ReduceOp::kBand);
-  }, "not defined on float32");
-  refused("scales on integers", [&] {
-    tutti::AsyncOptions o;
-    o.postscale = 0.5;
-    world.allreduce_async("scaled", ix, ix, 4, DataType::kInt32, ReduceOp::kSum, o);
-  }, "prescale and postscale");
+  auto first =
+      world.allreduce_async("busy", x.data(), y.data(), 64, DataType::kFloat32, ReduceOp::kSum);
+  refused(
+      "a name in flight",
+      [&] {
+        world.allreduce_async("busy", x.data(), y.data(), 64, DataType::kFloat32, ReduceOp::kSum);
+      },
+      "already in flight");
+  refused(
+      "an empty name",
+      [&] {
+        world.allreduce_async("", x.data(), y.data(), 64, DataType::kFloat32, ReduceOp::kSum);
+      },
+      "name is empty");
+  refused(
+      "a null buffer",
+      [&] {
+        world.allreduce_async("null", nullptr, y.data(), 64, DataType::kFloat32, ReduceOp::kSum);
+      },
+      "send buffer is null");
+  refused(
+      "a root outside the world",
+      [&] { world.broadcast_async("root", x.data(), 64, DataType::kFloat32, g_size); },
+      "not a rank");
+  refused(
+      "alltoall splits of the wrong length",
+      [&] {
+        std::vector<size_t> splits(static_cast<size_t>(g_size) + 1, 0);
+        world.alltoall_async("a2a", x.data(), splits, 1, DataType::kFloat32);
+      },
+      "splits given");
+  refused(
+      "a bitwise op on floats",
+      [&] {
+        world.allreduce_async("band", x.data(), y.data(), 64, DataType::kFloat32, ReduceOp::kBand);
+      },
+      "not defined on float32");
+  refused(
+      "scales on integers",
+      [&] {
+        tutti::AsyncOptions o;
+        o.postscale = 0.5;
+        world.allreduce_async("scaled", ix, ix, 4, DataType::kInt32, ReduceOp::kSum, o);
+      },
+      "prescale and postscale");
   first.wait(std::chrono::seconds(60));
   // A receive buffer too small for an allgather fails this rank's handle only.
   std::vector<float> small(1);
@@ -677,6 +756,8 @@ int main(int argc, char** argv) {
       rc = scenario_join(world);
     else if (s == "sets")
       rc = scenario_sets(world);
+    else if (s == "fusion")
+      rc = scenario_fusion(world);
     else if (s == "misuse")
       rc = scenario_misuse(world);
     else if (s == "timeline")

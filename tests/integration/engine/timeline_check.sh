@@ -7,7 +7,9 @@ tuttirun=$1 check=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$tuttirun" -np 2 -- "$check" timeline --path "$work/runtime.json"
+# Over TCP a fused batch is packed and unpacked around the collective (copy spans); on shared
+# memory the window reads and writes the tensors in place (no copy spans of its own).
+TUTTI_TRANSPORT=tcp "$tuttirun" -np 2 -- "$check" timeline --path "$work/runtime.json"
 TUTTI_TIMELINE="$work/env-{rank}.json" "$tuttirun" -np 3 -- "$check" random --tensors 40 --steps 2
 
 /usr/bin/python3 - "$work" <<'PY'

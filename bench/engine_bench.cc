@@ -1,0 +1,176 @@
+#include "engine_bench.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+#include "bench_options.hpp"
+#include "tutti/tutti.hpp"
+
+namespace tutti::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Case {
+  std::string name;
+  std::vector<size_t> sizes;  // elements (float32), in parameter order
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Seconds per step of `body`, the slowest rank's (each rank's mean over `steps`, after a barrier).
+template <typename Body>
+double timed(const Communicator& comm, int steps, Body&& body) {
+  comm.barrier();
+  const auto start = Clock::now();
+  for (int s = 0; s < steps; ++s) body();
+  double t = std::chrono::duration<double>(Clock::now() - start).count() / steps;
+  comm.allreduce(&t, &t, 1, DataType::kFloat64, ReduceOp::kMax);
+  return t;
+}
+
+}  // namespace
+
+std::vector<size_t> resnet50_parameter_sizes() {
+  std::vector<size_t> p;
+  const auto conv = [&](size_t out, size_t in, size_t k) { p.push_back(out * in * k * k); };
+  const auto bn = [&](size_t c) {
+    p.push_back(c);
+    p.push_back(c);
+  };
+  conv(64, 3, 7);
+  bn(64);
+  size_t in = 64;
+  const size_t blocks[4] = {3, 4, 6, 3};
+  for (size_t layer = 0; layer < 4; ++layer) {
+    const size_t width = size_t{64} << layer;
+    for (size_t b = 0; b < blocks[layer]; ++b) {
+      conv(width, in, 1);
+      bn(width);
+      conv(width, width, 3);
+      bn(width);
+      conv(width * 4, width, 1);
+      bn(width * 4);
+      if (b == 0) {  // the downsample path of each layer's first block
+        conv(width * 4, in, 1);
+        bn(width * 4);
+      }
+      in = width * 4;
+    }
+  }
+  p.push_back(1000 * 2048);
+  p.push_back(1000);
+  return p;
+}
+
+int run_engine_bench(std::span<const std::string> args) {
+  CLI::App app{"tutti-bench engine: a training step's gradient sync per second, three ways"};
+  std::string which = "256x16K";
+  int steps = 20;
+  int rounds = 5;
+  app.add_option("--case", which,
+                 "TxS (T tensors of S bytes, e.g. 256x16K) or resnet50 (161 gradients, 25.6 M "
+                 "float32)")
+      ->capture_default_str();
+  app.add_option("-n,--steps", steps, "steps per measurement")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--rounds", rounds, "interleaved rounds (the median is reported)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  Case c;
+  c.name = which;
+  if (which == "resnet50") {
+    c.sizes = resnet50_parameter_sizes();
+  } else {
+    const auto x = which.find('x');
+    std::optional<uint64_t> bytes;
+    int count = 0;
+    if (x != std::string::npos) {
+      bytes = parse_size(which.substr(x + 1));
+      count = std::atoi(which.substr(0, x).c_str());
+    }
+    if (!bytes || count <= 0 || *bytes < 4 || count > 100000) {
+      std::fprintf(stderr,
+                   "tutti-bench engine: --case '%s' is not TxS (e.g. 256x16K) or resnet50\n",
+                   which.c_str());
+      return 2;
+    }
+    c.sizes.assign(static_cast<size_t>(count), *bytes / 4);
+  }
+  World world;
+  Communicator& comm = world.communicator();
+  const size_t total = std::accumulate(c.sizes.begin(), c.sizes.end(), size_t{0});
+  std::vector<float> flat(total, 1.0f);
+  std::vector<float*> tensors;
+  for (size_t at = 0, i = 0; i < c.sizes.size(); at += c.sizes[i], ++i)
+    tensors.push_back(flat.data() + at);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < c.sizes.size(); ++i) names.push_back(fmt::format("grad.{}", i));
+  const size_t n = c.sizes.size();
+
+  const auto per_tensor = [&] {
+    for (size_t i = n; i-- > 0;)
+      comm.allreduce(tensors[i], tensors[i], c.sizes[i], DataType::kFloat32, ReduceOp::kSum);
+  };
+  std::vector<Handle> handles(n);
+  const auto engine = [&] {
+    for (size_t i = n; i-- > 0;)
+      handles[i] = comm.allreduce_async(names[i], tensors[i], tensors[i], c.sizes[i],
+                                        DataType::kFloat32, ReduceOp::kSum);
+    for (auto& h : handles) h.wait();
+  };
+  const auto one_buffer = [&] {
+    comm.allreduce(flat.data(), flat.data(), total, DataType::kFloat32, ReduceOp::kSum);
+  };
+  // Warm up each (the engine's first steps fill its response cache).
+  timed(comm, 2, per_tensor);
+  timed(comm, 3, engine);
+  timed(comm, 2, one_buffer);
+  std::vector<double> a, b, cc, b_over_a, b_over_c;
+  for (int r = 0; r < rounds; ++r) {
+    const double ta = timed(comm, steps, per_tensor);
+    const double tb = timed(comm, steps, engine);
+    const double tc = timed(comm, steps, one_buffer);
+    a.push_back(1 / ta);
+    b.push_back(1 / tb);
+    cc.push_back(1 / tc);
+    b_over_a.push_back(ta / tb);
+    b_over_c.push_back(tc / tb);
+  }
+  const EngineStats s = comm.engine_stats();
+  if (comm.rank() == 0) {
+    std::printf(
+        "# tutti-bench engine: case %s (%zu float32 tensors, %.1f MiB), %d ranks, %d steps x "
+        "%d rounds, medians\n",
+        c.name.c_str(), n, static_cast<double>(total) * 4 / (1 << 20), comm.size(), steps, rounds);
+    std::printf("# %-28s %12s\n", "mode", "steps/s");
+    std::printf("  %-28s %12.1f\n", "(a) allreduce per tensor", median(a));
+    std::printf("  %-28s %12.1f\n", "(b) engine", median(b));
+    std::printf("  %-28s %12.1f\n", "(c) one flat allreduce", median(cc));
+    std::printf(
+        "# (b)/(a) %.2fx   (b)/(c) %.2fx   engine: %llu tensors in %llu collectives, %llu "
+        "cache hits, %llu cycles\n",
+        median(b_over_a), median(b_over_c), static_cast<unsigned long long>(s.tensors),
+        static_cast<unsigned long long>(s.collectives),
+        static_cast<unsigned long long>(s.cache_hits), static_cast<unsigned long long>(s.cycles));
+  }
+  return 0;
+}
+
+}  // namespace tutti::bench

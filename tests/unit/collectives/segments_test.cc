@@ -1,0 +1,40 @@
+// SegmentView: the pieces of a range of the tensors' concatenation, across tensor boundaries.
+#include "collectives/segments.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace tutti::collectives {
+namespace {
+
+TEST(SegmentView, SplitsARangeAtTensorBoundariesSkippingEmptyTensors) {
+  std::vector<float> a(3), b(0), c(5), out(8);
+  std::vector<Segment> segs{
+      {a.data(), out.data(), 3}, {b.data(), b.data(), 0}, {c.data(), out.data() + 3, 5}};
+  SegmentView v(segs, sizeof(float));
+  EXPECT_EQ(8u, v.count());
+  std::vector<std::tuple<const std::byte*, std::byte*, size_t, size_t>> got;
+  v.pieces(2, 4, [&](const std::byte* in, std::byte* o, size_t at, size_t n) {
+    got.emplace_back(in, o, at, n);
+  });
+  ASSERT_EQ(2u, got.size());
+  EXPECT_EQ(reinterpret_cast<const std::byte*>(a.data() + 2), std::get<0>(got[0]));
+  EXPECT_EQ(0u, std::get<2>(got[0]));
+  EXPECT_EQ(1u, std::get<3>(got[0]));
+  EXPECT_EQ(reinterpret_cast<const std::byte*>(c.data()), std::get<0>(got[1]));
+  EXPECT_EQ(reinterpret_cast<std::byte*>(out.data() + 3), std::get<1>(got[1]));
+  EXPECT_EQ(1u, std::get<2>(got[1]));
+  EXPECT_EQ(3u, std::get<3>(got[1]));
+  size_t calls = 0;
+  v.pieces(7, 0, [&](const std::byte*, std::byte*, size_t, size_t) { ++calls; });
+  v.pieces(3, 5, [&](const std::byte*, std::byte*, size_t at, size_t n) {
+    ++calls;
+    EXPECT_EQ(0u, at);
+    EXPECT_EQ(5u, n);
+  });
+  EXPECT_EQ(1u, calls);
+}
+
+}  // namespace
+}  // namespace tutti::collectives
