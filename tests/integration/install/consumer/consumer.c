@@ -2,7 +2,6 @@
  * ranks is n(n+1)/2 + n*i. Prints one line per rank and exits 0 only if every element is right. */
 #include <stdint.h>
 #include <stdio.h>
-
 #include <tutti/tutti.h>
 
 #define COUNT 1000

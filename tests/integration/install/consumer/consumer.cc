@@ -1,9 +1,9 @@
-// An installed-tree consumer in C++: rank r contributes (r + 1) * 0.5 at every index; the float64 sum
-// over n ranks is n(n+1)/4. Prints one line per rank and exits 0 only if every element is right.
-#include <tutti/tutti.hpp>
-
+// An installed-tree consumer in C++: rank r contributes (r + 1) * 0.5 at every index; the float64
+// sum over n ranks is n(n+1)/4. Prints one line per rank and exits 0 only if every element is
+// right.
 #include <cstdio>
 #include <span>
+#include <tutti/tutti.hpp>
 #include <vector>
 
 int main() {
