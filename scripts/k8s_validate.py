@@ -18,6 +18,8 @@ Then what the manifests promise about the images:
   volume mounted in that container (its own or the operator's: /etc/mpi, sshAuthMountPath). For a
   tuttirun command line, the rank command after `--` runs in the workers: it is checked against
   the worker images of the job;
+- every TUTTI_* and KUBEXEC_* variable a container sets is one tutti reads (the registry in
+  runtime/src/core/env.cc, kubexec/config.cc): a misspelt name would be ignored silently;
 - with --installed PREFIX (a `cmake --install` tree), every promised /usr/local path exists in it
   or is made by a step of that Dockerfile.
 
@@ -100,6 +102,15 @@ def load_images(docker_dir):
     return images
 
 
+def known_env_names(root):
+    """The TUTTI_* names of the runtime's env registry and the KUBEXEC_* names kubexec reads."""
+    names = set()
+    for rel, prefix in (("runtime/src/core/env.cc", "TUTTI_"), ("kubexec/config.cc", "KUBEXEC_")):
+        with open(os.path.join(root, rel)) as f:
+            names.update(re.findall(r'"(' + prefix + r'[A-Z0-9_]+)"', f.read()))
+    return names
+
+
 def containers_of(pod_spec):
     if not isinstance(pod_spec, dict):
         return []
@@ -127,6 +138,7 @@ class Checker:
         self.version = project_version(args.cmake)
         self.images = load_images(args.docker)
         self.installed = args.installed
+        self.env_names = known_env_names(args.source)
         self.errors = []
         self.checked_images = set()
 
@@ -200,6 +212,11 @@ class Checker:
             cut = words.index("--")
             words, rank_words = words[:cut], words[cut + 1:]
         self.check_words(where, image, words, mounts, "the command")
+        for e in env:
+            name = str(e.get("name", "")) if isinstance(e, dict) else ""
+            if name.startswith(("TUTTI_", "KUBEXEC_")) and name not in self.env_names:
+                self.error(where, f"env {name} is not a variable tutti reads (runtime/src/core/env.cc, "
+                                  f"kubexec/config.cc)")
         values = [e.get("value", "") for e in env if isinstance(e, dict)]
         self.check_words(where, image, values, mounts, "the env")
         for worker in worker_images:
@@ -325,6 +342,7 @@ def main():
     parser.add_argument("--crds", default=os.path.join(os.path.dirname(ROOT), "shared", "k8s", "crds"))
     parser.add_argument("--docker", default=os.path.join(ROOT, "docker"))
     parser.add_argument("--cmake", default=os.path.join(ROOT, "CMakeLists.txt"))
+    parser.add_argument("--source", default=ROOT, help="the tutti source tree (env names)")
     parser.add_argument("--installed", help="a `cmake --install` prefix to check /usr/local paths against")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()

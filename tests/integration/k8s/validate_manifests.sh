@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -x "$PREFIX/bin/tuttirun" ] || fail "no installed tree at $PREFIX (the install_test_prefix fixture)"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-k8s-validate.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-validate() { "$PY" "$SRC/scripts/k8s_validate.py" --crds "$CRDS" --installed "$PREFIX" "$@"; }
+validate() { "$PY" "$SRC/scripts/k8s_validate.py" --crds "$CRDS" --installed "$PREFIX" --source "$SRC" "$@"; }
 
 shopt -s nullglob
 manifests=("$SRC"/examples/k8s/*.yaml)
@@ -53,7 +53,7 @@ while IFS=$'\t' read -r file expression message; do
   cmp -s "$SRC/$file" "$WORK/tree/$file" && fail "broken_cases.txt: '$expression' changes nothing in $file"
   rc=0
   "$PY" "$SRC/scripts/k8s_validate.py" --crds "$CRDS" --installed "$PREFIX" --docker "$WORK/tree/docker" \
-    --cmake "$SRC/CMakeLists.txt" "$WORK/tree/examples/k8s"/*.yaml >"$WORK/out" 2>&1 || rc=$?
+    --cmake "$SRC/CMakeLists.txt" --source "$SRC" "$WORK/tree/examples/k8s"/*.yaml >"$WORK/out" 2>&1 || rc=$?
   expect_failure "$file with '$expression'" "$WORK/out" "$rc" "$message"
   cases=$((cases + 1))
 done <"$HERE/broken_cases.txt"
