@@ -25,7 +25,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PODS_DIR=$(cd "$HERE/../pods" && pwd)
 CASE=$1 K=$2 MANIFEST=$3 PREFIX=$4 MODE=${5:-run}
 
-# shellcheck source=../pods/pods.sh
+# shellcheck source=tests/integration/pods/pods.sh
 source "$PODS_DIR/pods.sh"
 if [ -z "${TUTTI_K8S_INSIDE:-}" ]; then
   pods_check_possible
@@ -252,7 +252,7 @@ else
   note "launcher exited $RC after $(($(date +%s) - START)) s"
   [ "$RC" -ne 0 ] || fail "the launcher exited 0 although a rank was killed"
   grep -E "rank [0-9]+ on $victim_pod" "$WORK/err" | head -2
-  grep -qE "rank [0-9]+ on $victim_pod[^ ]* \(pid [0-9]+\).*(status 137|signal 9|SIGKILL)" "$WORK/err" ||
+  grep -qE "rank [0-9]+ on ${victim_pod}[^ ]* \(pid [0-9]+\).*(status 137|signal 9|SIGKILL)" "$WORK/err" ||
     fail "the launcher did not name the killed rank in $victim_pod"
   expect_no_leftovers
 fi
