@@ -8,7 +8,7 @@ BENCH_FLAGS ?=
 
 FUZZ_SECONDS ?= 30
 
-.PHONY: deps configure build test demo bench fuzz sanitize format clean
+.PHONY: deps configure build test demo bench fuzz sanitize format clean image
 
 deps:
 	@bash scripts/install-deps.sh
@@ -39,6 +39,11 @@ fuzz: deps
 # (build-tsan/); CI runs it after the tests. See docs/TESTING.md.
 sanitize: deps
 	JOBS=$(JOBS) bash scripts/sanitize.sh all
+
+# The launcher and worker images (docker/*.Dockerfile) with docker or podman; says so and does
+# nothing where neither can build. IMAGE_PREFIX=registry/path/ PUSH=1 to push. See docs/KUBERNETES.md.
+image:
+	@bash scripts/build-images.sh
 
 format:
 	@git ls-files '*.cc' '*.hpp' '*.h' '*.cpp' | xargs clang-format -i

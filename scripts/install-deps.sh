@@ -15,6 +15,8 @@ packages=(
   # bench and tests' CSV/JSON checks and bench/*.py run Debian's /usr/bin/python3). psmisc: killall
   # and fuser, for clearing up by hand after an interrupted pods test.
   iproute2 procps psmisc python3
+  # scripts/k8s_validate.py (ctest -L k8s): the manifests in examples/k8s against the CRDs' schemas.
+  python3-jsonschema python3-yaml
   # tuttirun --exec ssh is tested against real sshds that the test starts inside network-namespace
   # pods (tests/integration/pods/ssh_pods.sh); the package's own service is not needed.
   openssh-client openssh-server

@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""What the operator would make of a manifest, as bash assignments for run_manifest.sh.
+
+  job_plan.py MANIFEST PREFIX
+
+MANIFEST holds an MPIJob (kubeflow.org/v2beta1) or a TrainJob with its ClusterTrainingRuntime.
+Prints, for `source`:
+  JOB NAMESPACE KIND SLOTS SSH_PORT
+  WORKER_PODS    pod names, in hostfile order (<job>-worker-<i>, or <trainjob>-node-0-<i>)
+  WORKER_HOSTS   the hostfile's host names (mpi-operator: <job>-worker-<i>.<job>.<ns>.svc;
+                 Trainer: <trainjob>-node-0-<i>.<trainjob>)
+  HOSTFILE       /etc/mpi/hostfile's text, exactly as the operator writes it
+  LAUNCHER_ARGV  the launcher container's command + args
+  LAUNCHER_ENV   its env (NAME=VALUE), then what the operator adds to it
+  WORKER_ARGV    the worker container's command + args
+Paths under /usr/local/ (the images' `cmake --install` prefix) are mapped to PREFIX, the build's
+own `cmake --install` tree; nothing else is changed.
+"""
+import shlex
+import sys
+
+import yaml
+
+IMAGE_PREFIX = "/usr/local/"
+
+
+def fail(message):
+    sys.exit(f"job_plan: {message}")
+
+
+def mapped(word, prefix):
+    word = str(word)
+    if word.startswith(IMAGE_PREFIX):
+        return prefix.rstrip("/") + "/" + word[len(IMAGE_PREFIX):]
+    return word
+
+
+def env_pairs(env, prefix):
+    pairs = []
+    for e in env or []:
+        if "value" not in e:
+            fail(f"env {e.get('name')} has no plain value (valueFrom is not run here)")
+        pairs.append(f"{e['name']}={mapped(e['value'], prefix)}")
+    return pairs
+
+
+def only_container(pod, role):
+    containers = (pod or {}).get("containers") or []
+    if len(containers) != 1:
+        fail(f"the {role} pod must have exactly one container, it has {len(containers)}")
+    return containers[0]
+
+
+def ssh_port(container):
+    probe = (container.get("readinessProbe") or {}).get("tcpSocket") or {}
+    return int(probe.get("port", 22))
+
+
+def openmpi_env(slots):
+    """What mpi-operator v2beta1 and Trainer's MPI plugin add to an OpenMPI launcher's env."""
+    return ["OMPI_MCA_orte_keep_fqdn_hostnames=true",
+            "OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile",
+            "OMPI_MCA_plm_rsh_args=-o ConnectionAttempts=10",
+            f"OMPI_MCA_orte_set_default_slots={slots}"]
+
+
+def plan_mpijob(job):
+    spec = job["spec"]
+    name = job["metadata"]["name"]
+    ns = job["metadata"].get("namespace", "default")
+    if spec.get("mpiImplementation", "OpenMPI") != "OpenMPI":
+        fail("only mpiImplementation OpenMPI is run here")
+    if spec.get("runLauncherAsWorker"):
+        fail("runLauncherAsWorker is not run here")
+    slots = spec.get("slotsPerWorker", 1)
+    replicas = spec["mpiReplicaSpecs"]
+    workers = replicas["Worker"].get("replicas", 1)
+    launcher = only_container(replicas["Launcher"]["template"]["spec"], "Launcher")
+    worker = only_container(replicas["Worker"]["template"]["spec"], "Worker")
+    pods = [f"{name}-worker-{i}" for i in range(workers)]
+    hosts = [f"{pod}.{name}.{ns}.svc" for pod in pods]
+    env = list(launcher.get("env") or []) + [{"name": "K_MPI_JOB_ROLE", "value": "launcher"}]
+    return dict(JOB=name, NAMESPACE=ns, KIND="MPIJob", SLOTS=slots, pods=pods, hosts=hosts,
+                launcher_argv=list(launcher.get("command") or []) + list(launcher.get("args") or []),
+                launcher_env=env, operator_env=openmpi_env(slots),
+                worker_argv=list(worker.get("command") or []) + list(worker.get("args") or []),
+                SSH_PORT=ssh_port(worker))
+
+
+def plan_trainjob(trainjob, runtimes):
+    spec = trainjob["spec"]
+    name = trainjob["metadata"]["name"]
+    ns = trainjob["metadata"].get("namespace", "default")
+    runtime = runtimes.get(spec["runtimeRef"]["name"])
+    if runtime is None:
+        fail(f"no ClusterTrainingRuntime {spec['runtimeRef']['name']!r} in the manifest")
+    policy = runtime["spec"]["mlPolicy"]
+    mpi = policy["mpi"]
+    if mpi.get("runLauncherAsNode"):
+        fail("runLauncherAsNode is not run here")
+    trainer = spec.get("trainer") or {}
+    nodes = trainer.get("numNodes", policy.get("numNodes", 1))
+    slots = trainer.get("numProcPerNode", mpi.get("numProcPerNode", 1))
+    jobs = {j["name"]: j for j in runtime["spec"]["template"]["spec"]["replicatedJobs"]}
+    launcher = only_container(jobs["launcher"]["template"]["spec"]["template"]["spec"], "launcher")
+    node = only_container(jobs["node"]["template"]["spec"]["template"]["spec"], "node")
+    # JobSet pod hostnames: <jobset>-<replicatedJob>-<job index>-<pod index>, subdomain <jobset>.
+    pods = [f"{name}-node-0-{i}" for i in range(nodes)]
+    hosts = [f"{pod}.{name}" for pod in pods]
+    command = trainer.get("command") or launcher.get("command") or []
+    args = trainer.get("args") or launcher.get("args") or []
+    env = list(launcher.get("env") or []) + list(trainer.get("env") or [])
+    return dict(JOB=name, NAMESPACE=ns, KIND="TrainJob", SLOTS=slots, pods=pods, hosts=hosts,
+                launcher_argv=list(command) + list(args), launcher_env=env,
+                operator_env=openmpi_env(slots),
+                worker_argv=list(node.get("command") or []) + list(node.get("args") or []),
+                SSH_PORT=ssh_port(node))
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail("usage: job_plan.py MANIFEST PREFIX")
+    path, prefix = sys.argv[1], sys.argv[2]
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    jobs = [d for d in docs if d.get("kind") in ("MPIJob", "TrainJob")]
+    if len(jobs) != 1:
+        fail(f"{path} must hold one MPIJob or TrainJob, it holds {len(jobs)}")
+    runtimes = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ClusterTrainingRuntime"}
+    job = jobs[0]
+    plan = plan_mpijob(job) if job["kind"] == "MPIJob" else plan_trainjob(job, runtimes)
+    hostfile = "".join(f"{h} slots={plan['SLOTS']}\n" for h in plan["hosts"])
+    out = []
+    for key in ("JOB", "NAMESPACE", "KIND", "SLOTS", "SSH_PORT"):
+        out.append(f"{key}={shlex.quote(str(plan[key]))}")
+    out.append(f"HOSTFILE={shlex.quote(hostfile)}")
+    arrays = {
+        "WORKER_PODS": plan["pods"],
+        "WORKER_HOSTS": plan["hosts"],
+        "LAUNCHER_ARGV": [mapped(w, prefix) for w in plan["launcher_argv"]],
+        "LAUNCHER_ENV": env_pairs(plan["launcher_env"], prefix) + plan["operator_env"],
+        "WORKER_ARGV": [mapped(w, prefix) for w in plan["worker_argv"]],
+    }
+    for key, words in arrays.items():
+        out.append(f"{key}=({' '.join(shlex.quote(str(w)) for w in words)})")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
