@@ -53,6 +53,8 @@ struct EngineStats {
   uint64_t fused = 0;        // tensors that ran in a fused batch of two or more
   uint64_t cache_hits = 0;   // tensors negotiated by their response-cache bit alone
   uint64_t announced = 0;    // tensors this rank announced by name
+  uint64_t fusion_threshold = 0;  // in use now (TUTTI_FUSION_THRESHOLD, or what autotune chose)
+  uint64_t cycle_time_us = 0;     // in use now (TUTTI_CYCLE_TIME, or what autotune chose)
 };
 
 // The handle of one asynchronous operation. Copies refer to the same operation. The buffers passed

@@ -48,6 +48,9 @@ struct TUTTI_OPTIONS_API Options {
   size_t cache_capacity = 1024;                      // TUTTI_CACHE_CAPACITY (0: no cache)
   std::chrono::milliseconds stall_warning{60'000};   // TUTTI_STALL_WARNING
   std::chrono::milliseconds stall_timeout{600'000};  // TUTTI_STALL_TIMEOUT
+  bool autotune = false;                             // TUTTI_AUTOTUNE
+  std::string autotune_file;                         // TUTTI_AUTOTUNE_FILE
+  std::chrono::milliseconds autotune_window{500};    // TUTTI_AUTOTUNE_WINDOW
   // Namespace of a communicator created from a caller's store: the i-th create() of each process
   // meets the i-th of the others unless a name pairs them explicitly.
   std::string name;

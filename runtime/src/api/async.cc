@@ -22,6 +22,9 @@ engine::EngineSettings settings_from(const Options& o) {
   s.stall_warning = o.stall_warning;
   s.stall_timeout = o.stall_timeout;
   s.shutdown_timeout = o.timeout;
+  s.autotune = o.autotune;
+  s.autotune_file = o.autotune_file;
+  s.autotune_window = o.autotune_window;
   return s;
 }
 

@@ -53,6 +53,9 @@ Options Options::from_env() {
   o.cache_capacity = static_cast<size_t>(env::get_int("TUTTI_CACHE_CAPACITY"));
   o.stall_warning = milliseconds("TUTTI_STALL_WARNING");
   o.stall_timeout = milliseconds("TUTTI_STALL_TIMEOUT");
+  o.autotune = env::get_bool("TUTTI_AUTOTUNE");
+  o.autotune_file = env::get_string("TUTTI_AUTOTUNE_FILE");
+  o.autotune_window = milliseconds("TUTTI_AUTOTUNE_WINDOW");
   return o;
 }
 

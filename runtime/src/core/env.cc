@@ -144,6 +144,15 @@ constexpr std::array kVariables = {
              "message. The default matches TUTTI_COLLECTIVE_TIMEOUT, the longest one synchronous "
              "call may wait for a peer.",
              kMinDeadline, parse::kMaxSeconds},
+    Variable{"TUTTI_AUTOTUNE", Kind::kBool, "0", "",
+             "Engine: rank 0 tunes the fusion threshold and the cycle time from the bytes "
+             "completed per second (3 windows per candidate of a short grid), logs its choice "
+             "(TUTTI_LOG_LEVEL=info) and writes it to TUTTI_AUTOTUNE_FILE."},
+    Variable{"TUTTI_AUTOTUNE_FILE", Kind::kString, "", "",
+             "Engine: where autotune writes its choice; when the file exists at start, its values "
+             "are used (by every rank, through rank 0) and nothing is tuned."},
+    Variable{"TUTTI_AUTOTUNE_WINDOW", Kind::kSeconds, "0.5", "",
+             "Engine: length of one autotune measurement window.", kMinDeadline, 3600},
     Variable{"TUTTI_TIMELINE", Kind::kString, "", "",
              "Engine: write a Chrome-trace timeline (chrome://tracing, Perfetto) to this path, one "
              "file per rank: `{rank}` in the path is replaced by the world rank, else "

@@ -143,6 +143,10 @@ void Engine::cycle() {
     }
   }
   if (rank_ == 0) inspect_stalls(mine);
+  if (pending_tune_) {
+    mine.tune(pending_tune_->fusion_threshold, pending_tune_->cycle_time_us);
+    pending_tune_.reset();
+  }
   // Word 0, bit 0: "I have nothing to announce"; the and over ranks says whether anyone has.
   bits[0] = mine.empty() ? 1 : 0;
   std::copy(cache_bits.begin(), cache_bits.end(), bits.begin() + 1);
@@ -151,7 +155,11 @@ void Engine::cycle() {
   auto payloads = exchange(mine, quiet);
   std::vector<std::span<const std::byte>> views(payloads.begin(), payloads.end());
   auto outcome = negotiation_.process(std::span<const uint64_t>(bits).subspan(1), views);
-  if (outcome.tune) fusion_threshold_.store(outcome.tune->fusion_threshold);
+  if (outcome.tune) {
+    std::lock_guard lock(mutex_);  // stats() reads them
+    fusion_threshold_.store(outcome.tune->fusion_threshold);
+    cycle_time_ = std::chrono::microseconds(outcome.tune->cycle_time_us);
+  }
   active_ = outcome.announcements || !outcome.responses.empty();
   if (!outcome.responses.empty() && Timeline::instance().active()) {
     const Clock::time_point now = Clock::now();
@@ -163,6 +171,7 @@ void Engine::cycle() {
     Timeline::instance().span(label_, "(cycles)", "cycle", began, now);
   }
   execute(outcome.responses);
+  if (tuner_) autotune_after(outcome.responses);
   // A rank shut its engine down: what is still waiting here can never run.
   if (!negotiation_.shutdown_message().empty() && !pending_.empty()) {
     for (auto& [name, e] : pending_) {
@@ -174,6 +183,27 @@ void Engine::cycle() {
     }
     pending_.clear();
   }
+}
+
+void Engine::autotune_after(const std::vector<Response>& responses) {
+  uint64_t bytes = 0;
+  for (const Response& r : responses)
+    if (r.kind == Response::Kind::kRun)
+      bytes += r.spec.count * element_size(r.spec.type) *
+               (r.per_rank.empty() ? 1 : static_cast<uint64_t>(size_));
+  const auto choice = tuner_->record(bytes, Clock::now());
+  if (!choice) return;
+  pending_tune_ = choice;
+  if (!tuner_->done()) return;
+  log::info("{}: autotune chose {}", label_, tuner_->summary());
+  if (!settings_.autotune_file.empty()) {
+    try {
+      Autotuner::write(settings_.autotune_file, tuner_->best(), tuner_->summary());
+    } catch (const Error& e) {
+      log::warn("{}: {}", label_, e.what());
+    }
+  }
+  tuner_.reset();
 }
 
 }  // namespace tutti::engine

@@ -56,8 +56,22 @@ Engine::Engine(std::shared_ptr<comm::Communicator> comm, EngineSettings settings
       rank_(comm_->rank()),
       size_(comm_->size()),
       negotiation_(rank_, size_, settings.cache_capacity, label_),
-      fusion_threshold_(settings.fusion_threshold) {
+      fusion_threshold_(settings.fusion_threshold),
+      cycle_time_(settings.cycle_time) {
   check_settings_agree();
+  if (rank_ == 0) {
+    const Autotuner::Choice start{settings_.fusion_threshold,
+                                  static_cast<uint64_t>(settings_.cycle_time.count())};
+    std::optional<Autotuner::Choice> saved;
+    if (!settings_.autotune_file.empty()) saved = Autotuner::read(settings_.autotune_file);
+    if (saved) {
+      pending_tune_ = saved;
+      log::info("{}: fusion threshold {} and cycle time {} us from {}", label_,
+                saved->fusion_threshold, saved->cycle_time_us, settings_.autotune_file);
+    } else if (settings_.autotune) {
+      tuner_ = std::make_unique<Autotuner>(start, settings_.autotune_window);
+    }
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -166,13 +180,16 @@ void Engine::shutdown(const std::string& reason) {
 
 EngineStats Engine::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  EngineStats s = stats_;
+  s.fusion_threshold = fusion_threshold_.load();
+  s.cycle_time_us = static_cast<uint64_t>(cycle_time_.count());
+  return s;
 }
 
 bool Engine::wait_for_cycle() {
   std::unique_lock lock(mutex_);
   bool pending = !pending_.empty() || join_requested_ || shutdown_requested_;
-  Clock::duration wait = (pending || active_) ? Clock::duration(settings_.cycle_time)
+  Clock::duration wait = (pending || active_) ? Clock::duration(cycle_time_)
                                               : Clock::duration(settings_.heartbeat);
   cv_.wait_for(lock, wait, [&] { return news_; });
   news_ = false;

@@ -25,6 +25,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/autotune.hpp"
 #include "engine/handle_state.hpp"
 #include "engine/negotiation.hpp"
 #include "engine/operation.hpp"
@@ -44,6 +45,9 @@ struct EngineSettings {
   std::chrono::milliseconds stall_timeout{600'000};  // 0: never
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds shutdown_timeout{600'000};
+  bool autotune = false;
+  std::string autotune_file;  // written when tuning ends; read at start when it exists
+  std::chrono::milliseconds autotune_window{500};
 };
 
 struct EnqueueRequest {
@@ -107,6 +111,7 @@ class Engine {
   std::vector<std::vector<std::byte>> exchange(const Announcements& mine, bool quiet);
 
   void execute(const std::vector<Response>& responses);
+  void autotune_after(const std::vector<Response>& responses);
   void run_one(const Response& r);
   void run_fused(const std::vector<const Response*>& batch);
   void finish(const std::string& name, const std::optional<Error>& error);
@@ -145,6 +150,9 @@ class Engine {
   std::unordered_set<std::string> stall_failed_;
   std::vector<std::byte> fusion_;
   std::atomic<uint64_t> fusion_threshold_;
+  std::chrono::microseconds cycle_time_;
+  std::unique_ptr<Autotuner> tuner_;               // rank 0 with TUTTI_AUTOTUNE
+  std::optional<Autotuner::Choice> pending_tune_;  // rank 0: to announce in the next cycle
 
   std::thread thread_;
 };

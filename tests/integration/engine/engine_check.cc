@@ -409,6 +409,34 @@ int scenario_fusion(const tutti::Communicator& world) {
   return 0;
 }
 
+// Steps of 64 allreduces until rank 0's autotune file appears (or `seconds` pass), then a few
+// more; prints the settings every rank uses at the end (the script compares them with the file).
+int scenario_autotune(const tutti::Communicator& world, const std::string& file, double seconds) {
+  const size_t n = 4096;
+  std::vector<std::vector<float>> xs(64, std::vector<float>(n, 1.0f));
+  const auto start = Clock::now();
+  int after = -1;
+  for (int step = 0; after != 0; ++step) {
+    std::vector<tutti::Handle> hs;
+    for (int i = 0; i < 64; ++i)
+      hs.push_back(world.allreduce_async(fmt::format("t{}", i), xs[static_cast<size_t>(i)].data(),
+                                         xs[static_cast<size_t>(i)].data(), n, DataType::kFloat32,
+                                         ReduceOp::kMax));
+    for (auto& h : hs) h.wait(std::chrono::seconds(60));
+    int32_t written = 0;
+    if (g_rank == 0) written = access(file.c_str(), R_OK) == 0 ? 1 : 0;
+    world.broadcast(&written, 1, DataType::kInt32, 0);
+    if (after < 0 && (written || seconds_since(start) > seconds)) after = 5;
+    if (after > 0) --after;
+  }
+  const tutti::EngineStats s = world.engine_stats();
+  std::printf("rank %d: fusion_threshold=%llu cycle_time_us=%llu\n", g_rank,
+              static_cast<unsigned long long>(s.fusion_threshold),
+              static_cast<unsigned long long>(s.cycle_time_us));
+  ok(fmt::format("autotune: ran {:.1f} s", seconds_since(start)));
+  return 0;
+}
+
 uint64_t fnv(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
@@ -756,6 +784,8 @@ int main(int argc, char** argv) {
       rc = scenario_join(world);
     else if (s == "sets")
       rc = scenario_sets(world);
+    else if (s == "autotune")
+      rc = scenario_autotune(world, option("--file", ""), std::stod(option("--seconds", "30")));
     else if (s == "fusion")
       rc = scenario_fusion(world);
     else if (s == "misuse")
