@@ -87,6 +87,8 @@ int run_engine_bench(std::span<const std::string> args) {
   app.add_option("--rounds", rounds, "interleaved rounds (the median is reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  std::string modes = "abc";
+  app.add_option("--modes", modes, "which of (a) (b) (c) to run, e.g. b")->capture_default_str();
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -139,14 +141,18 @@ int run_engine_bench(std::span<const std::string> args) {
     comm.allreduce(flat.data(), flat.data(), total, DataType::kFloat32, ReduceOp::kSum);
   };
   // Warm up each (the engine's first steps fill its response cache).
-  timed(comm, 2, per_tensor);
-  timed(comm, 3, engine);
-  timed(comm, 2, one_buffer);
+  const bool run_a = modes.find('a') != std::string::npos;
+  const bool run_b = modes.find('b') != std::string::npos;
+  const bool run_c = modes.find('c') != std::string::npos;
+  const auto nothing = [] {};
+  if (run_a) timed(comm, 2, per_tensor);
+  if (run_b) timed(comm, 3, engine);
+  if (run_c) timed(comm, 2, one_buffer);
   std::vector<double> a, b, cc, b_over_a, b_over_c;
   for (int r = 0; r < rounds; ++r) {
-    const double ta = timed(comm, steps, per_tensor);
-    const double tb = timed(comm, steps, engine);
-    const double tc = timed(comm, steps, one_buffer);
+    const double ta = run_a ? timed(comm, steps, per_tensor) : timed(comm, 1, nothing);
+    const double tb = run_b ? timed(comm, steps, engine) : timed(comm, 1, nothing);
+    const double tc = run_c ? timed(comm, steps, one_buffer) : timed(comm, 1, nothing);
     a.push_back(1 / ta);
     b.push_back(1 / tb);
     cc.push_back(1 / tc);

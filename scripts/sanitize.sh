@@ -29,7 +29,7 @@ ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-all
 TSAN_TARGETS=(unit_bootstrap_tcp_store_test unit_net_handshake_test unit_launcher_output_mux_test
   unit_launcher_supervisor_test unit_transport_mesh_failure_test unit_transport_peer_death_test
   unit_transport_striped_channel_test unit_collectives_shm_allreduce_test tuttirun collectives_check
-  communicators_check collective_set_check)
+  communicators_check collective_set_check engine_check)
 # ctest names the gtest cases [Prefix/]Suite.Case[/N]: these are the suites of the binaries above.
 TSAN_TESTS='^([A-Za-z0-9_]+/)?(TcpStore|StoreLifeline|TcpStoreProcesses|Handshake|HandshakeKinds|WrongToken'
 TSAN_TESTS+='|Garbage|LineSplitter|OutputMux|SplitterChunks|MuxRanks|Supervisor|MeshFailure|MissingRankTest'
@@ -40,6 +40,8 @@ TSAN_TESTS+='|^(sweep_(tcp_ring|shm_shm|shm_ring)_np4|pipelined_tcp_ring_np3|str
 TSAN_TESTS+='|^comm_(threads|abort|p2p)_(tcp|shm)(_np3)?$'
 # The rest of the collective set (rooted exchanges, alltoall's all-at-once posting, scaling).
 TSAN_TESTS+='|^set_(tcp|shm)_np3$'
+# The engine: callers' threads, the engine thread, callbacks, two process sets at once, abort.
+TSAN_TESTS+='|^engine_(random_np3|random_tcp_np4|fusion_np3|mismatch_np3|kill_rank_shm|join_np2|sets_np4|misuse_np3|timeline)$'
 
 reset_logs() {
   rm -rf "$logs"

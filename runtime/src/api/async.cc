@@ -3,6 +3,8 @@
 // communicator's attachment, shut down when its last handle goes.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "api/timeline_file.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
@@ -22,6 +24,9 @@ engine::EngineSettings settings_from(const Options& o) {
   s.stall_warning = o.stall_warning;
   s.stall_timeout = o.stall_timeout;
   s.shutdown_timeout = o.timeout;
+  // An idle rank must enter a cycle well within the collective timeout that its peers' cycle
+  // collective waits for it.
+  s.heartbeat = std::min(std::chrono::milliseconds(1000), o.timeout / 4);
   s.autotune = o.autotune;
   s.autotune_file = o.autotune_file;
   s.autotune_window = o.autotune_window;
@@ -35,7 +40,14 @@ std::shared_ptr<engine::Engine> engine_of(comm::Communicator& c) {
         c.context_id() == 0
             ? fmt::format("tutti engine (world, {} ranks)", c.size())
             : fmt::format("tutti engine (communicator c{}, {} ranks)", c.context_id(), c.size());
-    return std::make_shared<engine::Engine>(c.dup(), settings_from(c.options()), std::move(label));
+    try {
+      return std::make_shared<engine::Engine>(c.dup(), settings_from(c.options()), label);
+    } catch (const Error& e) {
+      throw make_error(e.code(),
+                       "setting up {} failed (the first asynchronous call on a communicator is "
+                       "collective: every member must make one): {}",
+                       label, e.what());
+    }
   });
   return std::static_pointer_cast<engine::Engine>(any);
 }

@@ -147,6 +147,13 @@ void Engine::run_one(const Response& r) {
   }
   Entry* e = local(r);
   const OpSpec& s = r.spec;
+  // Every rank agreed on zero elements: nothing to move.
+  const bool empty = s.count == 0 && (s.kind == OpKind::kAllreduce || s.kind == OpKind::kBroadcast ||
+                                      s.kind == OpKind::kReduceScatter);
+  if (empty) {
+    if (e) finish(r.name, std::nullopt);
+    return;
+  }
   std::vector<std::byte> scratch;  // a joined rank's stand-in buffers
   std::optional<Error> failure;    // this rank's own, after the collective ran
   const Clock::time_point began = Clock::now();
