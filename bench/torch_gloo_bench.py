@@ -12,6 +12,10 @@ algbw * 2 (N-1) / N. With -c 1 every size is checked once against the exact sum 
 writes tutti-bench's CSV columns (size,count,type,redop,root,nranks,time_us,algbw_gbps,busbw_gbps,
 wrong), so the files line up with `tutti-bench --csv`.
 
+With --case resnet50 (or TxS, e.g. 256x16K) it measures instead, as `tutti-bench engine` does,
+steps per second of a gradient sync: (a) one blocking all_reduce per tensor in backward order and
+(c) one all_reduce of the whole flat buffer (medians of --rounds rounds of -n steps).
+
 Two processes cannot be interleaved call by call, so the ratio comes from alternating whole runs
 (torch, tutti, torch, tutti, ...; see docs/PERFORMANCE.md): the second form pairs the i-th tutti
 CSV with the i-th torch CSV (same sizes), computes tutti busbw / torch busbw per size and pair
@@ -50,6 +54,69 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def resnet50_sizes():
+    """torchvision ResNet-50's 161 parameter sizes (25,557,032 elements), in parameter order."""
+    p = [64 * 3 * 7 * 7, 64, 64]
+    inp = 64
+    for layer, blocks in enumerate((3, 4, 6, 3)):
+        width = 64 << layer
+        for b in range(blocks):
+            p += [width * inp, width, width, width * width * 9, width, width, width * 4 * width,
+                  width * 4, width * 4]
+            if b == 0:
+                p += [width * 4 * inp, width * 4, width * 4]
+            inp = width * 4
+    return p + [1000 * 2048, 1000]
+
+
+def case_sizes(text):
+    if text == "resnet50":
+        return resnet50_sizes()
+    t, _, s = text.partition("x")
+    return [parse_bytes(s) // 4] * int(t)
+
+
+def steps_main(rank, args, port, queue):
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=args.np)
+    sizes_ = case_sizes(args.case)
+    flat = torch.ones(sum(sizes_), dtype=torch.float32)
+    views, at = [], 0
+    for n in sizes_:
+        views.append(flat[at:at + n])
+        at += n
+
+    def per_tensor():
+        for v in reversed(views):
+            dist.all_reduce(v)
+
+    def one_buffer():
+        dist.all_reduce(flat)
+
+    def timed(body, steps):
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(steps):
+            body()
+        t = torch.tensor([(time.perf_counter() - start) / steps], dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t.item()
+
+    timed(per_tensor, 1)
+    timed(one_buffer, 1)
+    a, c = [], []
+    for _ in range(args.rounds):
+        a.append(1 / timed(per_tensor, args.n))
+        c.append(1 / timed(one_buffer, args.n))
+    if rank == 0:
+        queue.put((statistics.median(a), statistics.median(c), len(sizes_), sum(sizes_)))
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def rank_main(rank, args, port, queue):
@@ -108,7 +175,8 @@ def run(args):
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
     port = free_port()
-    procs = [ctx.Process(target=rank_main, args=(r, args, port, queue)) for r in range(args.np)]
+    target = steps_main if args.case else rank_main
+    procs = [ctx.Process(target=target, args=(r, args, port, queue)) for r in range(args.np)]
     for p in procs:
         p.start()
     rows = queue.get()
@@ -119,6 +187,14 @@ def run(args):
         print(f"torch_gloo_bench: ranks {failed} failed", file=sys.stderr)
         return 1
     n = args.np
+    if args.case:
+        a, c, tensors, elements = rows
+        print(f"# torch {torch.__version__} gloo, case {args.case} ({tensors} float32 tensors, "
+              f"{elements * 4 / (1 << 20):.1f} MiB), {n} ranks, {args.n} steps x {args.rounds} "
+              f"rounds, medians")
+        print(f"  {'(a) all_reduce per tensor':<28} {a:>12.1f}")
+        print(f"  {'(c) one flat all_reduce':<28} {c:>12.1f}")
+        return 0
     print(f"# torch {torch.__version__} gloo allreduce, {n} ranks, float32 sum, in place, "
           f"-n {args.n} -w {args.w}")
     print(f"# {'size':>10} {'count':>12} {'type':>8} {'redop':>6} {'root':>6} {'time':>10} "
@@ -183,6 +259,8 @@ def main():
     p.add_argument("-w", type=int, default=3, help="warm-up calls per size")
     p.add_argument("-c", type=int, default=1, help="check results (1) or not (0)")
     p.add_argument("--csv", help="write the rows to this CSV file")
+    p.add_argument("--case", help="steps/s of a gradient sync instead: resnet50 or TxS")
+    p.add_argument("--rounds", type=int, default=5, help="rounds for --case (median)")
     p.add_argument("--ratio", nargs=2, metavar=("TUTTI_CSVS", "TORCH_CSVS"),
                    help="comma-separated CSV lists, one pair per round: print median ratios")
     args = p.parse_args()

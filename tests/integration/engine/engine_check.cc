@@ -12,6 +12,7 @@
 //   timeline --path P                   timeline started and stopped at run time
 //   fusion                              tensors that become ready together run as one collective
 //   misuse                              every mistake refused clearly; the engine goes on
+//   abort                               abort() on a process set fails its engine's handles
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -751,6 +752,50 @@ int scenario_misuse(const tutti::Communicator& world) {
   return 0;
 }
 
+// abort() on a communicator reaches its engine: every rank's pending handles fail with kAborted
+// naming the aborting rank and the reason, and later submissions are refused with that cause.
+int scenario_abort(const tutti::Communicator& world) {
+  expect_works(world, "before");
+  tutti::Communicator set = world.dup();
+  expect_works(set, "set.before");
+  std::vector<float> x(100, 1.0f);
+  // Only rank 1 submits: the handle can only end through the abort.
+  tutti::Handle h;
+  if (g_rank == 1)
+    h = set.allreduce_async("never", x.data(), x.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  world.barrier();
+  if (g_rank == 0) set.abort("the trainer gave up");
+  const auto check = [&](const tutti::Error& e, const std::string& what) {
+    if (e.code() != tutti::ErrorCode::kAborted ||
+        std::string(e.what()).find("the trainer gave up") == std::string::npos)
+      fail(fmt::format("{}: not kAborted with the reason: {}", what, e.what()));
+  };
+  if (h) {
+    try {
+      h.wait(std::chrono::seconds(30));
+      fail("a pending handle survived the abort");
+    } catch (const tutti::Error& e) {
+      check(e, "pending");
+    }
+  }
+  // Later submissions on the aborted set fail with the same cause (once the engine has seen it).
+  for (int attempt = 0;; ++attempt) {
+    try {
+      set.allreduce_async("after", x.data(), x.data(), 100, DataType::kFloat32, ReduceOp::kSum)
+          .wait(std::chrono::seconds(30));
+      fail("a submission after the abort succeeded");
+      break;
+    } catch (const tutti::Error& e) {
+      check(e, "after");
+      break;
+    }
+  }
+  world.barrier();
+  expect_works(world, "world.after");  // other communicators go on
+  ok("abort: the set's engine failed everything with the reason; the world goes on");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -786,6 +831,8 @@ int main(int argc, char** argv) {
       rc = scenario_sets(world);
     else if (s == "autotune")
       rc = scenario_autotune(world, option("--file", ""), std::stod(option("--seconds", "30")));
+    else if (s == "abort")
+      rc = scenario_abort(world);
     else if (s == "fusion")
       rc = scenario_fusion(world);
     else if (s == "misuse")
