@@ -719,7 +719,7 @@ int scenario_misuse(const tutti::Communicator& world) {
       "prescale and postscale");
   first.wait(std::chrono::seconds(60));
   // A receive buffer too small for an allgather fails this rank's handle only.
-  std::vector<float> small(1);
+  std::vector<float> small(2 * static_cast<size_t>(g_size));  // rank 0 claims room for 1 only
   auto h = world.allgather_async("gather", x.data(), 2, 1, DataType::kFloat32, small.data(),
                                  g_rank == 0 ? 1 : 2 * static_cast<size_t>(g_size));
   try {
