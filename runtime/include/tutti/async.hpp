@@ -43,16 +43,21 @@ struct AsyncOptions {
   double prescale = 1.0;
   double postscale = 1.0;
   std::shared_ptr<ReadyEvent> ready;  // null: the buffers are ready now
+  // allgather and alltoall: also write the rows received from each rank here (one entry per
+  // rank), before the handle finishes.
+  size_t* rows_per_rank = nullptr;
+  // join: also write the rank that joined last here, before the handle finishes.
+  int* last_joined = nullptr;
 };
 
 // Counters of one communicator's engine (all zero before its first asynchronous call).
 struct EngineStats {
-  uint64_t cycles = 0;       // negotiation cycles
-  uint64_t tensors = 0;      // operations completed
-  uint64_t collectives = 0;  // data collectives run; a fused batch counts once
-  uint64_t fused = 0;        // tensors that ran in a fused batch of two or more
-  uint64_t cache_hits = 0;   // tensors negotiated by their response-cache bit alone
-  uint64_t announced = 0;    // tensors this rank announced by name
+  uint64_t cycles = 0;            // negotiation cycles
+  uint64_t tensors = 0;           // operations completed
+  uint64_t collectives = 0;       // data collectives run; a fused batch counts once
+  uint64_t fused = 0;             // tensors that ran in a fused batch of two or more
+  uint64_t cache_hits = 0;        // tensors negotiated by their response-cache bit alone
+  uint64_t announced = 0;         // tensors this rank announced by name
   uint64_t fusion_threshold = 0;  // in use now (TUTTI_FUSION_THRESHOLD, or what autotune chose)
   uint64_t cycle_time_us = 0;     // in use now (TUTTI_CYCLE_TIME, or what autotune chose)
 };

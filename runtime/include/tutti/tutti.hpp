@@ -216,7 +216,7 @@ class TUTTI_CXX_API Communicator {
   // allreduce (with the op's identity: zeros for sum; avg still divides by size()), allgather
   // (no rows), broadcast (not as root) and barrier; reduce_scatter and alltoall fail. The handle
   // finishes when all have joined; last_joined() is the rank that joined last.
-  Handle join() const;
+  Handle join(const AsyncOptions& options = {}) const;
   // The engine's counters (zeros before the first asynchronous call).
   EngineStats engine_stats() const;
 

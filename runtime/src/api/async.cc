@@ -56,6 +56,7 @@ Handle submit(comm::Communicator& c, engine::EnqueueRequest request, const Async
   request.spec.prescale = options.prescale;
   request.spec.postscale = options.postscale;
   request.ready = options.ready;
+  request.rows_out = options.rows_per_rank;
   return Handle(engine_of(c)->enqueue(std::move(request)));
 }
 
@@ -181,12 +182,13 @@ Handle Communicator::barrier_async() const {
   return submit(get(), std::move(q), {});
 }
 
-Handle Communicator::join() const {
-  return Handle(engine_of(get())->join());
+Handle Communicator::join(const AsyncOptions& options) const {
+  return Handle(engine_of(get())->join(options.last_joined));
 }
 
 void abort_engine(comm::Communicator& c, const std::string& reason) {
-  if (auto any = c.attachment_if_any()) std::static_pointer_cast<engine::Engine>(any)->abort(reason);
+  if (auto any = c.attachment_if_any())
+    std::static_pointer_cast<engine::Engine>(any)->abort(reason);
 }
 
 EngineStats Communicator::engine_stats() const {

@@ -39,18 +39,6 @@ tutti::Communicator world_comm() {
   return tutti::world();
 }
 
-// The rows each rank sent, copied into the caller's array once the operation has finished: the
-// engine writes them there itself (a size_t array is what C callers hold).
-tutti::Handle gathered(tutti::Handle handle, size_t* rows_per_rank) {
-  if (rows_per_rank == nullptr) return handle;
-  handle.then([handle, rows_per_rank](const tutti::Error* error) {
-    if (error) return;
-    auto rows = handle.output_rows();
-    std::copy(rows.begin(), rows.end(), rows_per_rank);
-  });
-  return handle;
-}
-
 }  // namespace
 
 extern "C" {
@@ -78,9 +66,10 @@ int tutti_comm_allgather_async(tutti_comm_t comm, const char* name, const void* 
     if (recv == nullptr)
       throw tutti::Error(tutti::ErrorCode::kInvalidArgument,
                          "tutti_comm_allgather_async: null receive buffer");
-    return give(gathered(comm_of(comm).allgather_async(name_of(name), send, rows, row_count,
-                                                       to_type(dtype), recv, recv_capacity),
-                         rows_per_rank),
+    tutti::AsyncOptions options;
+    options.rows_per_rank = rows_per_rank;
+    return give(comm_of(comm).allgather_async(name_of(name), send, rows, row_count, to_type(dtype),
+                                              recv, recv_capacity, options),
                 request);
   });
 }
@@ -116,9 +105,10 @@ int tutti_comm_alltoall_async(tutti_comm_t comm, const char* name, const void* s
       throw tutti::Error(tutti::ErrorCode::kInvalidArgument,
                          "tutti_comm_alltoall_async: null send_rows or receive buffer");
     std::span<const size_t> rows(send_rows, static_cast<size_t>(c.size()));
-    return give(gathered(c.alltoall_async(name_of(name), send, rows, row_count, to_type(dtype),
-                                          recv, recv_capacity),
-                         rows_per_rank),
+    tutti::AsyncOptions options;
+    options.rows_per_rank = rows_per_rank;
+    return give(c.alltoall_async(name_of(name), send, rows, row_count, to_type(dtype), recv,
+                                 recv_capacity, options),
                 request);
   });
 }
@@ -133,12 +123,9 @@ int tutti_comm_barrier_async(tutti_comm_t comm, tutti_request_t* request) {
 int tutti_comm_join_async(tutti_comm_t comm, int* last_joined, tutti_request_t* request) {
   return guarded([&] {
     out_pointer(request);
-    tutti::Handle h = comm_of(comm).join();
-    if (last_joined != nullptr)
-      h.then([h, last_joined](const tutti::Error* error) {
-        if (!error) *last_joined = h.last_joined();
-      });
-    return give(std::move(h), request);
+    tutti::AsyncOptions options;
+    options.last_joined = last_joined;
+    return give(comm_of(comm).join(options), request);
   });
 }
 

@@ -26,7 +26,9 @@ double median(std::vector<double> v) {
 }  // namespace
 
 Autotuner::Autotuner(Choice start, Clock::duration window, int windows_per_candidate)
-    : best_(start), window_(window), per_candidate_(std::max(1, windows_per_candidate)),
+    : best_(start),
+      window_(window),
+      per_candidate_(std::max(1, windows_per_candidate)),
       start_(start) {
   // The starting point is measured first, so a grid that does no better keeps it.
   candidates_.push_back(start);
@@ -74,10 +76,11 @@ void Autotuner::next_candidate() {
 }
 
 std::string Autotuner::summary() const {
-  return fmt::format("fusion threshold {}, cycle time {} us: {:.0f} MB/s (at the start: {:.0f} "
-                     "MB/s)",
-                     parse::bytes_text(best_.fusion_threshold), best_.cycle_time_us,
-                     best_rate_ / 1e6, start_rate_ / 1e6);
+  return fmt::format(
+      "fusion threshold {}, cycle time {} us: {:.0f} MB/s (at the start: {:.0f} "
+      "MB/s)",
+      parse::bytes_text(best_.fusion_threshold), best_.cycle_time_us, best_rate_ / 1e6,
+      start_rate_ / 1e6);
 }
 
 std::optional<Autotuner::Choice> Autotuner::read(const std::string& path) {
@@ -110,10 +113,11 @@ std::optional<Autotuner::Choice> Autotuner::read(const std::string& path) {
   }
   if (!threshold || !cycle || c.cycle_time_us == 0 || c.cycle_time_us > 1'000'000 ||
       c.fusion_threshold > (uint64_t{4} << 30))
-    throw make_error(ErrorCode::kConfig,
-                     "TUTTI_AUTOTUNE_FILE '{}' is not a tutti autotune file (fusion_threshold=<bytes "
-                     "up to 4G> and cycle_time_us=<1..1000000>); delete it to tune again",
-                     path);
+    throw make_error(
+        ErrorCode::kConfig,
+        "TUTTI_AUTOTUNE_FILE '{}' is not a tutti autotune file (fusion_threshold=<bytes "
+        "up to 4G> and cycle_time_us=<1..1000000>); delete it to tune again",
+        path);
   return c;
 }
 
@@ -124,8 +128,7 @@ void Autotuner::write(const std::string& path, Choice choice, const std::string&
     out << "# tutti engine autotune: " << comment << "\n"
         << "fusion_threshold=" << choice.fusion_threshold << "\n"
         << "cycle_time_us=" << choice.cycle_time_us << "\n";
-    if (!out)
-      throw make_error(ErrorCode::kSystem, "cannot write TUTTI_AUTOTUNE_FILE '{}'", tmp);
+    if (!out) throw make_error(ErrorCode::kSystem, "cannot write TUTTI_AUTOTUNE_FILE '{}'", tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw make_error(ErrorCode::kSystem, "cannot write TUTTI_AUTOTUNE_FILE '{}': {}", path,

@@ -189,8 +189,8 @@ EngineStats Engine::stats() const {
 bool Engine::wait_for_cycle() {
   std::unique_lock lock(mutex_);
   bool pending = !pending_.empty() || join_requested_ || shutdown_requested_;
-  Clock::duration wait = (pending || active_) ? Clock::duration(cycle_time_)
-                                              : Clock::duration(settings_.heartbeat);
+  Clock::duration wait =
+      (pending || active_) ? Clock::duration(cycle_time_) : Clock::duration(settings_.heartbeat);
   cv_.wait_for(lock, wait, [&] { return news_; });
   news_ = false;
   return true;

@@ -59,7 +59,7 @@ struct EnqueueRequest {
   // allgather and alltoall: the receive buffer and its size in elements (null: into the handle)
   // and where to write the rows received from each rank (null: only into the handle).
   size_t recv_capacity = 0;
-  uint64_t* rows_out = nullptr;
+  size_t* rows_out = nullptr;
 };
 
 class Engine {

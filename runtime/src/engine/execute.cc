@@ -75,12 +75,14 @@ void Engine::finish(const std::string& name, const std::optional<Error>& error) 
     in_flight_.erase(name);
     if (!error) ++stats_.tensors;
   }
-  const Clock::time_point began = Clock::now();
+  Timeline& timeline = Timeline::instance();
+  const bool traced = timeline.active();
+  const Clock::time_point began = traced ? Clock::now() : Clock::time_point{};
   if (error)
     e.handle->fail(*error);
   else
     e.handle->complete();
-  Timeline::instance().span(label_, name, "callback", began, Clock::now());
+  if (traced) timeline.span(label_, name, "callback", began, Clock::now());
 }
 
 void Engine::execute(const std::vector<Response>& responses) {
@@ -148,8 +150,9 @@ void Engine::run_one(const Response& r) {
   Entry* e = local(r);
   const OpSpec& s = r.spec;
   // Every rank agreed on zero elements: nothing to move.
-  const bool empty = s.count == 0 && (s.kind == OpKind::kAllreduce || s.kind == OpKind::kBroadcast ||
-                                      s.kind == OpKind::kReduceScatter);
+  const bool empty =
+      s.count == 0 && (s.kind == OpKind::kAllreduce || s.kind == OpKind::kBroadcast ||
+                       s.kind == OpKind::kReduceScatter);
   if (empty) {
     if (e) finish(r.name, std::nullopt);
     return;
