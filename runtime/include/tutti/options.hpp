@@ -19,7 +19,8 @@ namespace tutti {
 
 // Values match the collectives' numbering.
 enum class Algorithm : int { kAuto = 0, kRing, kTree, kHalvingDoubling, kShm, kHierarchical };
-enum class TransportKind : int { kAuto = 0, kTcp, kShm };
+// kMpi: MPI point-to-point to every peer (started by mpirun, or a communicator from an MPI_Comm).
+enum class TransportKind : int { kAuto = 0, kTcp, kShm, kMpi };
 
 struct TUTTI_OPTIONS_API Options {
   TransportKind transport = TransportKind::kAuto;  // TUTTI_TRANSPORT

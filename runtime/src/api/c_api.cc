@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "api/c_api_support.hpp"
 #include "tutti/tutti.h"
 #include "tutti/tutti.hpp"
 
@@ -94,6 +95,17 @@ int give(tutti::Request request, tutti_request_t* out) {
 }
 
 }  // namespace
+
+namespace tutti::c_api {
+
+int guarded(const std::function<int()>& body) {
+  return ::guarded(body);
+}
+int give(Communicator comm, tutti_comm_t* out) {
+  return ::give(std::move(comm), out);
+}
+
+}  // namespace tutti::c_api
 
 extern "C" {
 

@@ -18,6 +18,7 @@ std::chrono::milliseconds milliseconds(std::string_view name) {
 TransportKind transport_named(const std::string& name) {
   if (name == "tcp") return TransportKind::kTcp;
   if (name == "shm") return TransportKind::kShm;
+  if (name == "mpi") return TransportKind::kMpi;
   return TransportKind::kAuto;
 }
 

@@ -53,8 +53,10 @@ constexpr std::array kVariables = {
              parse::kMaxSeconds},
     Variable{"TUTTI_LOG_LEVEL", Kind::kChoice, "warn", "error|warn|info|debug|trace",
              "Logging threshold (stderr)."},
-    Variable{"TUTTI_TRANSPORT", Kind::kChoice, "auto", "auto|tcp|shm",
-             "Per-peer transport: auto = shm for peers on this host, tcp otherwise."},
+    Variable{"TUTTI_TRANSPORT", Kind::kChoice, "auto", "auto|tcp|shm|mpi",
+             "Per-peer transport: auto = shm for peers on this host, tcp otherwise; mpi = MPI "
+             "point-to-point to every peer (a job started by Open MPI's mpirun, libtutti built "
+             "with MPI)."},
     Variable{
         "TUTTI_ALGO", Kind::kChoice, "auto", "auto|ring|tree|hd|shm|hier",
         "Allreduce algorithm: ring, double binary tree, recursive halving-doubling, shared-memory "
