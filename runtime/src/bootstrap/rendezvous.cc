@@ -132,7 +132,7 @@ Rendezvous rendezvous_over_mpi(std::shared_ptr<MpiSession> mpi, const std::strin
   return r;
 }
 
-Rendezvous rendezvous(const WorldInfo& info, bool need_mpi, Deadline deadline,
+Rendezvous rendezvous(WorldInfo& info, bool need_mpi, Deadline deadline,
                       std::chrono::milliseconds request_timeout) {
   const bool store_given = !info.store_address.empty();
   Rendezvous r;
@@ -151,6 +151,16 @@ Rendezvous rendezvous(const WorldInfo& info, bool need_mpi, Deadline deadline,
                        info.rank,
                        need_mpi ? "TUTTI_TRANSPORT=mpi" : "the job was started by mpirun");
     r.mpi = MpiSession::world();
+    if (info.source == "default") {
+      // Only PMIX_RANK was set (a PMIx launcher other than Open MPI's mpirun): MPI numbers us.
+      info.source = "pmix";
+      info.rank = r.mpi->rank();
+      info.size = r.mpi->size();
+      info.local_rank = r.mpi->local_rank();
+      info.local_size = r.mpi->local_size();
+      info.cross_rank = info.cross_size = -1;
+      if (info.size > 1) info.job_id.clear();  // rank 0 draws one in the store
+    }
     check_same_world(info, *r.mpi);
   }
   if (store_given) {

@@ -27,8 +27,9 @@ struct Rendezvous {
 
 // `need_mpi`: the MPI transport was asked for, so the MPI world is needed even when a store was
 // given. Error(kConfig) when it cannot be had (built without MPI, not started by mpirun) or when
-// MPI's rank and size disagree with the launcher's variables.
-Rendezvous rendezvous(const WorldInfo& info, bool need_mpi, Deadline deadline,
+// MPI's rank and size disagree with the launcher's variables. A launcher that gave only PMIx's
+// variables (no rank and size tutti reads) leaves the numbering to MPI: `info` gets it.
+Rendezvous rendezvous(WorldInfo& info, bool need_mpi, Deadline deadline,
                       std::chrono::milliseconds request_timeout);
 
 // The ranks of `mpi`'s communicator meet through MPI: rank 0 hosts a TcpStore and MPI_Bcast sends

@@ -128,6 +128,7 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
   mesh.shm_spin_rounds = options.shm_spin_rounds;
   mesh.tcp_streams = options.tcp_streams;
   mesh.tcp_buffer_bytes = options.tcp_buffer_bytes;
+  mesh.mpi_message_bytes = options.mpi_message_bytes;
   mesh.mpi = job->mpi;
   job->fabric = transport::connect_fabric(mesh, store, deadline);
   return job;
@@ -192,14 +193,16 @@ void check_options(const Options& options) {
 
 }  // namespace
 
-std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& info,
+std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& launcher_info,
                                                    const Options& options) {
   check_options(options);
+  bootstrap::WorldInfo info = launcher_info;  // MPI may number a PMIx launcher's ranks
   log::set_rank(info.rank);
   const std::string chosen_by_ifname = ifname_address(options, info.rank);
   const Deadline deadline = Deadline::after(options.init_timeout);
   bootstrap::Rendezvous met = bootstrap::rendezvous(info, options.transport == TransportKind::kMpi,
                                                     deadline, options.init_timeout);
+  log::set_rank(info.rank);
   log::debug("rank {} of {} meets the others through {}", info.rank, info.size, met.how);
   auto job = job_of(met);
   Joining j{.rank = info.rank,

@@ -44,6 +44,8 @@ struct MeshConfig {
   size_t tcp_buffer_bytes = 4 << 20;  // socket buffers; 0 leaves the kernel's autotuning on
   // The MPI world (MPI bootstrap) for choice kMpi: every link goes over MPI point-to-point.
   std::shared_ptr<bootstrap::MpiSession> mpi;
+  // Largest MPI message of the MPI transport; larger payloads are cut (mpi/mpi_links.cc).
+  size_t mpi_message_bytes = 60 << 10;
 };
 
 // The links of this rank to every other (fabric.hpp), nothing more: no window.

@@ -2,16 +2,21 @@
 // one of the few files that include <mpi.h>.
 //
 // MPI moves messages, a ByteStream bytes. The FramedChannel above hands write_some a frame's header
-// and payload as separate pieces and asks read_some for exactly the rest of a header or a payload,
-// so each piece travels as one MPI message (cut at 1 GiB, MPI's int count) straight from the
-// caller's buffer, and arrives straight into the posted receive's buffer. Only a message longer
-// than the piece asked for (a payload read in chunks to be discarded) lands in a staging buffer.
+// and payload as separate pieces and asks read_some for exactly the rest of a header or a payload.
+// A large piece travels straight from the caller's buffer, cut into messages of at most
+// TUTTI_MPI_MESSAGE_BYTES (default 60 KiB: below Open MPI's TCP eager limit, so no message waits a
+// rendezvous round trip; measured in docs/PERFORMANCE.md), and lands straight in the posted
+// receive's buffer; small pieces in a row
+// (headers, small payloads) are copied into one message, so a small frame costs one MPI message,
+// not two. The receiver takes a message directly when it fits the piece asked for (its bytes are
+// the stream's next ones either way), else through a staging buffer.
 //
 // Sends are MPI_Isend, reported written once MPI_Test says they completed (until then the frame's
 // bytes stay with the FramedChannel, and committed_bytes() tells it they can no longer be taken
 // back). A receive starts when MPI_Improbe matches the next message, whose sender has posted it, so
 // MPI_Imrecv of it completes as fast as MPI moves the bytes; it is driven to completion right
 // there. Non-overtaking order on one (communicator, source, tag) keeps the stream in order.
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <deque>
@@ -36,6 +41,10 @@ namespace {
 // step), which no MPI_TAG_UB (at least 32767) can hold, so matching them stays with FramedChannel.
 constexpr int kStreamTag = 1;
 constexpr size_t kMaxMessage = size_t{1} << 30;
+// Pieces below this are copied into a shared message of at most kMaxCoalesced bytes (Open MPI's
+// TCP eager limit is 64 KiB: one message, no rendezvous).
+constexpr size_t kCoalesceBelow = 16 << 10;
+constexpr size_t kMaxCoalesced = 64 << 10;
 // Sends in flight per peer: enough for a pipelined ring's window of segments.
 constexpr size_t kMaxInFlight = 64;
 // How long the bytes of a matched message may take to arrive: its sender posted it, so only a
@@ -84,8 +93,9 @@ class MpiFabricComm {
 
 class MpiStream final : public ByteStream {
  public:
-  MpiStream(std::shared_ptr<MpiFabricComm> comm, int self, int peer)
-      : comm_(std::move(comm)), self_(self), peer_(peer) {}
+  // `max_message`: payloads are cut into MPI messages of at most this many bytes.
+  MpiStream(std::shared_ptr<MpiFabricComm> comm, int self, int peer, size_t max_message)
+      : comm_(std::move(comm)), self_(self), peer_(peer), max_message_(max_message) {}
 
   ~MpiStream() override {
     // Sends still in flight belong to a failed or abandoned exchange: MPI finishes them on its own.
@@ -100,25 +110,28 @@ class MpiStream final : public ByteStream {
     std::lock_guard lock(g_mpi_calls);
     // Bytes already in flight are the first ones of `pieces`; post what follows them.
     size_t skip = in_flight_bytes_;
+    std::vector<std::byte> small;  // small pieces in a row, sent as one message
     for (const auto& piece : pieces) {
       if (sends_.size() >= kMaxInFlight) break;
       if (skip >= piece.size()) {
         skip -= piece.size();
         continue;
       }
-      for (size_t at = skip; at < piece.size() && sends_.size() < kMaxInFlight;) {
-        const size_t bytes = std::min(piece.size() - at, kMaxMessage);
-        Send& send = sends_.emplace_back();
-        send.bytes = bytes;
-        // const_cast: MPI-3 takes const void*, but Open MPI 4's header still may not everywhere.
-        check(MPI_Isend(const_cast<std::byte*>(piece.data() + at), static_cast<int>(bytes),
-                        MPI_BYTE, peer_, kStreamTag, comm_->get(), &send.request),
-              "MPI_Isend");
-        in_flight_bytes_ += bytes;
+      const std::span<const std::byte> rest = piece.subspan(skip);
+      skip = 0;
+      if (rest.size() < kCoalesceBelow) {
+        if (small.size() + rest.size() > kMaxCoalesced) post_owned(small);
+        small.insert(small.end(), rest.begin(), rest.end());
+        continue;
+      }
+      post_owned(small);
+      for (size_t at = 0; at < rest.size() && sends_.size() < kMaxInFlight;) {
+        const size_t bytes = std::min(rest.size() - at, max_message_);
+        post(rest.data() + at, bytes, {});
         at += bytes;
       }
-      skip = 0;
     }
+    post_owned(small);
     // Report the sends that completed, in order.
     size_t done = 0;
     while (!sends_.empty()) {
@@ -180,7 +193,27 @@ class MpiStream final : public ByteStream {
   struct Send {
     MPI_Request request = MPI_REQUEST_NULL;
     size_t bytes = 0;
+    std::vector<std::byte> owned;  // the bytes of coalesced small pieces
   };
+
+  // One MPI_Isend of `bytes` at `data`, or of `owned` when it is not empty.
+  void post(const std::byte* data, size_t bytes, std::vector<std::byte> owned) {
+    Send& send = sends_.emplace_back();
+    send.bytes = bytes;
+    send.owned = std::move(owned);
+    if (!send.owned.empty()) data = send.owned.data();
+    // const_cast: Open MPI 4 declares the buffer const only with MPI-3 const support enabled.
+    check(MPI_Isend(const_cast<std::byte*>(data), static_cast<int>(bytes), MPI_BYTE, peer_,
+                    kStreamTag, comm_->get(), &send.request),
+          "MPI_Isend");
+    in_flight_bytes_ += bytes;
+  }
+  void post_owned(std::vector<std::byte>& small) {
+    if (small.empty()) return;
+    const size_t bytes = small.size();
+    post(nullptr, bytes, std::move(small));
+    small.clear();
+  }
 
   void check(int rc, std::string_view what) const {
     if (rc == MPI_SUCCESS) return;
@@ -206,6 +239,7 @@ class MpiStream final : public ByteStream {
 
   std::shared_ptr<MpiFabricComm> comm_;
   int self_, peer_;
+  size_t max_message_;
   std::deque<Send> sends_;
   size_t in_flight_bytes_ = 0;
   std::vector<std::byte> staged_;
@@ -248,8 +282,10 @@ std::vector<std::unique_ptr<Link>> connect_mpi_links(const MeshConfig& config) {
   std::vector<std::unique_ptr<Link>> links(config.size);
   for (int peer = 0; peer < config.size; ++peer) {
     if (peer == config.rank) continue;
-    links[peer] =
-        std::make_unique<FramedChannel>(peer, std::make_unique<MpiStream>(comm, config.rank, peer));
+    links[peer] = std::make_unique<FramedChannel>(
+        peer,
+        std::make_unique<MpiStream>(comm, config.rank, peer,
+                                    std::clamp<size_t>(config.mpi_message_bytes, 1, kMaxMessage)));
   }
   log::debug("rank {}: {} MPI links through {}", config.rank, config.size - 1, session.library());
   return links;
