@@ -8,7 +8,9 @@
 
 #include <memory>
 #include <string>
-#include <vector>
+#include <string_view>
+
+#include "core/deadline.hpp"
 
 namespace tutti::bootstrap {
 
@@ -39,10 +41,10 @@ class MpiSession {
   // "Open MPI v4.1.4" (the first line of MPI_Get_library_version).
   virtual std::string library() const = 0;
 
-  // Rank 0's `value` on every rank (MPI_Bcast of its size, then its bytes).
-  virtual std::string broadcast(const std::string& value) = 0;
-  // Every rank's `value`, in rank order.
-  virtual std::vector<std::string> allgather(const std::string& value) = 0;
+  // Rank 0's `value` on every rank (MPI_Ibcast of its size, then of its bytes). Error(kTimeout)
+  // at the deadline naming `what` (a rank that never calls it leaves the others waiting).
+  virtual std::string broadcast(const std::string& value, Deadline deadline,
+                                std::string_view what) = 0;
 
   // Points at the session's own MPI_Comm (a duplicate), for the MPI transport: a second duplicate
   // of it carries the transport's messages.

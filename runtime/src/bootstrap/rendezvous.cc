@@ -1,6 +1,7 @@
 #include "bootstrap/rendezvous.hpp"
 
 #include <fstream>
+#include <optional>
 
 #include "bootstrap/memory_store.hpp"
 #include "core/error.hpp"
@@ -117,14 +118,26 @@ Rendezvous rendezvous_over_mpi(std::shared_ptr<MpiSession> mpi, const std::strin
     return r;
   }
   HostedStore hosted;
-  std::string token = job_token;
+  std::string sent;
+  std::optional<Error> failure;
   if (rank == 0) {
-    if (token.empty()) token = random_token();
-    hosted = host_store(rank, token, r.mpi->local_size() == r.mpi->size());
+    try {
+      const std::string token = job_token.empty() ? random_token() : job_token;
+      hosted = host_store(rank, token, r.mpi->local_size() == r.mpi->size());
+      sent = hosted.address + " " + token;
+    } catch (const Error& e) {
+      // The others wait in the broadcast: tell them why there is no store.
+      failure = e;
+      sent = std::string("!") + e.what();
+    }
   }
   // One broadcast: "address token"; the address holds no space, the token (drawn hex, or the
-  // user's TUTTI_JOB_TOKEN) goes last and may hold anything.
-  const std::string both = r.mpi->broadcast(hosted.address + " " + token);
+  // user's TUTTI_JOB_TOKEN) goes last and may hold anything. "!reason" when rank 0 failed.
+  const std::string both = r.mpi->broadcast(sent, deadline, "the rendezvous store's address");
+  if (failure) throw *failure;
+  if (both.starts_with("!"))
+    throw make_error(ErrorCode::kPeerFailure, "rank {}: rank 0 could not start the store: {}", rank,
+                     both.substr(1));
   const size_t space = both.find(' ');
   r.job_token = both.substr(space + 1);
   r.connection = connect_to(both.substr(0, space), r.job_token, rank, std::move(hosted.server),

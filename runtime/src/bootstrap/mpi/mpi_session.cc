@@ -4,6 +4,7 @@
 // The C API only: Open MPI's deprecated C++ bindings would need libmpi_cxx.
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
+#include <sched.h>
 
 #include <array>
 #include <cstdint>
@@ -89,35 +90,32 @@ class Session final : public MpiSession {
   std::string library() const override { return library_; }
   const void* communicator() const override { return &comm_; }
 
-  std::string broadcast(const std::string& value) override {
+  std::string broadcast(const std::string& value, Deadline deadline,
+                        std::string_view what) override {
     uint64_t bytes = rank_ == 0 ? value.size() : 0;
-    check(MPI_Bcast(&bytes, 1, MPI_UINT64_T, 0, comm_), "MPI_Bcast of a length", rank_);
+    ibcast(&bytes, 1, MPI_UINT64_T, deadline, what);
     std::string out = rank_ == 0 ? value : std::string(bytes, '\0');
-    check(MPI_Bcast(out.data(), static_cast<int>(bytes), MPI_CHAR, 0, comm_), "MPI_Bcast", rank_);
-    return out;
-  }
-
-  std::vector<std::string> allgather(const std::string& value) override {
-    std::vector<int> lengths(size_);
-    int mine = static_cast<int>(value.size());
-    check(MPI_Allgather(&mine, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_),
-          "MPI_Allgather of lengths", rank_);
-    std::vector<int> offsets(size_);
-    int total = 0;
-    for (int r = 0; r < size_; ++r) {
-      offsets[r] = total;
-      total += lengths[r];
-    }
-    std::string all(static_cast<size_t>(total), '\0');
-    check(MPI_Allgatherv(value.data(), mine, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-                         MPI_CHAR, comm_),
-          "MPI_Allgatherv", rank_);
-    std::vector<std::string> out;
-    for (int r = 0; r < size_; ++r) out.push_back(all.substr(offsets[r], lengths[r]));
+    ibcast(out.data(), static_cast<int>(bytes), MPI_CHAR, deadline, what);
     return out;
   }
 
  private:
+  // MPI_Ibcast from rank 0, tested until done or the deadline (then Error(kTimeout)).
+  void ibcast(void* data, int count, MPI_Datatype type, Deadline deadline, std::string_view what) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Ibcast(data, count, type, 0, comm_, &request), "MPI_Ibcast", rank_);
+    for (int done = 0;;) {
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test of an MPI_Ibcast", rank_);
+      if (done) return;
+      if (deadline.expired())
+        throw make_error(ErrorCode::kTimeout,
+                         "rank {} of {}: timed out (TUTTI_TIMEOUT) waiting for {} from rank 0 by "
+                         "MPI_Ibcast; did every rank call tutti_init?",
+                         rank_, size_, what);
+      sched_yield();
+    }
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owns_mpi_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
