@@ -3,10 +3,11 @@
 // result is exact in every type and the two must agree bit for bit (float16 and bfloat16, which MPI
 // has no type for, against the sum computed here from every rank's known inputs).
 //
-//   mpi_allreduce_check [--counts 0,1,7,1001,100003] [--app-init] [--from-mpi]
+//   mpi_allreduce_check [--counts 0,1,7,1001,100003] [--app-init] [--app-init-plain] [--from-mpi]
 //
 // Default: tutti_init initializes MPI (and finalizes it in tutti_finalize). --app-init: the program
-// calls MPI_Init_thread first and MPI_Finalize last, tutti neither. --from-mpi: the communicator
+// calls MPI_Init_thread first and MPI_Finalize last, tutti neither (--app-init-plain: plain
+// MPI_Init, whose MPI_THREAD_SINGLE the MPI transport must refuse). --from-mpi: the communicator
 // comes from MPI_COMM_WORLD (tutti/tutti_mpi.h) instead of tutti::init(). Exit 0 when all agree.
 #include <fmt/format.h>
 
@@ -157,17 +158,21 @@ bool check(const tutti::Communicator& comm, size_t count, DataType type, ReduceO
 
 int main(int argc, char** argv) {
   std::vector<size_t> counts = {0, 1, 7, 1001, 100003};
-  bool app_init = false, from_mpi = false;
+  bool app_init = false, from_mpi = false, plain = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--counts" && i + 1 < argc)
       counts = parse_counts(argv[++i]);
     else if (a == "--app-init")
       app_init = true;
+    else if (a == "--app-init-plain")
+      app_init = plain = true;
     else if (a == "--from-mpi")
       from_mpi = app_init = true;
     else {
-      fmt::print(stderr, "usage: mpi_allreduce_check [--counts LIST] [--app-init] [--from-mpi]\n");
+      fmt::print(stderr,
+                 "usage: mpi_allreduce_check [--counts LIST] [--app-init] [--app-init-plain] "
+                 "[--from-mpi]\n");
       return 2;
     }
   }
@@ -175,7 +180,10 @@ int main(int argc, char** argv) {
   try {
     if (app_init) {
       int provided = 0;
-      MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+      if (plain)
+        MPI_Init(&argc, &argv);
+      else
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     }
     {
       tutti::Communicator comm;
