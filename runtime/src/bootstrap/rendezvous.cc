@@ -73,13 +73,25 @@ void check_same_world(const WorldInfo& info, const MpiSession& mpi) {
                    info.source, info.rank, info.size, mpi.library(), mpi.rank(), mpi.size());
 }
 
-Rendezvous through_pmi(const WorldInfo& info, Rendezvous r, Deadline deadline,
+Rendezvous through_pmi(WorldInfo& info, Rendezvous r, Deadline deadline,
                        std::chrono::milliseconds request_timeout) {
   // One broadcast: "address token"; the token is hex or the user's TUTTI_JOB_TOKEN (which every
   // rank already has), so it goes last and may hold anything.
   r.pmi = info.pmi_fd >= 0 ? PmiClient::over_fd(info.pmi_fd, info.rank)
                            : PmiClient::over_port(info.pmi_port, info.pmi_id, info.rank, deadline);
   PmiClient& pmi = *r.pmi;
+  if (info.numbered_at_rendezvous) {
+    // PMI_PORT without PMI_RANK/PMI_SIZE: the launcher numbered us in its answer to cmd=initack.
+    if (pmi.launcher_size() < 1 || pmi.launcher_rank() < 0 ||
+        pmi.launcher_rank() >= pmi.launcher_size())
+      throw make_error(ErrorCode::kPeerFailure,
+                       "the PMI launcher at PMI_PORT={} numbered this process rank {} of {}; "
+                       "expected a rank in [0, size)",
+                       info.pmi_port, pmi.launcher_rank(), pmi.launcher_size());
+    info.rank = pmi.launcher_rank();
+    info.size = pmi.launcher_size();
+    info.local_rank = info.local_size = info.cross_rank = info.cross_size = -1;
+  }
   pmi.init(deadline);
   r.how = fmt::format("PMI ({})", pmi.kvs_name());
   HostedStore hosted;
@@ -176,6 +188,12 @@ Rendezvous rendezvous(WorldInfo& info, bool need_mpi, Deadline deadline,
     }
     check_same_world(info, *r.mpi);
   }
+  if (store_given && info.numbered_at_rendezvous)
+    throw make_error(ErrorCode::kConfig,
+                     "the PMI launcher at PMI_PORT={} tells rank and size only through PMI, but a "
+                     "store was given (TUTTI_STORE or MASTER_ADDR): unset it so that the ranks "
+                     "meet through PMI",
+                     info.pmi_port);
   if (store_given) {
     r.connection = open_store(info, deadline, request_timeout);
     r.job_token = info.job_token;

@@ -297,7 +297,7 @@ std::string derive_job_id(const WorldInfo& info) {
   if (auto id = env::process_value("PMI_JOBID")) return sanitize_id("pmi-" + *id);
   if (!info.store_address.empty()) return sanitize_id("store-" + info.store_address);
   // Ranks that meet through MPI or PMI without a launcher's id: rank 0 draws one in the store.
-  if (info.size > 1) return "";
+  if (info.size > 1 || info.numbered_at_rendezvous) return "";
   return fmt::format("local-{}", ::getpid());
 }
 
@@ -324,6 +324,14 @@ WorldInfo world_info_from_env() {
   if (!reading) reading = from_pmi();
   if (!reading) reading = from_torchrun();
   if (!reading) reading = from_slurm();
+  bool numbered_at_rendezvous = false;
+  if (!reading && env::process_value("PMI_PORT")) {
+    // Hydra's -pmi-port mode: rank and size come with the answer to cmd=initack.
+    reading = Reading{.source = "pmi"};
+    set_if(reading->rank, foreign_int("PMI_ID", *reading, kIndex));
+    reading->size = reading->rank + 1;
+    numbered_at_rendezvous = true;
+  }
   if (!reading) {
     reading = Reading{.source = "default"};
     reading->local_rank = 0;
@@ -334,6 +342,7 @@ WorldInfo world_info_from_env() {
   validate(*reading);
 
   WorldInfo info;
+  info.numbered_at_rendezvous = numbered_at_rendezvous;
   info.source = reading->source;
   info.rank = reading->rank;
   info.size = reading->size;
@@ -341,7 +350,7 @@ WorldInfo world_info_from_env() {
   info.local_size = reading->local_size;
   info.cross_rank = reading->cross_rank;
   info.cross_size = reading->cross_size;
-  if (info.size == 1) {
+  if (info.size == 1 && !numbered_at_rendezvous) {
     // A world of one needs no discovery.
     info.local_rank = info.cross_rank = 0;
     info.local_size = info.cross_size = 1;

@@ -33,6 +33,9 @@ struct WorldInfo {
   int pmi_fd = -1;
   std::string pmi_port;
   int pmi_id = -1;
+  // The launcher says rank and size only through its own protocol (PMI_PORT's cmd=initack):
+  // rank and size here are placeholders until the rendezvous (bootstrap/rendezvous.hpp).
+  bool numbered_at_rendezvous = false;
   // Started by tuttirun (TUTTI_LAUNCHER): watch the launcher's store connection, and fail every
   // call once it is gone.
   bool launcher_lifeline = false;

@@ -207,6 +207,16 @@ TEST_F(WorldInfoTest, PmiConnection) {
   }
 }
 
+TEST_F(WorldInfoTest, PmiPortAloneLeavesTheNumberingToTheLauncher) {
+  set({{"PMI_PORT", "node0:5000"}, {"PMI_ID", "2"}});
+  WorldInfo w = world_info_from_env();
+  EXPECT_EQ(w.source, "pmi");
+  EXPECT_TRUE(w.numbered_at_rendezvous);
+  EXPECT_EQ(w.rank, 2);  // a placeholder until cmd=initack's answer
+  EXPECT_EQ(w.pmi_port, "node0:5000");
+  EXPECT_TRUE(w.job_id.empty());
+}
+
 TEST_F(WorldInfoTest, OpenMpiNodeRankStandsInForAMissingLocalRank) {
   set({{"OMPI_COMM_WORLD_RANK", "2"},
        {"OMPI_COMM_WORLD_SIZE", "4"},

@@ -62,6 +62,12 @@ std::unique_ptr<PmiClient> PmiClient::over_port(const std::string& host_port, in
     if (fields["cmd"] != "set")
       throw make_error(ErrorCode::kPeerFailure, "rank {}: {} answered cmd=initack with cmd={}",
                        rank, client->where_, fields["cmd"]);
+    auto number = [&](const char* name) {
+      return static_cast<int>(
+          parse::integer(fields[name], fmt::format("PMI's {}", name), 0, int64_t{1} << 20));
+    };
+    if (fields.contains("rank")) client->launcher_rank_ = number("rank");
+    if (fields.contains("size")) client->launcher_size_ = number("size");
   }
   return client;
 }

@@ -39,6 +39,10 @@ class PmiClient {
   std::string get(const std::string& key, Deadline deadline);
 
   const std::string& kvs_name() const { return kvs_name_; }
+  // What a launcher reached at PMI_PORT said after cmd=initack (cmd=set rank=.. size=..); -1 when
+  // it did not (PMI_FD: the launcher said it in PMI_RANK and PMI_SIZE instead).
+  int launcher_rank() const { return launcher_rank_; }
+  int launcher_size() const { return launcher_size_; }
 
   // "cmd=get_result rc=0 value=x" -> {cmd: get_result, rc: 0, value: x}; exposed for tests.
   static std::map<std::string, std::string> parse_line(std::string_view line);
@@ -58,6 +62,8 @@ class PmiClient {
   std::string kvs_name_;
   size_t key_max_ = 64, value_max_ = 256;
   bool initialized_ = false;
+  int launcher_rank_ = -1;
+  int launcher_size_ = -1;
 };
 
 }  // namespace tutti::bootstrap
