@@ -22,6 +22,10 @@ packages=(
   openssh-client openssh-server
   # Peers for tutti-bench --baseline mpi|gloo, and gnuplot for bench/plot.sh (make bench).
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
+  # MPICH's Hydra (mpiexec.hydra) for the PMI-1 bootstrap tests (ctest -L mpi). Only the launcher:
+  # libtutti's PMI client links no MPI, and the build stays on Open MPI (CMakeLists.txt pins
+  # FindMPI to mpicc.openmpi; Debian gives Open MPI's mpirun priority 50 over MPICH's 40).
+  mpich
   # clang with libFuzzer (scripts/fuzz.sh, make fuzz): every tests/fuzz target is fuzzed in CI.
   clang-14 libclang-rt-14-dev
   # make format.
@@ -53,3 +57,15 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# mpich registers mpirun/mpiexec alternatives too. Open MPI must stay the plain `mpirun` (the docs,
+# tuttirun --mpirun and the bench use it): if someone pointed the alternative elsewhere, say so.
+if command -v update-alternatives >/dev/null 2>&1 && [ -e /usr/bin/mpirun.openmpi ]; then
+  current=$(readlink -f /usr/bin/mpirun || true)
+  case "$current" in
+    */orterun | */mpirun.openmpi | */prterun) ;;
+    *) echo "install-deps: warning: /usr/bin/mpirun is $current, not Open MPI's; run" \
+         "'update-alternatives --set mpirun /usr/bin/mpirun.openmpi' (tests call mpirun.openmpi" \
+         "and mpiexec.hydra by name either way)" >&2 ;;
+  esac
+fi

@@ -1,22 +1,15 @@
 #include "baselines/mpi_baseline.hpp"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
 // The C API only: Open MPI's deprecated C++ bindings would need libmpi_cxx.
 #define OMPI_SKIP_MPICXX 1
 #include <mpi.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "env_value.hpp"
-#include "net/fd.hpp"
 
 namespace tutti::bench {
 namespace {
@@ -32,62 +25,6 @@ void check_mpi(int rc, const char* what) {
 
 bool has_env(const char* name) {
   return env_value(name).has_value();
-}
-
-// A TCP port the kernel says is free right now: bind port 0, read it back, close. Another process
-// could take it before rank 0's store binds it; tutti::init() then fails naming the port, and a
-// rerun picks another.
-int pick_free_port() {
-  net::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid())
-    throw Error(ErrorCode::kSystem,
-                fmt::format("--baseline mpi: rank 0 cannot open a socket to pick a store port: {}",
-                            std::strerror(errno)));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    throw Error(ErrorCode::kSystem,
-                fmt::format("--baseline mpi: rank 0 cannot bind port 0 to pick a store port: {}; "
-                            "set MASTER_ADDR and MASTER_PORT yourself (mpirun -x)",
-                            std::strerror(errno)));
-  return ntohs(addr.sin_port);
-}
-
-std::string host_name() {
-  std::array<char, 256> host{};
-  if (::gethostname(host.data(), host.size() - 1) != 0) return "localhost";
-  return host.data();
-}
-
-// Rank 0's address as the others reach it: loopback when every rank runs on rank 0's host (it
-// always works there), else what rank 0's host name resolves to.
-std::string master_address(int rank) {
-  std::array<char, 256> root_host{};
-  std::string mine = host_name();
-  if (rank == 0) std::strncpy(root_host.data(), mine.c_str(), root_host.size() - 1);
-  check_mpi(
-      MPI_Bcast(root_host.data(), static_cast<int>(root_host.size()), MPI_CHAR, 0, MPI_COMM_WORLD),
-      "MPI_Bcast of rank 0's host name");
-  int same = mine == root_host.data() ? 1 : 0;
-  int all_same = 0;
-  check_mpi(MPI_Allreduce(&same, &all_same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD),
-            "MPI_Allreduce of host names");
-  if (all_same) return "127.0.0.1";
-  return root_host.data();
-}
-
-// Hands tutti::init() a store at rank 0 when mpirun gave none (see mpi_baseline.hpp).
-void publish_store_address(int rank) {
-  if (has_env("TUTTI_STORE") || (has_env("MASTER_ADDR") && has_env("MASTER_PORT"))) return;
-  std::string addr = master_address(rank);
-  int port = rank == 0 ? pick_free_port() : 0;
-  check_mpi(MPI_Bcast(&port, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast of the store port");
-  ::setenv("MASTER_ADDR", addr.c_str(), 1);
-  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
 }
 
 std::string library_version() {
@@ -161,10 +98,13 @@ class MpiSession final : public BaselineSession {
                   "--baseline mpi needs a job started by Open MPI's mpirun, e.g. mpirun -np 2 "
                   "tutti-bench allreduce --baseline mpi (as root add --allow-run-as-root); under "
                   "tuttirun use --baseline gloo");
-    check_mpi(MPI_Init(nullptr, nullptr), "MPI_Init");
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    publish_store_address(rank);
+    // SERIALIZED: tutti's MPI transport (TUTTI_TRANSPORT=mpi) calls MPI from the thread that
+    // drives the communicator, one call at a time; Open MPI takes no locks below MULTIPLE, so
+    // MPI_Allreduce runs as fast as under plain MPI_Init. tutti::init() then meets the other ranks
+    // through MPI (rank 0's store address goes out by MPI_Bcast) and leaves MPI to us.
+    int provided = 0;
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
+              "MPI_Init_thread");
   }
   ~MpiSession() override { MPI_Finalize(); }
   void abort_job(int code) noexcept override { MPI_Abort(MPI_COMM_WORLD, code); }

@@ -12,10 +12,8 @@
 
 namespace tutti::bench {
 
-// MPI_Init, then, when the job was started by mpirun without a tutti store (no TUTTI_STORE, no
-// MASTER_ADDR/MASTER_PORT), rank 0 picks a free TCP port on its host and MPI_Bcast tells every rank
-// to use it as MASTER_ADDR/MASTER_PORT, so tutti::init() finds rank 0's store. MPI_Finalize when
-// destroyed.
+// MPI_Init_thread (MPI_THREAD_SERIALIZED, for TUTTI_WITH_MPI's transport too); tutti::init() then
+// meets the other ranks through MPI unless a store is given. MPI_Finalize when destroyed.
 std::unique_ptr<BaselineSession> start_mpi_session();
 
 }  // namespace tutti::bench

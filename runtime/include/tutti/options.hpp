@@ -19,7 +19,8 @@ namespace tutti {
 
 // Values match the collectives' numbering.
 enum class Algorithm : int { kAuto = 0, kRing, kTree, kHalvingDoubling, kShm, kHierarchical };
-enum class TransportKind : int { kAuto = 0, kTcp, kShm };
+// kMpi: MPI point-to-point to every peer (started by mpirun, or a communicator from an MPI_Comm).
+enum class TransportKind : int { kAuto = 0, kTcp, kShm, kMpi };
 
 struct TUTTI_OPTIONS_API Options {
   TransportKind transport = TransportKind::kAuto;  // TUTTI_TRANSPORT
@@ -35,6 +36,7 @@ struct TUTTI_OPTIONS_API Options {
   std::string shm_stores = "auto";                 // TUTTI_SHM_STORES: auto|cached|streaming
   int tcp_streams = 1;                             // TUTTI_TCP_STREAMS
   size_t tcp_buffer_bytes = 4 << 20;               // TUTTI_TCP_BUFFER_BYTES (0: kernel's)
+  size_t mpi_message_bytes = 60 << 10;             // TUTTI_MPI_MESSAGE_BYTES (transport mpi)
   std::string socket_ifname;                       // TUTTI_SOCKET_IFNAME
   std::string listen_address;                      // TUTTI_ADDR
   std::string tune_file;                           // TUTTI_TUNE_FILE

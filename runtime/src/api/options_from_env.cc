@@ -18,6 +18,7 @@ std::chrono::milliseconds milliseconds(std::string_view name) {
 TransportKind transport_named(const std::string& name) {
   if (name == "tcp") return TransportKind::kTcp;
   if (name == "shm") return TransportKind::kShm;
+  if (name == "mpi") return TransportKind::kMpi;
   return TransportKind::kAuto;
 }
 
@@ -42,6 +43,7 @@ Options Options::from_env() {
   o.shm_stores = env::get_choice("TUTTI_SHM_STORES");
   o.tcp_streams = static_cast<int>(env::get_int("TUTTI_TCP_STREAMS"));
   o.tcp_buffer_bytes = env::get_bytes("TUTTI_TCP_BUFFER_BYTES");
+  o.mpi_message_bytes = env::get_bytes("TUTTI_MPI_MESSAGE_BYTES");
   o.socket_ifname = env::get_string("TUTTI_SOCKET_IFNAME");
   o.listen_address = env::get_string("TUTTI_ADDR");
   o.tune_file = env::get_string("TUTTI_TUNE_FILE");

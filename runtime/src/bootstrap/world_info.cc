@@ -47,6 +47,7 @@ struct Bounds {
 };
 constexpr Bounds kIndex{0, env::kMaxRanks - 1};
 constexpr Bounds kCount{1, env::kMaxRanks};
+constexpr Bounds kFd{0, 1 << 30};
 
 // Reads an integer variable of another launcher through the checked parser; records it for
 // messages. Out of range or not a number is Error(kConfig) naming the variable and the range.
@@ -295,6 +296,8 @@ std::string derive_job_id(const WorldInfo& info) {
   if (auto id = env::process_value("OMPI_MCA_ess_base_jobid")) return sanitize_id("ompi-" + *id);
   if (auto id = env::process_value("PMI_JOBID")) return sanitize_id("pmi-" + *id);
   if (!info.store_address.empty()) return sanitize_id("store-" + info.store_address);
+  // Ranks that meet through MPI or PMI without a launcher's id: rank 0 draws one in the store.
+  if (info.size > 1 || info.numbered_at_rendezvous) return "";
   return fmt::format("local-{}", ::getpid());
 }
 
@@ -321,6 +324,14 @@ WorldInfo world_info_from_env() {
   if (!reading) reading = from_pmi();
   if (!reading) reading = from_torchrun();
   if (!reading) reading = from_slurm();
+  bool numbered_at_rendezvous = false;
+  if (!reading && env::process_value("PMI_PORT")) {
+    // Hydra's -pmi-port mode: rank and size come with the answer to cmd=initack.
+    reading = Reading{.source = "pmi"};
+    set_if(reading->rank, foreign_int("PMI_ID", *reading, kIndex));
+    reading->size = reading->rank + 1;
+    numbered_at_rendezvous = true;
+  }
   if (!reading) {
     reading = Reading{.source = "default"};
     reading->local_rank = 0;
@@ -331,6 +342,7 @@ WorldInfo world_info_from_env() {
   validate(*reading);
 
   WorldInfo info;
+  info.numbered_at_rendezvous = numbered_at_rendezvous;
   info.source = reading->source;
   info.rank = reading->rank;
   info.size = reading->size;
@@ -338,7 +350,7 @@ WorldInfo world_info_from_env() {
   info.local_size = reading->local_size;
   info.cross_rank = reading->cross_rank;
   info.cross_size = reading->cross_size;
-  if (info.size == 1) {
+  if (info.size == 1 && !numbered_at_rendezvous) {
     // A world of one needs no discovery.
     info.local_rank = info.cross_rank = 0;
     info.local_size = info.cross_size = 1;
@@ -353,6 +365,15 @@ WorldInfo world_info_from_env() {
   info.host_id = env::raw("TUTTI_HOST").value_or(default_host_id());
   info.job_token = env::get_string("TUTTI_JOB_TOKEN");
   info.launcher_lifeline = env::is_set("TUTTI_LAUNCHER");
+  info.mpi_launcher =
+      env::process_value("OMPI_COMM_WORLD_SIZE").has_value() || env::process_value("PMIX_RANK");
+  if (reading->source == "pmi") {
+    // The launcher's PMI connection, for a rendezvous through its key-value space.
+    Reading pmi{.source = "pmi"};
+    if (auto fd = foreign_int("PMI_FD", pmi, kFd)) info.pmi_fd = *fd;
+    info.pmi_port = env::process_value("PMI_PORT").value_or("");
+    if (auto id = foreign_int("PMI_ID", pmi, kIndex)) info.pmi_id = *id;
+  }
   if (auto id = env::raw("TUTTI_JOB_ID")) {
     info.job_id = *id;
   } else {

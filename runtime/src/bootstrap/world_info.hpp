@@ -24,7 +24,18 @@ struct WorldInfo {
   // 0).
   bool host_store = false;
   std::string job_token;  // TUTTI_JOB_TOKEN, may be empty
-  std::string job_id;     // TUTTI_JOB_ID, or derived
+  std::string job_id;     // TUTTI_JOB_ID, or derived; empty: rank 0 draws one in the store
+  // Started by an MPI launcher (Open MPI's OMPI_COMM_WORLD_*, or PMIx's PMIX_RANK): without a
+  // store, MPI carries the store address (bootstrap/rendezvous.hpp).
+  bool mpi_launcher = false;
+  // Started by a PMI-1 launcher (MPICH's Hydra mpiexec, Slurm with PMI): the connection to it, as
+  // the fd it passed (PMI_FD) or its host:port (PMI_PORT, with PMI_ID); -1 / empty when not.
+  int pmi_fd = -1;
+  std::string pmi_port;
+  int pmi_id = -1;
+  // The launcher says rank and size only through its own protocol (PMI_PORT's cmd=initack):
+  // rank and size here are placeholders until the rendezvous (bootstrap/rendezvous.hpp).
+  bool numbered_at_rendezvous = false;
   // Started by tuttirun (TUTTI_LAUNCHER): watch the launcher's store connection, and fail every
   // call once it is gone.
   bool launcher_lifeline = false;

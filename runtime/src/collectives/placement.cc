@@ -26,15 +26,17 @@ Placement placement_of(const Context& ctx) {
   }
   p.window = ctx.transport.local_window() != nullptr;
   // With several hosts every rank has a TCP channel, with one host none has (unless
-  // TUTTI_TRANSPORT=tcp, which makes them all TCP): every rank sees the same flat link.
+  // TUTTI_TRANSPORT=tcp, which makes them all TCP): every rank sees the same flat link. MPI
+  // (TUTTI_TRANSPORT=mpi) is priced as a network link, like TCP.
   bool any_tcp = false;
   for (int peer = 0; peer < ctx.size && !any_tcp; ++peer)
-    any_tcp = peer != ctx.rank && ctx.transport.channel(peer).kind() == "tcp";
+    any_tcp = peer != ctx.rank && (ctx.transport.channel(peer).kind() == "tcp" ||
+                                   ctx.transport.channel(peer).kind() == "mpi");
   const std::string& transport = settings_of(ctx).transport;
   p.flat = any_tcp ? Link::kTcp : Link::kShm;
   // From the setting, not from this rank's channels: a rank alone on its host has no local
   // channel to look at, and every rank must price the same way.
-  p.local = transport == "tcp" ? Link::kTcp : Link::kShm;
+  p.local = transport == "tcp" || transport == "mpi" ? Link::kTcp : Link::kShm;
   p.transport = transport;
   return p;
 }

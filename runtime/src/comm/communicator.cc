@@ -22,6 +22,8 @@ static_assert(static_cast<int>(TransportKind::kTcp) ==
               static_cast<int>(transport::TransportChoice::kTcp));
 static_assert(static_cast<int>(TransportKind::kShm) ==
               static_cast<int>(transport::TransportChoice::kShm));
+static_assert(static_cast<int>(TransportKind::kMpi) ==
+              static_cast<int>(transport::TransportChoice::kMpi));
 
 transport::CallSignature signature(transport::CallKind kind, size_t count, DataType type, int op,
                                    int root) {
@@ -75,6 +77,7 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   auto settings = std::make_shared<collectives::Settings>();
   settings->transport = options.transport == TransportKind::kTcp   ? "tcp"
                         : options.transport == TransportKind::kShm ? "shm"
+                        : options.transport == TransportKind::kMpi ? "mpi"
                                                                    : "auto";
   settings->shm_stores = options.shm_stores;
   settings->model = std::make_shared<const collectives::CostModel>(

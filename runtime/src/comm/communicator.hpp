@@ -69,6 +69,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // ranks that never arrived.
   static std::shared_ptr<Communicator> create(const bootstrap::WorldInfo& info,
                                               const Options& options);
+  // Joins the ranks of an MPI communicator (tutti/tutti_mpi.h), meeting through MPI; collective
+  // over that communicator.
+  static std::shared_ptr<Communicator> create(std::shared_ptr<bootstrap::MpiSession> mpi,
+                                              const Options& options);
   // Joins `size` ranks meeting through a caller's store.
   static std::shared_ptr<Communicator> create(std::shared_ptr<tutti::Store> store, int rank,
                                               int size, const Options& options);

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/rendezvous.hpp"
 #include "bootstrap/store_adapters.hpp"
-#include "bootstrap/store_factory.hpp"
 #include "comm/communicator.hpp"
 #include "comm/shared_store.hpp"
 #include "core/error.hpp"
@@ -128,6 +128,8 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
   mesh.shm_spin_rounds = options.shm_spin_rounds;
   mesh.tcp_streams = options.tcp_streams;
   mesh.tcp_buffer_bytes = options.tcp_buffer_bytes;
+  mesh.mpi_message_bytes = options.mpi_message_bytes;
+  mesh.mpi = job->mpi;
   job->fabric = transport::connect_fabric(mesh, store, deadline);
   return job;
 }
@@ -171,6 +173,16 @@ std::string host_name_address() {
   return !ipv4.empty() ? ipv4 : !ipv6.empty() ? ipv6 : "127.0.0.1";
 }
 
+// The job of a world that met through `met`: its store (and store server), MPI and PMI.
+std::shared_ptr<Job> job_of(bootstrap::Rendezvous& met) {
+  auto job = std::make_shared<Job>();
+  job->mpi = std::move(met.mpi);
+  job->pmi = std::move(met.pmi);
+  job->server = std::move(met.connection.server);
+  job->store = std::make_shared<SharedStore>(std::move(met.connection.store));
+  return job;
+}
+
 void check_options(const Options& options) {
   if (options.segment_bytes == 0)
     throw make_error(ErrorCode::kConfig,
@@ -181,24 +193,25 @@ void check_options(const Options& options) {
 
 }  // namespace
 
-std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& info,
+std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& launcher_info,
                                                    const Options& options) {
   check_options(options);
+  bootstrap::WorldInfo info = launcher_info;  // MPI may number a PMIx launcher's ranks
   log::set_rank(info.rank);
   const std::string chosen_by_ifname = ifname_address(options, info.rank);
   const Deadline deadline = Deadline::after(options.init_timeout);
-  bootstrap::StoreConnection connection =
-      bootstrap::open_store(info, deadline, options.init_timeout);
-  auto job = std::make_shared<Job>();
-  job->server = std::move(connection.server);
-  job->store = std::make_shared<SharedStore>(std::move(connection.store));
+  bootstrap::Rendezvous met = bootstrap::rendezvous(info, options.transport == TransportKind::kMpi,
+                                                    deadline, options.init_timeout);
+  log::set_rank(info.rank);
+  log::debug("rank {} of {} meets the others through {}", info.rank, info.size, met.how);
+  auto job = job_of(met);
   Joining j{.rank = info.rank,
             .size = info.size,
             .host_id = info.host_id,
             .job_id = info.job_id,
             .id_key = "tutti/job_id",
-            .job_token = info.job_token,
-            .local_address = connection.local_address,
+            .job_token = met.job_token,
+            .local_address = met.connection.local_address,
             .ifname_address = chosen_by_ifname};
   meet(job, j, options, deadline);
   auto world = world_of(job, options, deadline, info.size);
@@ -256,6 +269,28 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<tutti::Store>
             .id_key = fmt::format("tutti/{}/job_id", name),
             .job_token = options.job_token,
             .local_address = host_name_address(),
+            .ifname_address = chosen_by_ifname};
+  meet(job, j, options, deadline);
+  return world_of(job, options, deadline, size);
+}
+
+std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<bootstrap::MpiSession> mpi,
+                                                   const Options& options) {
+  check_options(options);
+  const int rank = mpi->rank();
+  const int size = mpi->size();
+  const std::string chosen_by_ifname = ifname_address(options, rank);
+  const Deadline deadline = Deadline::after(options.init_timeout);
+  bootstrap::Rendezvous met = bootstrap::rendezvous_over_mpi(std::move(mpi), options.job_token,
+                                                             deadline, options.init_timeout);
+  auto job = job_of(met);
+  Joining j{.rank = rank,
+            .size = size,
+            .host_id = options.host_id.empty() ? bootstrap::default_host_id() : options.host_id,
+            .job_id = {},
+            .id_key = "tutti/job_id",
+            .job_token = met.job_token,
+            .local_address = met.connection.local_address,
             .ifname_address = chosen_by_ifname};
   meet(job, j, options, deadline);
   return world_of(job, options, deadline, size);

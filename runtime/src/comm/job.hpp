@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/mpi_session.hpp"
+#include "bootstrap/pmi/pmi_client.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "comm/interrupt.hpp"
@@ -22,6 +24,10 @@ namespace tutti::comm {
 struct Job {
   std::string job_id;  // namespaces the store keys and /dev/shm names of every communicator
   std::string job_token;
+  // How the ranks met (MPI, PMI): declared first, so they go last, after the links that use MPI
+  // and the store that PMI's rendezvous named.
+  std::shared_ptr<bootstrap::MpiSession> mpi;
+  std::unique_ptr<bootstrap::PmiClient> pmi;
   std::unique_ptr<bootstrap::TcpStoreServer> server;  // when this rank hosts the store
   std::shared_ptr<bootstrap::Store> store;            // a SharedStore: any thread may use it
   std::shared_ptr<transport::Fabric> fabric;

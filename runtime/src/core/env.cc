@@ -53,8 +53,10 @@ constexpr std::array kVariables = {
              parse::kMaxSeconds},
     Variable{"TUTTI_LOG_LEVEL", Kind::kChoice, "warn", "error|warn|info|debug|trace",
              "Logging threshold (stderr)."},
-    Variable{"TUTTI_TRANSPORT", Kind::kChoice, "auto", "auto|tcp|shm",
-             "Per-peer transport: auto = shm for peers on this host, tcp otherwise."},
+    Variable{"TUTTI_TRANSPORT", Kind::kChoice, "auto", "auto|tcp|shm|mpi",
+             "Per-peer transport: auto = shm for peers on this host, tcp otherwise; mpi = MPI "
+             "point-to-point to every peer (a job started by Open MPI's mpirun, libtutti built "
+             "with MPI)."},
     Variable{
         "TUTTI_ALGO", Kind::kChoice, "auto", "auto|ring|tree|hd|shm|hier",
         "Allreduce algorithm: ring, double binary tree, recursive halving-doubling, shared-memory "
@@ -107,6 +109,12 @@ constexpr std::array kVariables = {
              "net.core.wmem_max/rmem_max); 0 leaves "
              "the kernel's autotuning on.",
              0, kGiB},
+    Variable{"TUTTI_MPI_MESSAGE_BYTES", Kind::kBytes, "60K", "",
+             "Largest MPI message of TUTTI_TRANSPORT=mpi: larger payloads are cut into messages "
+             "of this size. Below the MPI's eager limit (Open MPI's TCP: 64 KiB) every message "
+             "is sent at once, with no rendezvous round trip per message; raise it where "
+             "rendezvous is cheap (RDMA networks).",
+             4 * kKiB, kGiB},
     Variable{"TUTTI_SOCKET_IFNAME", Kind::kString, "", "",
              "Interfaces ranks listen on for peers (and tuttirun advertises its store on), in "
              "NCCL/Gloo syntax: `eth` = names starting with eth, `eth,ib` = a list, `^docker,lo` "

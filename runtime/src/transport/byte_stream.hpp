@@ -30,6 +30,10 @@ class ByteStream {
   // until the peer closes or the deadline passes.
   virtual void drain_before_close(Deadline deadline) { (void)deadline; }
 
+  // Bytes past those write_some reported that the stream has already taken and cannot take back
+  // (MPI sends in flight): the frames they belong to will reach the peer, so they count as started.
+  virtual size_t committed_bytes() const { return 0; }
+
   virtual int wait_fd() const = 0;
   virtual int liveness_fd() const { return -1; }
   virtual std::string describe() const = 0;

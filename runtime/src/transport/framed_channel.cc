@@ -135,12 +135,17 @@ void FramedChannel::release_context(ContextId context) {
 void FramedChannel::drop_sends_of(const ContextState& state) {
   // A stream that broke will never write again: drop everything of the context.
   const bool dead = stream_broken_ || closed_.has_value() || failure_.has_value();
+  // Frames (of any context) whose bytes the stream took without reporting them yet are under way.
+  size_t committed = stream_->committed_bytes();
   for (auto it = sends_.begin(); it != sends_.end();) {
+    const size_t left = (kHeaderBytes - it->header_done) + (it->op->size - it->op->done);
+    const bool started = it->header_done > 0 || it->op->done > 0 || committed > 0;
+    committed -= std::min(committed, left);
     if (it->context != &state) {
       ++it;
       continue;
     }
-    if (dead || (it->header_done == 0 && it->op->done == 0)) {
+    if (dead || !started) {
       it->context->pending_sends--;
       it = sends_.erase(it);
       continue;

@@ -6,6 +6,7 @@
 #include "core/log.hpp"
 #include "core/parse.hpp"
 #include "transport/mesh_rendezvous.hpp"
+#include "transport/mpi_links.hpp"
 #include "transport/shm/shm_mesh.hpp"
 #include "transport/shm/shm_sizing.hpp"
 #include "transport/shm/shm_window.hpp"
@@ -52,10 +53,13 @@ std::string why_no_window(const MeshConfig& c, size_t bytes, size_t area) {
   for (int r = 0; r < c.size; ++r)
     if (r != c.rank && !uses_shm(c, c.rank, r))
       return fmt::format(
-          "rank {} (host {}) reaches rank {} (host {}) over tcp, so not all ranks "
+          "rank {} (host {}) reaches rank {} (host {}) over {}, so not all ranks "
           "share memory (TUTTI_TRANSPORT={})",
           c.rank, c.host_ids[c.rank], r, c.host_ids[r],
-          c.choice == TransportChoice::kTcp ? "tcp" : "auto");
+          c.choice == TransportChoice::kMpi ? "mpi" : "tcp",
+          c.choice == TransportChoice::kTcp   ? "tcp"
+          : c.choice == TransportChoice::kMpi ? "mpi"
+                                              : "auto");
   if (bytes == 0) return "TUTTI_SHM_WINDOW_BYTES=0 turned the shared-memory window off";
   if (area < kMinWindowBytes)
     return fmt::format(
@@ -71,6 +75,8 @@ std::shared_ptr<Fabric> connect_fabric(const MeshConfig& config, bootstrap::Stor
                                        Deadline deadline) {
   validate(config);
   (void)window_bytes(config);  // a bad setting fails before anything is published
+  if (config.choice == TransportChoice::kMpi)
+    return std::make_shared<Fabric>(config.rank, connect_mpi_links(config));
   MeshContext context{config, store, deadline};
   std::vector<int> tcp_peers, shm_peers, all_peers;
   for (int r = 0; r < config.size; ++r) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/mpi_session.hpp"
 #include "bootstrap/store.hpp"
 #include "core/deadline.hpp"
 #include "transport/fabric.hpp"
@@ -16,7 +17,7 @@
 
 namespace tutti::transport {
 
-enum class TransportChoice { kAuto, kTcp, kShm };
+enum class TransportChoice { kAuto, kTcp, kShm, kMpi };
 
 struct MeshConfig {
   int rank = 0;
@@ -41,6 +42,10 @@ struct MeshConfig {
   std::optional<int> shm_spin_rounds;
   int tcp_streams = 1;                // connections per pair of ranks
   size_t tcp_buffer_bytes = 4 << 20;  // socket buffers; 0 leaves the kernel's autotuning on
+  // The MPI world (MPI bootstrap) for choice kMpi: every link goes over MPI point-to-point.
+  std::shared_ptr<bootstrap::MpiSession> mpi;
+  // Largest MPI message of the MPI transport; larger payloads are cut (mpi/mpi_links.cc).
+  size_t mpi_message_bytes = 60 << 10;
 };
 
 // The links of this rank to every other (fabric.hpp), nothing more: no window.

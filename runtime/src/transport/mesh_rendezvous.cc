@@ -14,6 +14,7 @@ bool uses_shm(const MeshConfig& config, int a, int b) {
     case TransportChoice::kShm:
       return true;
     case TransportChoice::kTcp:
+    case TransportChoice::kMpi:
       return false;
     case TransportChoice::kAuto:
       return config.host_ids[a] == config.host_ids[b];

@@ -45,6 +45,10 @@ const std::vector<std::string> kVariables = {"TUTTI_RANK",
                                              "MPI_LOCALRANKID",
                                              "MPI_LOCALNRANKS",
                                              "PMI_JOBID",
+                                             "PMI_FD",
+                                             "PMI_PORT",
+                                             "PMI_ID",
+                                             "PMIX_RANK",
                                              "RANK",
                                              "WORLD_SIZE",
                                              "LOCAL_RANK",
@@ -167,6 +171,50 @@ TEST_F(WorldInfoTest, OpenMpi) {
   EXPECT_EQ(w.local_rank, 1);
   EXPECT_EQ(w.local_size, 2);
   EXPECT_TRUE(w.store_address.empty());
+}
+
+TEST_F(WorldInfoTest, AnMpiLauncherIsNoticedAndLeavesTheJobIdToTheStore) {
+  set({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}});
+  WorldInfo w = world_info_from_env();
+  EXPECT_TRUE(w.mpi_launcher);
+  EXPECT_EQ(w.pmi_fd, -1);
+  EXPECT_TRUE(w.job_id.empty()) << w.job_id;  // no launcher id, no store: rank 0 draws one
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  set({{"PMIX_RANK", "0"}});
+  EXPECT_TRUE(world_info_from_env().mpi_launcher);
+}
+
+TEST_F(WorldInfoTest, PmiConnection) {
+  set({{"PMI_RANK", "1"}, {"PMI_SIZE", "3"}, {"PMI_FD", "6"}});
+  WorldInfo w = world_info_from_env();
+  EXPECT_EQ(w.source, "pmi");
+  EXPECT_EQ(w.pmi_fd, 6);
+  EXPECT_FALSE(w.mpi_launcher);
+  ::unsetenv("PMI_FD");
+  set({{"PMI_PORT", "node0:5000"}, {"PMI_ID", "1"}});
+  w = world_info_from_env();
+  EXPECT_EQ(w.pmi_fd, -1);
+  EXPECT_EQ(w.pmi_port, "node0:5000");
+  EXPECT_EQ(w.pmi_id, 1);
+  set({{"PMI_FD", "six"}});
+  try {
+    world_info_from_env();
+    FAIL() << "PMI_FD=six was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConfig);
+    EXPECT_NE(std::string(e.what()).find("PMI_FD"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(WorldInfoTest, PmiPortAloneLeavesTheNumberingToTheLauncher) {
+  set({{"PMI_PORT", "node0:5000"}, {"PMI_ID", "2"}});
+  WorldInfo w = world_info_from_env();
+  EXPECT_EQ(w.source, "pmi");
+  EXPECT_TRUE(w.numbered_at_rendezvous);
+  EXPECT_EQ(w.rank, 2);  // a placeholder until cmd=initack's answer
+  EXPECT_EQ(w.pmi_port, "node0:5000");
+  EXPECT_TRUE(w.job_id.empty());
 }
 
 TEST_F(WorldInfoTest, OpenMpiNodeRankStandsInForAMissingLocalRank) {
