@@ -56,5 +56,10 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tuttiConfig.cmake
   DESTINATION ${TUTTI_CMAKE_DIR})
 
 # pkg-config: prefix is computed from the .pc file's own place (pcfiledir), so the tree can move.
+# With MPI, a static link also needs Open MPI's libraries (its pkg-config module is ompi-c).
+set(TUTTI_PC_REQUIRES_PRIVATE "")
+if(TUTTI_HAVE_MPI)
+  set(TUTTI_PC_REQUIRES_PRIVATE "Requires.private: ompi-c")
+endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/tutti.pc.in ${CMAKE_CURRENT_BINARY_DIR}/tutti.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tutti.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -33,7 +33,8 @@ void Engine::classify(Announcements& out, std::vector<uint64_t>& bits) {
       if (e.request.ready && !e.request.ready->ready()) continue;
       e.state = Entry::State::kNew;
       e.drained = now;
-      Timeline::instance().span(label_, name, "queue", e.enqueued, now);
+      if (e.enqueued != Clock::time_point{})
+        Timeline::instance().span(label_, name, "queue", e.enqueued, now);
     }
     if (e.state == Entry::State::kAnnounced) continue;
     std::optional<uint32_t> slot;

@@ -1,14 +1,21 @@
 #include "engine/engine.hpp"
 
+#include <algorithm>
 #include <exception>
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "engine/timeline.hpp"
 
 namespace tutti::engine {
 
 thread_local bool on_engine_thread = false;
+
+namespace {
+// The longest a burst of enqueues may delay the cycle it starts.
+constexpr std::chrono::microseconds kBurstWindow{100};
+}  // namespace
 
 namespace {
 
@@ -135,7 +142,7 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
     Entry e;
     e.request = std::move(request);
     e.handle = handle;
-    e.enqueued = Clock::now();
+    if (Timeline::instance().active()) e.enqueued = Clock::now();
     incoming_.push_back(std::move(e));
     news_ = true;
   }
@@ -193,6 +200,17 @@ bool Engine::wait_for_cycle() {
       (pending || active_) ? Clock::duration(cycle_time_) : Clock::duration(settings_.heartbeat);
   cv_.wait_for(lock, wait, [&] { return news_; });
   news_ = false;
+  // A burst of enqueues (a backward pass, a trainer looping over its gradients) is still coming
+  // in: take it into this cycle instead of cutting it in two, as long as it keeps growing between
+  // two yields of this thread (so a lone tensor waits one yield), at most the cycle time.
+  const auto limit = Clock::now() + std::min<Clock::duration>(cycle_time_, kBurstWindow);
+  for (size_t seen = incoming_.size(); seen > 0 && Clock::now() < limit;) {
+    lock.unlock();
+    std::this_thread::yield();
+    lock.lock();
+    if (incoming_.size() == seen) break;
+    seen = incoming_.size();
+  }
   return true;
 }
 
