@@ -21,7 +21,8 @@ logs=${SANITIZE_LOGS:-$root/build-sanitize-logs}
 # test scripts are given); a test whose program is missing fails as "not found", so a new one shows.
 ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-allreduce collectives_check
   mismatch_check two_threads_check launcher_probe token_intruder idle_intruder bench_tune_test
-  communicators_check c_comms_check launcher_gone_check collective_set_check)
+  communicators_check c_comms_check launcher_gone_check collective_set_check engine_check
+  c_engine_check plain_sgd)
 
 # The multi-threaded parts under TSan: the store server and its clients, the lifeline (bootstrap unit
 # tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
@@ -67,9 +68,11 @@ run_asan() {
   echo "sanitize.sh: building the dev preset (ASan + UBSan) in build-dev/"
   cmake --preset dev >/dev/null
   # mpi_pods_check exists only where Open MPI was found.
-  if cmake --build build-dev --target help 2>/dev/null | grep -q '^mpi_pods_check:'; then
-    ASAN_TARGETS+=(mpi_pods_check)
-  fi
+  local help
+  help=$(cmake --build build-dev --target help 2>/dev/null)
+  if grep -q '^mpi_pods_check:' <<<"$help"; then ASAN_TARGETS+=(mpi_pods_check); fi
+  # The MPI and PMI tests' program exists only in a build with MPI.
+  if grep -q '^mpi_allreduce_check:' <<<"$help"; then ASAN_TARGETS+=(mpi_allreduce_check); fi
   # Only what the integration tests run (not the ~70 unit-test binaries, which only the release
   # build runs): the dev build is most of CI's time.
   cmake --build build-dev -j "$jobs" --target "${ASAN_TARGETS[@]}"

@@ -125,7 +125,7 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
       2 * (Clock::duration(settings_.stall_timeout) + Clock::duration(comm_->options().timeout));
   {
     std::lock_guard lock(mutex_);
-    if (stopped_) throw *stopped_;
+    if (stopped_) throw unshared(*stopped_);
     if (shutdown_requested_)
       throw make_error(ErrorCode::kAborted, "{}: '{}' was submitted after this rank's shutdown",
                        label_, request.name);
@@ -154,7 +154,7 @@ std::shared_ptr<HandleState> Engine::join(int* last_joined_out) {
   auto handle = std::make_shared<HandleState>();
   {
     std::lock_guard lock(mutex_);
-    if (stopped_) throw *stopped_;
+    if (stopped_) throw unshared(*stopped_);
     if (join_requested_)
       throw make_error(ErrorCode::kInvalidArgument, "{}: rank {} has already joined", label_,
                        rank_);
@@ -241,7 +241,7 @@ void Engine::fail_everything(const Error& error) {
   std::shared_ptr<HandleState> join_handle;
   {
     std::lock_guard lock(mutex_);
-    if (!stopped_) stopped_ = error;
+    if (!stopped_) stopped_ = unshared(error);
     incoming.swap(incoming_);
     join_handle = std::move(join_handle_);
     in_flight_.clear();

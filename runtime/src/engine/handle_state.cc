@@ -19,7 +19,7 @@ bool HandleState::wait(Deadline deadline) const {
                 "waiting for an operation inside an engine completion callback would stop the "
                 "engine that must finish it; chain another callback instead");
   if (!cv_.wait_until(lock, deadline.at(), [&] { return finished_; })) return false;
-  if (error_) throw *error_;
+  if (error_) throw unshared(*error_);
   return true;
 }
 
@@ -29,7 +29,8 @@ void HandleState::then(Callback callback) {
     callbacks_.push_back(std::move(callback));
     return;
   }
-  std::optional<Error> error = error_;
+  std::optional<Error> error;
+  if (error_) error = unshared(*error_);
   lock.unlock();
   callback(error ? &*error : nullptr);
 }
@@ -39,7 +40,7 @@ void HandleState::complete() {
 }
 
 void HandleState::fail(const Error& error) {
-  finish(error);
+  finish(unshared(error));
 }
 
 void HandleState::finish(std::optional<Error> error) {
