@@ -52,6 +52,19 @@ std::shared_ptr<engine::Engine> engine_of(comm::Communicator& c) {
   return std::static_pointer_cast<engine::Engine>(any);
 }
 
+// The fields every operation has; each *_async sets what is its own.
+engine::EnqueueRequest request_for(const std::string& name, engine::OpKind kind, DataType type,
+                                   size_t count, const void* send, void* recv) {
+  engine::EnqueueRequest q;
+  q.name = name;
+  q.spec.kind = kind;
+  q.spec.type = type;
+  q.spec.count = count;
+  q.send = send;
+  q.recv = recv;
+  return q;
+}
+
 Handle submit(comm::Communicator& c, engine::EnqueueRequest request, const AsyncOptions& options) {
   request.spec.prescale = options.prescale;
   request.spec.postscale = options.postscale;
@@ -107,55 +120,32 @@ int Handle::last_joined() const {
 Handle Communicator::allreduce_async(const std::string& name, const void* send, void* recv,
                                      size_t count, DataType type, ReduceOp op,
                                      const AsyncOptions& options) const {
-  engine::EnqueueRequest q;
-  q.name = name;
-  q.spec.kind = engine::OpKind::kAllreduce;
-  q.spec.type = type;
+  auto q = request_for(name, engine::OpKind::kAllreduce, type, count, send, recv);
   q.spec.op = op;
-  q.spec.count = count;
-  q.send = send;
-  q.recv = recv;
   return submit(get(), std::move(q), options);
 }
 
 Handle Communicator::allgather_async(const std::string& name, const void* send, size_t rows,
                                      size_t row_count, DataType type, void* recv, size_t recv_count,
                                      const AsyncOptions& options) const {
-  engine::EnqueueRequest q;
-  q.name = name;
-  q.spec.kind = engine::OpKind::kAllgather;
-  q.spec.type = type;
-  q.spec.count = row_count;
+  auto q = request_for(name, engine::OpKind::kAllgather, type, row_count, send, recv);
   q.spec.rows = rows;
-  q.send = send;
-  q.recv = recv;
   q.recv_capacity = recv_count;
   return submit(get(), std::move(q), options);
 }
 
 Handle Communicator::broadcast_async(const std::string& name, void* buf, size_t count,
                                      DataType type, int root, const AsyncOptions& options) const {
-  engine::EnqueueRequest q;
-  q.name = name;
-  q.spec.kind = engine::OpKind::kBroadcast;
-  q.spec.type = type;
-  q.spec.count = count;
+  auto q = request_for(name, engine::OpKind::kBroadcast, type, count, nullptr, buf);
   q.spec.root = root;
-  q.recv = buf;
   return submit(get(), std::move(q), options);
 }
 
 Handle Communicator::reduce_scatter_async(const std::string& name, const void* send, void* recv,
                                           size_t recv_count, DataType type, ReduceOp op,
                                           const AsyncOptions& options) const {
-  engine::EnqueueRequest q;
-  q.name = name;
-  q.spec.kind = engine::OpKind::kReduceScatter;
-  q.spec.type = type;
+  auto q = request_for(name, engine::OpKind::kReduceScatter, type, recv_count, send, recv);
   q.spec.op = op;
-  q.spec.count = recv_count;
-  q.send = send;
-  q.recv = recv;
   return submit(get(), std::move(q), options);
 }
 
@@ -163,22 +153,15 @@ Handle Communicator::alltoall_async(const std::string& name, const void* send,
                                     std::span<const size_t> send_rows, size_t row_count,
                                     DataType type, void* recv, size_t recv_count,
                                     const AsyncOptions& options) const {
-  engine::EnqueueRequest q;
-  q.name = name;
-  q.spec.kind = engine::OpKind::kAlltoall;
-  q.spec.type = type;
-  q.spec.count = row_count;
+  auto q = request_for(name, engine::OpKind::kAlltoall, type, row_count, send, recv);
   q.spec.splits.assign(send_rows.begin(), send_rows.end());
-  q.send = send;
-  q.recv = recv;
   q.recv_capacity = recv_count;
   return submit(get(), std::move(q), options);
 }
 
 Handle Communicator::barrier_async() const {
-  engine::EnqueueRequest q;
-  q.name = "__tutti_barrier";
-  q.spec.kind = engine::OpKind::kBarrier;
+  auto q = request_for("__tutti_barrier", engine::OpKind::kBarrier, DataType::kUInt8, 0, nullptr,
+                       nullptr);
   return submit(get(), std::move(q), {});
 }
 

@@ -15,8 +15,6 @@
 
 namespace tutti::engine {
 
-struct TuneDecision;
-
 class Autotuner {
  public:
   using Clock = std::chrono::steady_clock;

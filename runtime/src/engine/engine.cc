@@ -37,6 +37,18 @@ void check_request(const EnqueueRequest& q, int size) {
     throw bad("prescale and postscale apply to allreduce with sum or avg on floating types only");
   if (s.kind == OpKind::kBroadcast && (s.root < 0 || s.root >= size))
     throw bad(fmt::format("root {} is not a rank of this process set (0..{})", s.root, size - 1));
+  // rows x row size (and an alltoall's total) must not wrap: every rank would agree on a garbage
+  // size and the collective would run past the buffers.
+  const auto product = [&](uint64_t a, uint64_t b) {
+    uint64_t p = 0;
+    if (__builtin_mul_overflow(a, b, &p) || p > (uint64_t{1} << 60))
+      throw bad(fmt::format("{} x {} elements is beyond any buffer", a, b));
+    return p;
+  };
+  if (s.kind == OpKind::kReduceScatter) product(s.count, static_cast<uint64_t>(size));
+  if (s.kind == OpKind::kAllgather) product(s.rows, s.count);
+  uint64_t split_total = 0;
+  for (uint64_t rows : s.splits) split_total = product(1, split_total + product(rows, s.count));
   uint64_t send_elems = s.count;
   uint64_t recv_elems = s.count;
   if (s.kind == OpKind::kReduceScatter) send_elems = s.count * static_cast<uint64_t>(size);
@@ -193,7 +205,7 @@ EngineStats Engine::stats() const {
   return s;
 }
 
-bool Engine::wait_for_cycle() {
+void Engine::wait_for_cycle() {
   std::unique_lock lock(mutex_);
   bool pending = !pending_.empty() || join_requested_ || shutdown_requested_;
   Clock::duration wait =
@@ -211,7 +223,6 @@ bool Engine::wait_for_cycle() {
     if (incoming_.size() == seen) break;
     seen = incoming_.size();
   }
-  return true;
 }
 
 void Engine::loop() {

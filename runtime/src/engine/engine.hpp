@@ -104,7 +104,7 @@ class Engine {
   };
 
   void loop();
-  bool wait_for_cycle();
+  void wait_for_cycle();
   void cycle();
   void classify(Announcements& out, std::vector<uint64_t>& bits);
   void inspect_stalls(Announcements& out);

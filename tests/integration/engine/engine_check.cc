@@ -712,6 +712,10 @@ int scenario_misuse(const tutti::Communicator& world) {
       },
       "splits given");
   refused(
+      "rows x row size that wraps around",
+      [&] { world.allgather_async("huge", x.data(), SIZE_MAX / 2, 4, DataType::kFloat32); },
+      "beyond any buffer");
+  refused(
       "a bitwise op on floats",
       [&] {
         world.allreduce_async("band", x.data(), y.data(), 64, DataType::kFloat32, ReduceOp::kBand);
