@@ -30,6 +30,9 @@ packages=(
   clang-14 libclang-rt-14-dev
   # make format.
   clang-format
+  # PyTorch (runtime/torch, examples/fashion_mnist, ctest -L torch): libtorch for the C++ binding,
+  # Debian's python3-torch and pybind11 for backend "tutti" (no torchvision needed).
+  libtorch-dev python3-torch pybind11-dev
   # examples/plain_sgd trains on the real Fashion-MNIST (its .gz files read with zlib).
   dataset-fashion-mnist zlib1g-dev
 )
