@@ -24,6 +24,7 @@
 #include "launcher/shm_cleanup.hpp"
 #include "launcher/signal_watcher.hpp"
 #include "launcher/supervisor.hpp"
+#include "launcher/torch_env.hpp"
 #include "net/host_interfaces.hpp"
 #include "net/socket.hpp"
 
@@ -216,8 +217,15 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
   Environment base = backend->remote() ? remote_base(s.launcher_env) : s.launcher_env;
   std::vector<RankProcess> ranks;
   ranks.reserve(s.plan.slots.size());
+  // Local ranks all run here, so tuttirun can tell which port is free for torch's store; remote
+  // ones get theirs from rank 0's agent (torch_env.hpp).
+  std::optional<TorchMaster> torch_master;
+  if (!backend->remote() && !torch_master_exported(s.exports))
+    torch_master = TorchMaster{"127.0.0.1", pick_free_tcp_port()};
   for (const RankSlot& slot : s.plan.slots) {
     Environment env = rank_environment(base, s.exports, slot, s.plan.world_size(), s.job);
+    set_torch_identity(env, s.exports, slot, s.plan.world_size());
+    if (torch_master) set_torch_master(env, *torch_master);
     // Ranks on one host share memory; ranks on different hosts must not try. The host names tell
     // which is which better than hostnames do (pods on one node, namespaces in a test).
     if (backend->remote() && !base.get("TUTTI_HOST") &&
@@ -284,6 +292,7 @@ int run_job(const LaunchOptions& options) {
   ExecKind exec = ExecKind::kLocal;
   try {
     exports = resolve_exports(options.exports, launcher_env, &unset);
+    torch_master_exported(exports);  // both or neither
     hosts = select_hosts(options.hosts, env::process_value,
                          [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; });
     if (hosts.origin == HostOrigin::kThisHost) {

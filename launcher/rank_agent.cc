@@ -18,6 +18,7 @@
 #include "launcher/job_env.hpp"
 #include "launcher/process_tree.hpp"
 #include "launcher/signal_watcher.hpp"
+#include "launcher/torch_env.hpp"
 
 namespace tutti::launcher {
 namespace {
@@ -25,6 +26,10 @@ namespace {
 constexpr int kBrokenRequest = 125;
 constexpr int kRequestVersion = 2;
 constexpr size_t kMaxRequestBytes = 16 << 20;
+// How long a rank's agent waits for rank 0's to publish torch's MASTER_ADDR/MASTER_PORT: rank 0's
+// host may start later (a slow ssh or kubectl exec), and if it fails tuttirun ends the job and its
+// store, which ends this wait sooner.
+constexpr int64_t kTorchMasterTimeoutMs = 300'000;
 
 void say(const std::string& line) {
   std::string text = line + "\n";
@@ -68,6 +73,15 @@ class RankRunner {
     become_subreaper("tuttirun agent");
     Environment env = Environment::from_process();
     for (const auto& [name, value] : req_.env) env.set(name, value);
+    if (req_.torch_master) {
+      try {
+        arrange_torch_master(env, req_.rank, env.get("TUTTI_STORE").value_or(""),
+                             env.get("TUTTI_JOB_TOKEN").value_or(""), kTorchMasterTimeoutMs);
+      } catch (const Error& e) {
+        say(fmt::format("tuttirun agent: rank {} on {}: {}", req_.rank, req_.host, e.what()));
+        return 1;
+      }
+    }
     if (!req_.cwd.empty() && ::chdir(req_.cwd.c_str()) != 0) {
       // mpirun does the same: a launcher directory the host lacks is not fatal.
       if (::chdir(env.get("HOME").value_or("/").c_str()) != 0) {
@@ -160,7 +174,8 @@ std::string encode_agent_request(const AgentRequest& request) {
                       {"argv", argv},
                       {"env", env},
                       {"cwd", base64_encode(request.cwd)},
-                      {"grace", request.grace_seconds}};
+                      {"grace", request.grace_seconds},
+                      {"torch_master", request.torch_master}};
   return j.dump() + "\n";
 }
 
@@ -199,6 +214,12 @@ AgentRequest decode_agent_request(std::string_view line) {
     if (!j.at("grace").is_number())
       throw make_error(ErrorCode::kConfig, "the rank request's grace is not a number");
     req.grace_seconds = j.at("grace").get<double>();
+    // Absent from a request of an older tuttirun of the same version: nothing to arrange.
+    if (j.contains("torch_master")) {
+      if (!j["torch_master"].is_boolean())
+        throw make_error(ErrorCode::kConfig, "the rank request's torch_master is not a boolean");
+      req.torch_master = j["torch_master"].get<bool>();
+    }
     if (req.argv.empty() || req.argv[0].empty())
       throw make_error(ErrorCode::kConfig, "the rank request has no command");
     for (const auto& a : req.argv)

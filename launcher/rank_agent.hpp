@@ -22,6 +22,9 @@ struct AgentRequest {
   std::vector<std::pair<std::string, std::string>> env;  // set over the host's environment
   std::string cwd;                                       // used when it exists on the host
   double grace_seconds = 5.0;                            // between SIGTERM and SIGKILL
+  // Arrange MASTER_ADDR/MASTER_PORT for torch.distributed through the job's store before the rank
+  // starts (launcher/torch_env.hpp); false when the user gave them.
+  bool torch_master = false;
 };
 
 // One line of JSON, '\n'-terminated.

@@ -106,6 +106,8 @@ class RemoteBackend : public ExecBackend {
     }
     request.cwd = options_.cwd;
     request.grace_seconds = options_.grace_seconds;
+    // tuttirun leaves MASTER_PORT in a rank's environment only when -x gave it.
+    request.torch_master = !env.get("MASTER_PORT").has_value();
     net::Fd in = child.take_stdin();
     write_request(in.get(), encode_agent_request(request), slot);
     stdins_.push_back(std::move(in));

@@ -121,6 +121,16 @@ expect_rc 0
 expect_out "^\[1\] rank=1 host=$HOST0 addr=$HOST0/24$"
 expect_out "^\[3\] rank=3 host=$HOST1 addr=$HOST1/24$"
 
+# What torch.distributed's env:// reads: every rank sees rank 0's host (its address on the route to
+# tuttirun's store) and one port, which rank 0's host can indeed listen on.
+run 60 "$TUTTIRUN" "${common[@]}" -- sh -c 'echo "torch rank=$RANK/$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE group=$GROUP_RANK/$GROUP_WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT"; [ "$RANK" != 0 ] || /usr/bin/python3 -c "import os, socket; s = socket.socket(); s.bind((\"\", int(os.environ[\"MASTER_PORT\"]))); print(\"bound\", os.environ[\"MASTER_PORT\"])"'
+expect_rc 0
+port=$(sed -n 's/^\[0\] torch rank=0.*master=[0-9.]*:\([0-9]*\)$/\1/p' "$WORK/out")
+[ -n "$port" ] || fail "rank 0 printed no MASTER_PORT: $(cat "$WORK/out")"
+expect_out "^\[0\] torch rank=0/4 local=0/2 group=0/2 master=$HOST0:$port$"
+expect_out "^\[3\] torch rank=3/4 local=1/2 group=1/2 master=$HOST0:$port$"
+expect_out "^\[0\] bound $port$"
+
 # Bytes that are not UTF-8 (and a newline) in an argument and in an -x value reach the rank exactly,
 # as in local mode (they once arrived as U+FFFD).
 arg=$'a\xff\xfe\nb\xe9'
