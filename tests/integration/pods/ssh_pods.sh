@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # tuttirun --exec ssh across network-namespace "hosts", each running a real OpenSSH sshd (the MPIJob
 # v2beta1 style). Nothing is stood in: real sshd, real ssh client, real tuttirun, ranks and TCP.
-#   ssh_pods.sh K tuttirun=P check=P probe=P
+#   ssh_pods.sh K tuttirun=P check=P probe=P [train=P [backends=tutti,gloo] [pythonpath=DIR]]
 # K is the subnet index (198.18.K.0/24). Exits 77 (ctest SKIPPED) without root/netns or sshd.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 K=$1
 shift
-TUTTIRUN= CHECK= PROBE=
+TUTTIRUN= CHECK= PROBE= TRAIN= BACKENDS=gloo PY_PATH=
 for arg in "$@"; do
   case $arg in
     tuttirun=*) TUTTIRUN=${arg#*=} ;;
     check=*) CHECK=${arg#*=} ;;
     probe=*) PROBE=${arg#*=} ;;
+    train=*) TRAIN=${arg#*=} ;;
+    backends=*) BACKENDS=${arg#*=} ;;
+    pythonpath=*) PY_PATH=${arg#*=} ;;
     *) echo "ssh_pods.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -130,6 +133,24 @@ port=$(sed -n 's/^\[0\] torch rank=0.*master=[0-9.]*:\([0-9]*\)$/\1/p' "$WORK/ou
 expect_out "^\[0\] torch rank=0/4 local=0/2 group=0/2 master=$HOST0:$port$"
 expect_out "^\[3\] torch rank=3/4 local=1/2 group=1/2 master=$HOST0:$port$"
 expect_out "^\[0\] bound $port$"
+
+# A DDP script across the hosts, as in an MPIJob launcher: torch.distributed meets at the
+# MASTER_ADDR:MASTER_PORT tuttirun arranged, with no torchrun anywhere.
+if [ -n "$TRAIN" ]; then
+  for backend in ${BACKENDS//,/ }; do
+    # The namespaces share this machine's hostname, which resolves to loopback: gloo would
+    # advertise 127.0.0.1 (a real pod's hostname resolves to its own address).
+    run 240 "$TUTTIRUN" "${common[@]}" -x "PYTHONPATH=$PY_PATH" -x OMP_NUM_THREADS=1 \
+      -x GLOO_SOCKET_IFNAME=eth0 -- \
+      /usr/bin/python3 "$TRAIN" --backend "$backend" --max-steps 5 --log-every 5 --no-eval
+    expect_rc 0
+    expect_out "^\[0\] train.py: 4 ranks, backend $backend"
+    sum=$(sed -n 's/^\[0\] rank 0: 5 steps, weights checksum \([0-9a-f]*\)$/\1/p' "$WORK/out")
+    [ -n "$sum" ] || fail "rank 0 of train.py (backend $backend) reported no checksum"
+    for r in 1 2 3; do expect_out "^\[$r\] rank $r: 5 steps, weights checksum $sum$"; done
+    expect_no_leftovers
+  done
+fi
 
 # Bytes that are not UTF-8 (and a newline) in an argument and in an -x value reach the rank exactly,
 # as in local mode (they once arrived as U+FFFD).
