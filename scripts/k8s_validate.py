@@ -6,7 +6,10 @@
 Every YAML document must be a kind this script knows. Kubeflow kinds (MPIJob v2beta1, PyTorchJob v1,
 TrainJob and ClusterTrainingRuntime v1alpha1) are checked against the openAPIV3Schema of the real
 CRDs in --crds, strictly: a field the schema does not list is an error, as `kubectl apply
---validate=strict` makes it. Core kinds (ServiceAccount, Role, RoleBinding, PersistentVolumeClaim)
+--validate=strict` makes it. A PyTorchJob is also checked against what training-operator v1.9's
+admission webhook and controller refuse but its CRD does not say: a DNS-1035 job name, only Master
+and Worker replicas, exactly one Master, a container named `pytorch` in each, a known
+restartPolicy, and a numeric nprocPerNode or one of auto/cpu/gpu. Core kinds (ServiceAccount, Role, RoleBinding, PersistentVolumeClaim)
 are checked against the small structural schemas in k8s_core_schemas.py. CEL rules
 (x-kubernetes-validations) and defaulting are the API server's and are not run here.
 
@@ -15,7 +18,8 @@ Then what the manifests promise about the images:
   the project's version (CMakeLists.txt);
 - every absolute path in a container's command, args and env values is one that image promises
   (its Dockerfile's TUTTI_IMAGE_PROVIDES list, which the image build itself checks) or lies under a
-  volume mounted in that container (its own or the operator's: /etc/mpi, sshAuthMountPath). For a
+  volume mounted in that container (its own or the operator's: /etc/mpi, sshAuthMountPath); a path
+  in a directory the Dockerfile copies from the source tree (the examples) must exist there. For a
   tuttirun command line, the rank command after `--` runs in the workers: it is checked against
   the worker images of the job;
 - every TUTTI_* and KUBEXEC_* variable a container sets is one tutti reads (the registry in
@@ -41,6 +45,8 @@ SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 IMAGE = re.compile(r"^(?:(?P<registry>.+)/)?tutti-(?P<name>[a-z0-9-]+):(?P<tag>[A-Za-z0-9._-]+)$")
 
 
@@ -139,6 +145,7 @@ class Checker:
         self.images = load_images(args.docker)
         self.installed = args.installed
         self.env_names = known_env_names(args.source)
+        self.source = args.source
         self.errors = []
         self.checked_images = set()
 
@@ -191,11 +198,24 @@ class Checker:
                 return True
         return False
 
+    def copied_from_source(self, image, path):
+        """For a path inside a directory the Dockerfile copies from the source tree
+        (`cp -r /src/REL /staging/DIR`): whether the source tree has it. None when no copy step
+        covers the path."""
+        for rel, target in re.findall(r"cp -r /src/(\S+) /staging(/\S+)", self.images[image]["rest"]):
+            target = target.rstrip("/")
+            if path == target or path.startswith(target + "/"):
+                return os.path.exists(os.path.join(self.source, rel, path[len(target):].lstrip("/")))
+        return None
+
     def check_words(self, where, image, words, mounts, what):
         for path in path_tokens(words):
             if not self.provided(image, path, mounts):
                 self.error(where, f"{what} names {path}, which {self.images[image]['file']} does not "
                                   f"produce (TUTTI_IMAGE_PROVIDES) and no volume mounts")
+            elif self.copied_from_source(image, path) is False:
+                self.error(where, f"{what} names {path}, which {self.images[image]['file']} copies from "
+                                  f"the source tree, where it does not exist")
 
     def check_container(self, where, container, extra_mounts, worker_images, command=None):
         """command: (command, args, env) to check instead of the container's own (a TrainJob's)."""
@@ -242,6 +262,39 @@ class Checker:
             for c in containers_of(pod):
                 self.check_container(f"{where} {role}", c, mounts,
                                      workers if role == "Launcher" else [])
+
+    def check_pytorchjob(self, where, doc):
+        """training-operator v1.9: its webhook's and controller's rules, then every container."""
+        name = str((doc.get("metadata") or {}).get("name", ""))
+        if not DNS_1035.match(name) or len(name) > 63:
+            self.error(where, f"metadata.name {name!r}: a PyTorchJob's name must be a DNS-1035 label "
+                              f"(lowercase letter first)")
+        spec = doc.get("spec") or {}
+        nproc = spec.get("nprocPerNode")
+        if nproc is not None and not (str(nproc) in ("auto", "cpu", "gpu") or str(nproc).isdigit()):
+            self.error(where, f"spec.nprocPerNode {nproc!r}: torchrun takes a number, auto, cpu or gpu")
+        replicas = spec.get("pytorchReplicaSpecs") or {}
+        for role, replica in replicas.items():
+            replica = replica or {}
+            if role not in ("Master", "Worker"):
+                self.error(where, f"pytorchReplicaSpecs.{role}: only Master and Worker replicas exist")
+            count = replica.get("replicas", 1)
+            if role == "Master" and count != 1:
+                self.error(where, f"pytorchReplicaSpecs.Master.replicas: must be 1, not {count!r}")
+            policy = replica.get("restartPolicy")
+            if policy is not None and policy not in RESTART_POLICIES:
+                self.error(where, f"pytorchReplicaSpecs.{role}.restartPolicy: {policy!r} is not one of "
+                                  f"{', '.join(RESTART_POLICIES)}")
+            containers = containers_of((replica.get("template") or {}).get("spec"))
+            if not any(c.get("name") == "pytorch" for c in (replica.get("template") or {}).get(
+                    "spec", {}).get("containers") or []):
+                self.error(where, f"pytorchReplicaSpecs.{role}: no container named 'pytorch' (the "
+                                  f"operator sets the env and port of that container)")
+            for c in containers:
+                self.check_container(f"{where} {role}", c, [], [])
+        if "Master" not in replicas and spec.get("elasticPolicy") is None:
+            self.error(where, "pytorchReplicaSpecs: no Master, and no elasticPolicy: nothing gives "
+                              "torchrun a MASTER_ADDR")
 
     def runtime_parts(self, runtime):
         spec = runtime.get("spec") or {}
@@ -333,6 +386,8 @@ class Checker:
                 self.check_runtime(where, doc)
             elif kind == "TrainJob":
                 self.check_trainjob(where, doc, runtimes)
+            elif kind == "PyTorchJob":
+                self.check_pytorchjob(where, doc)
         self.check_installed()
         return len(docs)
 

@@ -2,7 +2,8 @@
 # validate_manifests.sh SOURCE_DIR CRD_DIR PREFIX
 # 1. Every manifest under examples/k8s passes scripts/k8s_validate.py against the CRDs in CRD_DIR,
 #    the Dockerfiles' promises and the `cmake --install` tree PREFIX.
-# 2. broken/mpijob-broken.yaml fails, with every message its `# expect:` lines name.
+# 2. Each broken/*.yaml (an MPIJob with RBAC, a PyTorchJob) fails, with every message its
+#    `# expect:` lines name.
 # 3. Each mutation in broken_cases.txt (one real manifest or Dockerfile, one mistake) fails with its
 #    expected message: a typo in a manifest's field, command, env, path, image or RBAC verb fails
 #    here, not on a cluster.
@@ -21,7 +22,7 @@ validate() { "$PY" "$SRC/scripts/k8s_validate.py" --crds "$CRDS" --installed "$P
 
 shopt -s nullglob
 manifests=("$SRC"/examples/k8s/*.yaml)
-[ ${#manifests[@]} -ge 5 ] || fail "expected the example manifests under examples/k8s, found ${#manifests[@]}"
+[ ${#manifests[@]} -ge 6 ] || fail "expected the example manifests under examples/k8s, found ${#manifests[@]}"
 validate "${manifests[@]}" || fail "the example manifests do not validate"
 
 # expect_failure LABEL OUTPUT_FILE REGEX...: the validator failed, printing a line for each REGEX.
@@ -34,13 +35,16 @@ expect_failure() {
   done
 }
 
-broken=$HERE/broken/mpijob-broken.yaml
-mapfile -t expected < <(sed -n 's/^# expect: //p' "$broken")
-[ ${#expected[@]} -ge 5 ] || fail "$broken lists only ${#expected[@]} expected messages"
-rc=0
-validate "$broken" >"$WORK/out" 2>&1 || rc=$?
-expect_failure "$(basename "$broken")" "$WORK/out" "$rc" "${expected[@]}"
-echo "$(basename "$broken"): rejected with all ${#expected[@]} expected messages"
+broken_files=("$HERE"/broken/*.yaml)
+[ ${#broken_files[@]} -ge 2 ] || fail "expected the broken manifests under $HERE/broken, found ${#broken_files[@]}"
+for broken in "${broken_files[@]}"; do
+  mapfile -t expected < <(sed -n 's/^# expect: //p' "$broken")
+  [ ${#expected[@]} -ge 5 ] || fail "$broken lists only ${#expected[@]} expected messages"
+  rc=0
+  validate "$broken" >"$WORK/out" 2>&1 || rc=$?
+  expect_failure "$(basename "$broken")" "$WORK/out" "$rc" "${expected[@]}"
+  echo "$(basename "$broken"): rejected with all ${#expected[@]} expected messages"
+done
 
 cases=0
 while IFS=$'\t' read -r file expression message; do

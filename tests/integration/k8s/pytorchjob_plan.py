@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""What training-operator v1.9 would make of a PyTorchJob, as bash assignments for run_pytorchjob.sh.
+
+  pytorchjob_plan.py MANIFEST PREFIX SOURCE PVC_ROOT
+
+MANIFEST holds one PyTorchJob (kubeflow.org/v1) with a Master and Workers, no elasticPolicy.
+Prints, for `source`:
+  JOB NAMESPACE MASTER_PORT NPROC (processes per pod, a number) WORLD (ranks in all)
+  PODS          pod names, node rank order: <job>-master-0, <job>-worker-0, ...
+  PVCS          the claim names the pods mount (a directory PVC_ROOT/<claim> stands for each)
+  ARGV_<i>      pod i's `pytorch` container command + args
+  ENV_<i>       its env (NAME=VALUE), then what the operator appends to it, in the operator's order
+The operator's env (pkg/controller.v1/pytorch/envvar.go and master.go at v1.9.0), for a job with a
+Master and no elasticPolicy: PYTHONUNBUFFERED=1; MASTER_PORT, PET_MASTER_PORT (the container's
+`pytorchjob-port`, defaulted to 23456); MASTER_ADDR, PET_MASTER_ADDR (<job>-master-0, the Master's
+Service); WORLD_SIZE (all replicas x nprocPerNode, 1 when that is not a number); RANK and
+PET_NODE_RANK (the Master 0, worker i i+1); PET_NPROC_PER_NODE (spec.nprocPerNode, defaulted to
+"auto"); PET_NNODES (all replicas). Kubernetes adds HOSTNAME (the pod name).
+Paths are mapped as the images lay them out: a directory the container image's Dockerfile copies
+from the source tree (`cp -r /src/REL /staging/DIR`) to SOURCE/REL; the rest of /usr/local/ (the
+images' `cmake --install` prefix) to PREFIX; a PersistentVolumeClaim's mountPath to PVC_ROOT/<claim>.
+Nothing else is changed.
+"""
+import os
+import re
+import shlex
+import sys
+
+import yaml
+
+IMAGE_PREFIX = "/usr/local/"
+DEFAULT_PORT = 23456
+IMAGE = re.compile(r"^(?:.+/)?tutti-(?P<name>[a-z0-9-]+):[A-Za-z0-9._-]+$")
+
+
+def fail(message):
+    sys.exit(f"pytorchjob_plan: {message}")
+
+
+class Mapper:
+    def __init__(self, prefix, source, pvc_root):
+        self.prefix, self.source, self.pvc_root = prefix.rstrip("/"), source, pvc_root
+
+    def for_container(self, container, pod_spec):
+        """(from, to) path prefixes for this container, most specific first."""
+        pairs = []
+        volumes = {v.get("name"): v for v in pod_spec.get("volumes") or []}
+        for m in container.get("volumeMounts") or []:
+            claim = (volumes.get(m.get("name")) or {}).get("persistentVolumeClaim")
+            if claim:
+                pairs.append((m["mountPath"], os.path.join(self.pvc_root, claim["claimName"])))
+        image = IMAGE.match(str(container.get("image", "")))
+        if image:
+            dockerfile = os.path.join(self.source, "docker", f"{image.group('name')}.Dockerfile")
+            if os.path.exists(dockerfile):
+                with open(dockerfile) as f:
+                    for rel, target in re.findall(r"cp -r /src/(\S+) /staging(/\S+)", f.read()):
+                        pairs.append((target.rstrip("/"), os.path.join(self.source, rel)))
+        pairs.append((IMAGE_PREFIX.rstrip("/"), self.prefix))
+        return sorted(pairs, key=lambda p: -len(p[0]))
+
+    @staticmethod
+    def word(word, pairs):
+        word = str(word)
+        lead, path = "", word
+        if word.startswith("--") and "=" in word:
+            lead, path = word.split("=", 1)
+            lead += "="
+        for src, dst in pairs:
+            if path == src or path.startswith(src + "/"):
+                return lead + dst + path[len(src):]
+        return word
+
+
+def pytorch_container(spec, role):
+    containers = (spec.get("containers") or [])
+    found = [c for c in containers if c.get("name") == "pytorch"]
+    if len(containers) != 1 or not found:
+        fail(f"the {role} pod must have exactly one container, named `pytorch`")
+    return found[0]
+
+
+def master_port(container):
+    for p in container.get("ports") or []:
+        if p.get("name") == "pytorchjob-port":
+            return int(p["containerPort"])
+    return DEFAULT_PORT
+
+
+def main():
+    if len(sys.argv) != 5:
+        fail("usage: pytorchjob_plan.py MANIFEST PREFIX SOURCE PVC_ROOT")
+    path, prefix, source, pvc_root = sys.argv[1:]
+    with open(path) as f:
+        jobs = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "PyTorchJob"]
+    if len(jobs) != 1:
+        fail(f"{path} must hold one PyTorchJob, it holds {len(jobs)}")
+    job = jobs[0]
+    name = job["metadata"]["name"]
+    ns = job["metadata"].get("namespace", "default")
+    spec = job["spec"]
+    if spec.get("elasticPolicy") is not None:
+        fail("elasticPolicy is not run here (PET_RDZV_* rendezvous)")
+    replicas = spec["pytorchReplicaSpecs"]
+    if "Master" not in replicas:
+        fail("a job without a Master is not run here")
+    counts = {role: int(r.get("replicas", 1)) for role, r in replicas.items()}
+    total = sum(counts.values())
+    nproc = str(spec.get("nprocPerNode", "auto"))
+    nproc_int = int(nproc) if nproc.isdigit() else 1
+    if not nproc.isdigit():
+        fail(f"nprocPerNode {nproc!r}: only a number of processes per pod is run here")
+    mapper = Mapper(prefix, source, pvc_root)
+    master = pytorch_container(replicas["Master"]["template"]["spec"], "Master")
+    port = master_port(master)
+    master_addr = f"{name}-master-0"
+    pods, argvs, envs, claims = [], [], [], set()
+    for role in ("Master", "Worker"):
+        if role not in replicas:
+            continue
+        pod_spec = replicas[role]["template"]["spec"]
+        container = pytorch_container(pod_spec, role)
+        pairs = mapper.for_container(container, pod_spec)
+        volumes = {v.get("name"): v for v in pod_spec.get("volumes") or []}
+        for m in container.get("volumeMounts") or []:
+            claim = (volumes.get(m.get("name")) or {}).get("persistentVolumeClaim")
+            if claim:
+                claims.add(claim["claimName"])
+        for index in range(counts[role]):
+            rank = index + 1 if role == "Worker" else index
+            pod = f"{name}-{role.lower()}-{index}"
+            env = []
+            for e in container.get("env") or []:
+                if "value" not in e:
+                    fail(f"env {e.get('name')} has no plain value (valueFrom is not run here)")
+                env.append(f"{e['name']}={mapper.word(e['value'], pairs)}")
+            env += ["PYTHONUNBUFFERED=1",
+                    f"MASTER_PORT={port}", f"PET_MASTER_PORT={port}",
+                    f"MASTER_ADDR={master_addr}", f"PET_MASTER_ADDR={master_addr}",
+                    f"WORLD_SIZE={total * nproc_int}", f"RANK={rank}", f"PET_NODE_RANK={rank}",
+                    f"PET_NPROC_PER_NODE={nproc}", f"PET_NNODES={total}",
+                    f"HOSTNAME={pod}"]
+            words = list(container.get("command") or []) + list(container.get("args") or [])
+            pods.append(pod)
+            argvs.append([mapper.word(w, pairs) for w in words])
+            envs.append(env)
+    out = [f"JOB={shlex.quote(name)}", f"NAMESPACE={shlex.quote(ns)}", f"MASTER_PORT={port}",
+           f"NPROC={nproc_int}", f"WORLD={total * nproc_int}"]
+
+    def array(key, words):
+        out.append(f"{key}=({' '.join(shlex.quote(str(w)) for w in words)})")
+
+    array("PODS", pods)
+    array("PVCS", sorted(claims))
+    for i, (argv, env) in enumerate(zip(argvs, envs)):
+        array(f"ARGV_{i}", argv)
+        array(f"ENV_{i}", env)
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# The PyTorchJob manifest is executable truth: run each pod's `pytorch` container exactly as the
+# YAML says, on network-namespace pods, with the env training-operator v1.9 would give it.
+#
+#   run_pytorchjob.sh CASE K MANIFEST PREFIX [run|kill] [BACKEND]
+#
+# K: this case's subnet 198.18.K.0/24 (unique per case). PREFIX: a `cmake --install` tree; the
+# images' /usr/local is mapped onto it, the examples the worker image copies from the source tree
+# onto this source tree (pytorchjob_plan.py). BACKEND (default gloo): the value given to train.py's
+# --backend in place of the manifest's `tutti` while this build has no tutti Python package; with
+# `tutti` the manifest's own value runs.
+# What stands in for the cluster, and nothing more:
+# - pods: one network namespace per pod (../pods/pods.sh), `<job>-master-0` and `<job>-worker-<i>`,
+#   each under its own hostname; every container gets `env -i` with the manifest's env, then the
+#   operator's (PET_*, MASTER_ADDR/PORT, WORLD_SIZE, RANK, ...), then HOSTNAME;
+# - cluster DNS (the operator's Service per pod): the pod names in /etc/hosts, in a private mount
+#   namespace over a throwaway overlay of /etc;
+# - the PVC: one directory per claim, shared by the pods (ReadWriteMany);
+# - the image: Debian's /usr/bin/python3 with python3-torch is this machine's; Debian's python looks
+#   in /usr/local/lib/python3.11/dist-packages, so PYTHONPATH names PREFIX's lib/python3*/dist-packages;
+#   each container's /tmp is a directory of its own (TMPDIR); no bytecode is written (uid 1000
+#   cannot write the image's /usr/local, and here it would land in the source tree).
+# The only change to the command: train.py's arguments get `--max-steps N --log-every 5
+# --checkpoint-every 10 --no-eval` appended (a few steps, not 3 epochs), and --backend as above.
+# run: both containers exit 0; every rank, in its own pod, reports the same step count and the
+# same weights checksum; rank 0 (in the master) logged its steps and wrote the checkpoint on the
+# PVC; nothing is left in any pod.
+# kill: kill -9 of the worker's training process (torchrun's child) once a checkpoint is on the PVC:
+# both containers (torchrun) exit non-zero, so restartPolicy OnFailure restarts them and
+# runPolicy.backoffLimit counts it, and nothing is left in any pod. Then the restart: both
+# containers run again, as the kubelet would start them, resume from the PVC's checkpoint and
+# finish 20 steps later with equal weights on every rank.
+# Exits 77 (ctest SKIPPED) only where namespaces cannot be made or Debian's torch is missing.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PODS_DIR=$(cd "$HERE/../pods" && pwd)
+SOURCE=$(cd "$HERE/../../.." && pwd)
+CASE=$1 K=$2 MANIFEST=$3 PREFIX=$4 MODE=${5:-run} BACKEND=${6:-gloo}
+PY=/usr/bin/python3
+
+# shellcheck source=tests/integration/pods/pods.sh
+source "$PODS_DIR/pods.sh"
+if [ -z "${TUTTI_K8S_INSIDE:-}" ]; then
+  pods_check_possible
+  "$PY" -c 'import torch, torch.distributed.run, yaml' 2>/dev/null ||
+    pods_skip "Debian's /usr/bin/python3 lacks torch or yaml (python3-torch, python3-yaml; make deps)"
+  unshare --mount --propagation private true 2>/dev/null ||
+    pods_skip "cannot make a mount namespace (unshare --mount needs CAP_SYS_ADMIN)"
+  exec unshare --mount --propagation private env TUTTI_K8S_INSIDE=1 bash "$0" "$@"
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-k8s-$CASE.XXXXXX")
+fail() {
+  echo "FAIL [$CASE]: $*" >&2
+  for f in "$WORK"/out.*; do
+    [ -s "$f" ] && { echo "--- $f" >&2; tail -n 40 "$f" >&2; }
+  done
+  exit 1
+}
+note() { echo "[$CASE] $*"; }
+
+CONTAINER_PIDS=()
+pods_user_stop() {
+  local p
+  for p in ${CONTAINER_PIDS[@]+"${CONTAINER_PIDS[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
+}
+pods_user_cleanup() {
+  umount /etc 2>/dev/null || true
+  umount "$WORK/overlay" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap 'set +e; pods_on_exit' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+"$PY" "$HERE/pytorchjob_plan.py" "$MANIFEST" "$PREFIX" "$SOURCE" "$WORK/pvc" >"$WORK/plan.sh" ||
+  fail "pytorchjob_plan.py could not read $MANIFEST"
+# shellcheck source=/dev/null
+source "$WORK/plan.sh"
+for claim in "${PVCS[@]}"; do mkdir -p "$WORK/pvc/$claim"; done
+note "PyTorchJob $JOB: ${#PODS[@]} pods x $NPROC processes, backend $BACKEND"
+
+# The image's Python path for tutti's package (cmake --install's lib/python3*/dist-packages).
+PYPATH=
+for d in "$PREFIX"/lib/python3*/dist-packages; do
+  [ -d "$d" ] && PYPATH=${PYPATH:+$PYPATH:}$d
+done
+if [ "$BACKEND" = tutti ]; then
+  PYTHONPATH=$PYPATH "$PY" -c 'import tutti.torch' ||
+    fail "backend tutti: Debian's python cannot import tutti.torch from $PREFIX (PYTHONPATH=$PYPATH)"
+fi
+
+# /etc in this mount namespace only: an overlay whose upper layer is a tmpfs that dies with us.
+ORIGINAL_HOSTS=$(cat /etc/hosts)
+mkdir -p "$WORK/overlay"
+mount -t tmpfs tmpfs "$WORK/overlay" || fail "cannot mount a tmpfs"
+mkdir -p "$WORK/overlay/upper" "$WORK/overlay/work"
+mount -t overlay overlay -o "lowerdir=/etc,upperdir=$WORK/overlay/upper,workdir=$WORK/overlay/work" /etc ||
+  fail "cannot mount an overlay on /etc"
+
+pods_bridge_up "$K" || fail "bridge setup failed"
+for i in "${!PODS[@]}"; do pod_add "${PODS[$i]}" "$K" "$i" || fail "cannot make pod ${PODS[$i]}"; done
+for i in "${!PODS[@]}"; do
+  pod_link_wait "${PODS[$i]}" eth0 "tp${K}h${i}" || fail "${PODS[$i]}'s link never came up"
+done
+# The operator's headless Service per pod: <pod> and <pod>.<job>... resolve to the pod.
+{
+  echo "$ORIGINAL_HOSTS"
+  for i in "${!PODS[@]}"; do
+    echo "$(pod_ip "$K" "$i") ${PODS[$i]} ${PODS[$i]}.$NAMESPACE.svc ${PODS[$i]}.$NAMESPACE.svc.cluster.local"
+  done
+} >/etc/hosts
+
+# argv_for I EXTRA...: pod I's command with --backend set and EXTRA appended to train.py's args.
+argv_for() {
+  local i=$1
+  shift
+  local -n words="ARGV_$i"
+  ARGV=("${words[@]}")
+  local j found=0
+  for j in "${!ARGV[@]}"; do
+    if [ "${ARGV[$j]}" = --backend ]; then ARGV[j + 1]=$BACKEND found=1; fi
+  done
+  [ $found = 1 ] || fail "pod ${PODS[$i]}'s train.py gets no --backend"
+  ARGV+=("$@")
+}
+
+# start_pods EXTRA...: every pod's container, as the kubelet starts it: its env and nothing else,
+# in its pod, under its hostname, output to $WORK/out.<i>.<attempt>.
+ATTEMPT=0
+start_pods() {
+  ATTEMPT=$((ATTEMPT + 1))
+  CONTAINER_PIDS=()
+  local i
+  for i in "${!PODS[@]}"; do
+    argv_for "$i" "$@"
+    local -n env="ENV_$i"
+    mkdir -p "$WORK/tmp.$i" "$WORK/home.$i"
+    # shellcheck disable=SC2016 # $0 and $@ are the inner shell's
+    ip netns exec "${PODS[$i]}" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "${PODS[$i]}" \
+      env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$WORK/home.$i" TMPDIR="$WORK/tmp.$i" PYTHONDONTWRITEBYTECODE=1 \
+      ${PYPATH:+PYTHONPATH=$PYPATH} "${env[@]}" "${ARGV[@]}" >"$WORK/out.$i.$ATTEMPT" 2>&1 </dev/null &
+    CONTAINER_PIDS+=($!)
+  done
+  note "attempt $ATTEMPT: $(printf '%q ' "${ARGV[@]}")"
+}
+
+# wait_pods SECONDS: waits for every container; RCS[i] = its exit status (fails past SECONDS).
+wait_pods() {
+  local deadline=$(($(date +%s) + $1)) i
+  RCS=()
+  for i in "${!CONTAINER_PIDS[@]}"; do
+    while kill -0 "${CONTAINER_PIDS[$i]}" 2>/dev/null; do
+      [ "$(date +%s)" -lt "$deadline" ] || fail "pod ${PODS[$i]}'s container still runs after $1 s"
+      sleep 0.2
+    done
+    set +e
+    wait "${CONTAINER_PIDS[$i]}"
+    RCS[i]=$?
+    set -e
+  done
+  CONTAINER_PIDS=()
+}
+
+leftovers() {
+  local ns
+  for ns in "${PODS[@]}"; do ip netns pids "$ns" 2>/dev/null; done
+  return 0
+}
+expect_no_leftovers() {
+  for _ in $(seq 1 100); do
+    [ -z "$(leftovers)" ] && return 0
+    sleep 0.1
+  done
+  fail "processes remain in the pods: $(ps -o pid=,args= -p "$(leftovers | tr '\n' ',' | sed 's/,$//')")"
+}
+
+# check_finished STEPS: every rank ran in its pod (node rank i holds ranks i*NPROC..) and reports
+# STEPS steps and the same weights checksum; rank 0 logged step STEPS.
+check_finished() {
+  local steps=$1 i r line sum first=
+  for i in "${!PODS[@]}"; do
+    for ((r = i * NPROC; r < (i + 1) * NPROC; r++)); do
+      line=$(grep -E "^\[default[0-9]+\]:rank $r: [0-9]+ steps, weights checksum [0-9a-f]+$" \
+        "$WORK/out.$i.$ATTEMPT" || true)
+      [ -n "$line" ] || fail "rank $r did not finish in pod ${PODS[$i]}"
+      echo "  ${PODS[$i]}: ${line#*:}"
+      [[ $line == *": $steps steps, "* ]] || fail "rank $r ran other than $steps steps: $line"
+      sum=${line##* }
+      first=${first:-$sum}
+      [ "$sum" = "$first" ] || fail "rank $r's weights ($sum) differ from rank 0's ($first)"
+    done
+  done
+  grep -qE "^\[default0\]:train.py: $WORLD ranks, backend $BACKEND," "$WORK/out.0.$ATTEMPT" ||
+    fail "rank 0 did not report $WORLD ranks on backend $BACKEND"
+  grep -qE "^\[default0\]:epoch 0 step $steps \(" "$WORK/out.0.$ATTEMPT" || fail "rank 0 did not log step $steps"
+  local total=0
+  for i in "${!PODS[@]}"; do total=$((total + $(grep -cE '^\[default[0-9]+\]:rank [0-9]+: ' "$WORK/out.$i.$ATTEMPT"))); done
+  [ "$total" -eq "$WORLD" ] || fail "$total ranks finished, the job has $WORLD"
+}
+
+CKPT=$(printf '%s\n' "${ARGV_0[@]}" | grep -A1 -x -- --checkpoint | tail -1)
+case $CKPT in "$WORK/pvc/"*) ;; *) fail "the master's --checkpoint ($CKPT) is not on a PVC" ;; esac
+START=$(date +%s)
+if [ "$MODE" = run ]; then
+  start_pods --max-steps 20 --log-every 5 --checkpoint-every 10 --no-eval
+  wait_pods 200
+  note "containers exited ${RCS[*]} after $(($(date +%s) - START)) s"
+  for i in "${!PODS[@]}"; do [ "${RCS[$i]}" -eq 0 ] || fail "pod ${PODS[$i]}'s container exited ${RCS[$i]}"; done
+  check_finished 20
+  grep -qx '\[default0\]:checkpoint saved at step 20' "$WORK/out.0.$ATTEMPT" || fail "rank 0 saved no checkpoint at step 20"
+  [ -s "$CKPT" ] || fail "no checkpoint at $CKPT (the PVC)"
+  note "$WORLD ranks in ${#PODS[@]} pods, 20 steps, equal weights; checkpoint on the PVC"
+  expect_no_leftovers
+else
+  start_pods --max-steps 100000 --log-every 5 --checkpoint-every 10 --no-eval
+  victim=
+  for _ in $(seq 1 1200); do
+    if grep -q '^\[default0\]:checkpoint saved at step' "$WORK/out.0.$ATTEMPT"; then
+      # The worker's training process: the child of torchrun running train.py.
+      for p in $(ip netns pids "${PODS[1]}" 2>/dev/null); do
+        args=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null || true)
+        [[ $args == *train.py* && $args != *torch.distributed.run* ]] && victim=$p
+      done
+      [ -n "$victim" ] && break
+    fi
+    for p in "${CONTAINER_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "a container ended before the kill"; done
+    sleep 0.1
+  done
+  [ -n "$victim" ] || fail "no checkpoint and training process within 120 s"
+  saved=$(grep -oE '^\[default0\]:checkpoint saved at step [0-9]+' "$WORK/out.0.$ATTEMPT" | tail -1 | grep -oE '[0-9]+$')
+  note "checkpoint at step $saved; killing the training process $victim in ${PODS[1]} with SIGKILL"
+  kill -9 "$victim"
+  wait_pods 90
+  note "containers exited ${RCS[*]} after $(($(date +%s) - START)) s"
+  for i in "${!PODS[@]}"; do
+    [ "${RCS[$i]}" -ne 0 ] || fail "pod ${PODS[$i]}'s container exited 0 although a rank was killed"
+  done
+  grep -E 'exitcode *: *-9|Signal 9' "$WORK/out.1.$ATTEMPT" | head -2 || true
+  grep -qE 'exitcode *: *-9' "$WORK/out.1.$ATTEMPT" || fail "the worker's torchrun did not report its rank killed by signal 9"
+  expect_no_leftovers
+  note "both containers failed, nothing left in the pods: restartPolicy OnFailure restarts them"
+  # The kubelet restarts both containers; train.py resumes from the PVC.
+  START=$(date +%s)
+  start_pods --max-steps $((saved + 20)) --log-every 5 --checkpoint-every 10 --no-eval
+  wait_pods 200
+  note "restarted containers exited ${RCS[*]} after $(($(date +%s) - START)) s"
+  for i in "${!PODS[@]}"; do [ "${RCS[$i]}" -eq 0 ] || fail "restarted pod ${PODS[$i]}'s container exited ${RCS[$i]}"; done
+  resumed=$(grep -oE "^\[default0\]:resuming from $CKPT at epoch 0 step [0-9]+" "$WORK/out.0.$ATTEMPT" | grep -oE '[0-9]+$' || true)
+  [ -n "$resumed" ] || fail "the restarted master did not resume from $CKPT"
+  [ "$resumed" -ge "$saved" ] || fail "resumed at step $resumed, before the checkpoint of step $saved"
+  note "resumed at step $resumed"
+  check_finished $((saved + 20))
+  expect_no_leftovers
+fi
+note PASS
