@@ -25,7 +25,7 @@ class NoUpdate : public torch::optim::Optimizer {
   explicit NoUpdate(std::vector<torch::Tensor> params)
       : Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
                   std::make_unique<torch::optim::SGDOptions>(0.0)) {}
-  torch::Tensor step(LossClosure) override { return {}; }
+  torch::Tensor step(LossClosure = nullptr) override { return {}; }
 };
 
 double median(std::vector<double> v) {

@@ -30,7 +30,7 @@ struct Args {
   std::string model = "cnn";
   int epochs = 1;
   int batch_size = 64;
-  double lr = 0.05;
+  double lr = 0.01;
   double momentum = 0.9;
   uint64_t seed = 1;
   std::string checkpoint;

@@ -8,10 +8,10 @@ namespace nn = torch::nn;
 
 torch::nn::Sequential make_model(const std::string& kind) {
   if (kind == "cnn")
-    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 5).padding(2)), nn::ReLU(),
-                          nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(8, 16, 5).padding(2)),
-                          nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Linear(16 * 7 * 7, 64),
-                          nn::ReLU(), nn::Linear(64, 10));
+    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 5).padding(2)), nn::ReLU(),
+                          nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 5).padding(2)),
+                          nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(), nn::Linear(32 * 7 * 7, 128),
+                          nn::ReLU(), nn::Linear(128, 10));
   if (kind == "mlp")
     return nn::Sequential(nn::Flatten(), nn::Linear(28 * 28, 128), nn::ReLU(), nn::Linear(128, 10));
   throw tutti::Error(tutti::ErrorCode::kInvalidArgument,
