@@ -29,8 +29,8 @@ struct Args {
   std::string data = "/usr/share/datasets/fashion-mnist";
   std::string model = "cnn";
   int epochs = 1;
-  int batch_size = 64;
-  double lr = 0.01;
+  int batch_size = 32;
+  double lr = 0.03;
   double momentum = 0.9;
   uint64_t seed = 1;
   std::string checkpoint;
