@@ -4,10 +4,12 @@
 //   optimizer  DistributedOptimizer: averaged gradients, backward_passes_per_step, fp16/bf16
 //              compression, an unused parameter, misuse errors; broadcast_parameters and
 //              broadcast_optimizer_state
+//   mismatch   ranks whose models differ in shape: step() fails with kMismatch, never hangs
 //   compare A B TOL   two float32 weight files agree to TOL (max abs difference)
 // Each check prints "FAIL ..." and the program exits 1 when it does not hold.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -274,6 +276,30 @@ void check_optimizer(const tutti::Communicator& comm) {
   }
 }
 
+// Rank 1 builds its model with another shape: the same gradient names with other sizes. step()
+// must fail on every rank with kMismatch naming the gradient, promptly, and never hang.
+void check_mismatch(const tutti::Communicator& comm) {
+  torch::manual_seed(7);
+  torch::nn::Linear fc(torch::nn::LinearOptions(4, rank == 1 ? 5 : 3));
+  torch::optim::SGD sgd(fc->parameters(), torch::optim::SGDOptions(0.1));
+  tx::DistributedOptimizer opt(sgd, fc->named_parameters(), {}, comm);
+  fc->forward(torch::ones({2, 4})).sum().backward();
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    opt.step();
+    expect(size == 1, "a step with mismatched gradient sizes succeeded");
+  } catch (const tutti::Error& e) {
+    expect(e.code() == tutti::ErrorCode::kMismatch,
+           std::string("the error is not kMismatch: ") + e.what());
+    expect(std::string(e.what()).find("grad.") != std::string::npos,
+           std::string("the error does not name the gradient: ") + e.what());
+    fmt::print("[rank {}] step() failed as it should: {}\n", rank, e.what());
+  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  expect(took < 10, fmt::format("the mismatch took {:.1f} s to fail", took));
+}
+
 std::vector<float> read_floats(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -300,8 +326,8 @@ int main(int argc, char** argv) {
     fmt::print("ok: {} weights agree, max abs difference {:g}\n", a.size(), worst);
     return 0;
   }
-  if (mode != "ops" && mode != "optimizer") {
-    fmt::print(stderr, "usage: torch_binding_check ops|optimizer|compare A B TOL\n");
+  if (mode != "ops" && mode != "optimizer" && mode != "mismatch") {
+    fmt::print(stderr, "usage: torch_binding_check ops|optimizer|mismatch|compare A B TOL\n");
     return 2;
   }
   try {
@@ -311,6 +337,7 @@ int main(int argc, char** argv) {
     size = comm.size();
     if (mode == "ops") check_ops(comm);
     if (mode == "optimizer") check_optimizer(comm);
+    if (mode == "mismatch") check_mismatch(comm);
   } catch (const std::exception& e) {
     fmt::print("[rank {}] FAIL unexpected error: {}\n", rank, e.what());
     return 1;
