@@ -22,8 +22,16 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# One epoch of Fashion-MNIST on NP ranks with the libtorch trainer (examples/fashion_mnist), or
+# the plain tutti-demo when libtorch was not found (no fashion_mnist was built).
 demo: build
-	$(BUILD_DIR)/bin/tuttirun -np $(NP) -- $(BUILD_DIR)/bin/tutti-demo
+	@if [ -x $(BUILD_DIR)/bin/fashion_mnist ]; then \
+	  $(BUILD_DIR)/bin/tuttirun -np $(NP) -- $(BUILD_DIR)/bin/fashion_mnist --epochs 1; \
+	else \
+	  echo "demo: libtorch was not found at configure time (Debian: libtorch-dev), so no"; \
+	  echo "demo: fashion_mnist trainer was built; running the allreduce demo instead"; \
+	  $(BUILD_DIR)/bin/tuttirun -np $(NP) -- $(BUILD_DIR)/bin/tutti-demo; \
+	fi
 
 # tutti against Open MPI and Gloo (whichever are installed), interleaved in one run per pair; writes
 # $(BENCH_DIR)/*.txt, *.csv and allreduce.svg/.png. See docs/PERFORMANCE.md.

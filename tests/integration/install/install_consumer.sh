@@ -23,7 +23,11 @@ soname=$(objdump -p "$PREFIX/lib/libtutti.so" | awk '$1 == "SONAME" { print $2 }
 [ -f "$PREFIX/lib/libtutti.a" ] || fail "lib/libtutti.a is not installed"
 # Every header of the source's public folder, and nothing from the runtime's internals.
 want=$(cd "$HEADERS" && find . -type f | sort)
-have=$(cd "$PREFIX/include/tutti" && find . -type f | sort)
+# libtutti_torch (built with libtorch) installs its own tutti/torch*.hpp next to them.
+have=$(cd "$PREFIX/include/tutti" && find . -type f ! -name 'torch*.hpp' | sort)
+if [ -e "$PREFIX/lib/libtutti_torch.so" ]; then
+  [ -f "$PREFIX/include/tutti/torch.hpp" ] || fail "libtutti_torch is installed without tutti/torch.hpp"
+fi
 [ "$want" = "$have" ] || fail "include/tutti differs from runtime/include/tutti: $(diff <(echo "$want") <(echo "$have") | tr '\n' ' ')"
 [ -f "$PREFIX/lib/cmake/tutti/tuttiConfig.cmake" ] || fail "no CMake package config"
 [ -f "$PREFIX/lib/pkgconfig/tutti.pc" ] || fail "no tutti.pc"
