@@ -31,6 +31,11 @@ std::exception_ptr labelled(const std::string& label) {
     throw;
   } catch (const c10::Error& e) {
     return std::make_exception_ptr(std::runtime_error(label + ": " + e.what_without_backtrace()));
+  } catch (const tutti::Error& e) {
+    // torch's own backends say "Timed out"; scripts and torch's tests look for those words.
+    const std::string prefix = e.code() == ErrorCode::kTimeout ? ": Timed out (" : ": ";
+    const std::string suffix = e.code() == ErrorCode::kTimeout ? ")" : "";
+    return std::make_exception_ptr(std::runtime_error(label + prefix + e.what() + suffix));
   } catch (const std::exception& e) {
     return std::make_exception_ptr(std::runtime_error(label + ": " + e.what()));
   } catch (...) {
@@ -57,9 +62,19 @@ ProcessGroupTutti::~ProcessGroupTutti() {
   worker_.reset();
 }
 
+void ProcessGroupTutti::setSequenceNumberForGroup() {
+  sequenceNum_ = c10d::SequenceNum(0);
+}
+
+uint64_t ProcessGroupTutti::getSequenceNumberForGroup() {
+  if (!sequenceNum_) return 0;
+  return sequenceNum_->get();
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(
     c10d::OpType type, const char* op, std::string label, std::vector<at::Tensor> outputs,
     std::function<void(const tutti::Communicator&)> body) {
+  if (sequenceNum_) sequenceNum_->increment();
   auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::move(outputs));
   worker_->enqueue([this, work, body = std::move(body), label = std::move(label)] {
     std::exception_ptr error;
@@ -76,6 +91,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue_p2p(
     c10d::OpType type, const char* op, std::string label, at::Tensor tensor,
     std::function<tutti::Request(const tutti::Communicator&, const at::Tensor&)> post) {
+  if (sequenceNum_) sequenceNum_->increment();
   auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::vector<at::Tensor>{tensor});
   worker_->enqueue([this, work, tensor, post = std::move(post), label = std::move(label)] {
     try {

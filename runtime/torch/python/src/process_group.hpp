@@ -69,6 +69,11 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
+  // The count of operations issued on this group (torch's desync checks compare it across ranks).
+  // Every rank starts at 0 when the group is made, so setting needs no agreement.
+  void setSequenceNumberForGroup() override;
+  uint64_t getSequenceNumberForGroup() override;
+
  private:
   // Queues `body` (run on the worker thread with the communicator) behind everything queued
   // before; the returned Work completes with `outputs` when it returns, or with its error as a
