@@ -64,6 +64,10 @@ GATED_ON_THE_NAME_GLOO = [
     "test_all_reduce_coalesced_min",
     "test_all_reduce_coalesced_product",
     "test_all_reduce_coalesced_sum",
+    "test_all_reduce_coalesced_group_max",
+    "test_all_reduce_coalesced_group_min",
+    "test_all_reduce_coalesced_group_product",
+    "test_all_reduce_coalesced_group_sum",
     "test_all_reduce_coalesced_full_group_max",
     "test_all_reduce_coalesced_full_group_min",
     "test_all_reduce_coalesced_full_group_product",
@@ -71,6 +75,7 @@ GATED_ON_THE_NAME_GLOO = [
     "test_batch_isend_irecv_gloo",
     "test_batch_isend_irecv_gloo_tags",
     "test_barrier_timeout_full_group",
+    "test_barrier_timeout_group",
     "test_get_future",
     "test_scatter_object_list",
 ]
