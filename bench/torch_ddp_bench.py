@@ -5,12 +5,14 @@
         [--rounds 5] [--warmup 3] [--bucket-mb 25]
 
 The model has torchvision ResNet-50's 161 parameter shapes (25.6 M floats, from
-torch_gloo_bench.resnet50_sizes) and next to no compute: its output is the sum of every parameter
-times the input's mean, so each step's backward produces one full gradient per parameter and DDP's
-bucketed allreduce of 102 MB dominates the step. Each rank process joins a default gloo group and a
+torch_gloo_bench.resnet50_sizes) and no compute: its backward hands every parameter a gradient of
+ones without computing it (a broadcast view), so a step is DDP's work on 102 MB of gradients
+(writing them into its buckets, with gradient_as_bucket_view) and the buckets' allreduces, which
+is what a backend changes. A step is forward + backward; the optimizer step is left out (it is
+the same arithmetic whatever the backend). Each rank process joins a default gloo group and a
 tutti group (new_group(backend="tutti")), wraps one copy of the model in DDP on each, and then
-alternates: a round times --steps DDP steps (forward, backward, which runs the allreduces, and an
-SGD step) on one backend, then on the other, with the first backend alternating between rounds.
+alternates: a round times --steps DDP steps (forward and backward, which runs the allreduces) on
+one backend, then on the other, with the first backend alternating between rounds.
 The slowest rank's time counts; the table shows the median steps/s over --rounds per backend and
 world size, and the ratio tutti/gloo of the medians.
 """
@@ -32,15 +34,28 @@ def free_port():
 
 
 def make_model(torch):
+    class GradientOfOnes(torch.autograd.Function):
+        """Output x.sum(); every parameter's gradient is the incoming scalar broadcast to its
+        shape, as a stride-0 view: backward allocates nothing and computes nothing, so the
+        step is DDP writing each gradient into its bucket and the bucket allreduces."""
+
+        @staticmethod
+        def forward(ctx, x, *params):
+            ctx.shapes = [p.shape for p in params]
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return (None, *(grad.expand(shape) for shape in ctx.shapes))
+
     class ShapesOfResNet50(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.params = torch.nn.ParameterList(
-                torch.nn.Parameter(torch.full((n,), 0.01)) for n in resnet50_sizes())
+                torch.nn.Parameter(torch.zeros(n)) for n in resnet50_sizes())
 
         def forward(self, x):
-            scale = x.mean()
-            return sum(p.sum() for p in self.params) * scale
+            return GradientOfOnes.apply(x, *self.params)
 
     return ShapesOfResNet50()
 
@@ -56,17 +71,17 @@ def rank_main(rank, size, port, args, queue):
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=size)
     groups = {"gloo": dist.group.WORLD, "tutti": dist.new_group(backend="tutti")}
-    models = {name: DDP(make_model(torch), process_group=group, bucket_cap_mb=args.bucket_mb)
+    # gradient_as_bucket_view: the gradients live in DDP's buckets (no copy back after the
+    # allreduce), as recommended for speed and the same for both backends.
+    models = {name: DDP(make_model(torch), process_group=group, bucket_cap_mb=args.bucket_mb,
+                        gradient_as_bucket_view=True)
               for name, group in groups.items()}
-    optims = {name: torch.optim.SGD(m.parameters(), lr=1e-6) for name, m in models.items()}
-    x = torch.ones(4)
+    x = torch.full((4,), float(rank + 1))
 
     def steps(name, n):
-        model, opt = models[name], optims[name]
+        model = models[name]
         for _ in range(n):
-            opt.zero_grad(set_to_none=False)
             model(x).backward()
-            opt.step()
 
     for name in models:
         steps(name, args.warmup)
@@ -80,10 +95,14 @@ def rank_main(rank, size, port, args, queue):
             elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
             dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest rank's time counts
             results[name].append(args.steps / elapsed.item())
-    # Both replicas saw the same steps: their weights must agree (a wrong sum would show here).
-    for a, b in zip(models["gloo"].parameters(), models["tutti"].parameters()):
-        if not torch.allclose(a, b, rtol=1e-5, atol=1e-7):
-            raise SystemExit(f"rank {rank}: the gloo and tutti replicas diverged")
+    # Each step adds the average over ranks of 1 (DDP divides the sum by the world size) to every
+    # gradient (no zero_grad: it is not the backend's work), on both backends: a wrong or missing
+    # allreduce would show here.
+    expected = float(args.warmup + args.rounds * args.steps)
+    for name, model in models.items():
+        for p in model.parameters():
+            if not torch.all(p.grad == expected):
+                raise SystemExit(f"rank {rank}: {name} gave a wrong gradient {p.grad[:4]}")
     if rank == 0:
         queue.put(results)
     dist.destroy_process_group()
