@@ -78,6 +78,11 @@ def check_allreduce(rank, size):
     result = fut.wait()
     assert work.is_completed() and work.is_success()
     assert torch.equal(result[0], torch.ones(1000) * (size * (size - 1) / 2)), result
+    # empty tensors are valid (a rank's shard may be empty)
+    t = torch.empty(0)
+    dist.all_reduce(t)
+    dist.broadcast(t, src=0)
+    assert t.numel() == 0
     # coalesced: one allreduce of several tensors
     ts = [torch.full((3,), float(rank)), torch.full((2, 2), float(rank + 1))]
     dist.all_reduce_coalesced(ts)
