@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <stdexcept>
 
 #include "store_adapter.hpp"
@@ -58,8 +59,20 @@ ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& stor
   init();
 }
 
+namespace {
+std::atomic<GilReleaser> gil_releaser{nullptr};
+}  // namespace
+
+void set_gil_releaser(GilReleaser releaser) {
+  gil_releaser = releaser;
+}
+
 ProcessGroupTutti::~ProcessGroupTutti() {
-  worker_.reset();
+  const auto stop_worker = [this] { worker_.reset(); };
+  if (const GilReleaser releaser = gil_releaser.load())
+    releaser(stop_worker);
+  else
+    stop_worker();
 }
 
 void ProcessGroupTutti::setSequenceNumberForGroup() {
@@ -484,12 +497,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recvAnysource(std::vector<at::
   TORCH_CHECK(false,
               "tutti recv: a receive from any source is not supported (tutti matches messages "
               "by sender and tag); pass src");
-}
-
-c10::intrusive_ptr<c10d::ProcessGroup> create_process_group(
-    const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-    std::chrono::milliseconds timeout) {
-  return c10::make_intrusive<ProcessGroupTutti>(store, rank, size, timeout);
 }
 
 }  // namespace tutti::torch_backend

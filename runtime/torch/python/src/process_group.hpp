@@ -92,8 +92,12 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   std::unique_ptr<Worker> worker_;  // last: stops (and drains) before the communicator goes
 };
 
-c10::intrusive_ptr<c10d::ProcessGroup> create_process_group(
-    const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-    std::chrono::milliseconds timeout);
+// Runs `f` with the Python GIL released when the calling thread holds it. Destroying a group joins
+// its worker thread, which may need the GIL to finish (dropping its last reference to a tensor that
+// Python has seen takes it), while whoever destroys the group may hold the GIL: Python itself
+// (destroy_process_group) or DDP's Reducer, collected by Python. The Python module installs it;
+// this file knows nothing of Python.
+using GilReleaser = void (*)(const std::function<void()>& f);
+void set_gil_releaser(GilReleaser releaser);
 
 }  // namespace tutti::torch_backend
