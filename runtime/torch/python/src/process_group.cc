@@ -460,7 +460,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tenso
   return enqueue(c10d::OpType::ALLTOALL, "tutti:all_to_all", label_of("alltoall", inputs.front()),
                  outputs, [inputs, outputs, call](const tutti::Communicator& comm) {
                    const at::Tensor in = flat_concat(inputs);
-                   at::Tensor out = flat_concat(outputs);
+                   int64_t total = 0;
+                   for (const auto& t : outputs) total += t.numel();
+                   at::Tensor out = at::empty({total}, in.options());
                    comm.alltoallv(in.data_ptr(), counts_of(inputs), out.data_ptr(),
                                   counts_of(outputs), data_type_of(in), call);
                    copy_from_flat(out, outputs);
