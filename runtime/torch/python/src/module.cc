@@ -1,0 +1,38 @@
+// tutti.torch._backend: the Python face of ProcessGroupTutti. tutti/torch/__init__.py registers
+// ProcessGroupTutti as backend "tutti" with torch.distributed; this module only makes the class.
+#include <pybind11/chrono.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "process_group.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+void run_without_gil(const std::function<void()>& f) {
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    py::gil_scoped_release released;
+    f();
+  } else {
+    f();
+  }
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_backend, m) {
+  using tutti::torch_backend::ProcessGroupTutti;
+  m.doc() = "tutti's torch.distributed backend (see tutti.torch)";
+  tutti::torch_backend::set_gil_releaser(&run_without_gil);
+  // The base class is torch's own Python ProcessGroup (held by intrusive_ptr, as torch holds it),
+  // so DDP and torch.distributed take the object as any process group.
+  py::object base = py::module::import("torch.distributed").attr("ProcessGroup");
+  py::class_<ProcessGroupTutti, c10::intrusive_ptr<ProcessGroupTutti>>(m, "ProcessGroupTutti", base)
+      .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                       std::chrono::milliseconds timeout) {
+             return c10::make_intrusive<ProcessGroupTutti>(store, rank, size, timeout);
+           }),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           // Joining waits for the other ranks; their Python threads must run meanwhile.
+           py::call_guard<py::gil_scoped_release>());
+}

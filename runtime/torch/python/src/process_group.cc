@@ -1,0 +1,504 @@
+#include "process_group.hpp"
+
+#include <c10/util/Exception.h>
+
+#include <atomic>
+#include <stdexcept>
+
+#include "store_adapter.hpp"
+#include "tensors.hpp"
+
+namespace tutti::torch_backend {
+namespace {
+
+tutti::Communicator join(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                         std::chrono::milliseconds timeout) {
+  tutti::Options options = tutti::Options::from_env();
+  options.timeout = timeout;
+  options.init_timeout = timeout;
+  // torch gives every group a store prefix of its own, so one fixed name pairs the ranks of a
+  // group; counting create() calls would not, since ranks outside a new group never call it.
+  options.name = "torch";
+  return tutti::Communicator::create(std::make_shared<C10dStore>(store), rank, size, options);
+}
+
+std::string label_of(const char* op, const at::Tensor& tensor) {
+  return std::string("tutti ") + op + " of " + describe(tensor);
+}
+
+// The error a Work carries: a std::runtime_error (RuntimeError in Python) naming the operation.
+std::exception_ptr labelled(const std::string& label) {
+  try {
+    throw;
+  } catch (const c10::Error& e) {
+    return std::make_exception_ptr(std::runtime_error(label + ": " + e.what_without_backtrace()));
+  } catch (const tutti::Error& e) {
+    // torch's own backends say "Timed out"; scripts and torch's tests look for those words.
+    const std::string prefix = e.code() == ErrorCode::kTimeout ? ": Timed out (" : ": ";
+    const std::string suffix = e.code() == ErrorCode::kTimeout ? ")" : "";
+    return std::make_exception_ptr(std::runtime_error(label + prefix + e.what() + suffix));
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(std::runtime_error(label + ": " + e.what()));
+  } catch (...) {
+    return std::make_exception_ptr(std::runtime_error(label + ": unknown error"));
+  }
+}
+
+void check_root(const char* op, int64_t root, int size) {
+  TORCH_CHECK(root >= 0 && root < size, "tutti ", op, ": root ", root,
+              " is not a rank of a group of ", size);
+}
+
+}  // namespace
+
+ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                     int size, std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size),
+      comm_(join(store, rank, size, timeout)),
+      worker_(std::make_unique<Worker>()) {
+  init();
+}
+
+namespace {
+std::atomic<GilReleaser> gil_releaser{nullptr};
+}  // namespace
+
+void set_gil_releaser(GilReleaser releaser) {
+  gil_releaser = releaser;
+}
+
+ProcessGroupTutti::~ProcessGroupTutti() {
+  const auto stop_worker = [this] { worker_.reset(); };
+  if (const GilReleaser releaser = gil_releaser.load())
+    releaser(stop_worker);
+  else
+    stop_worker();
+}
+
+void ProcessGroupTutti::setSequenceNumberForGroup() {
+  sequenceNum_ = c10d::SequenceNum(0);
+}
+
+uint64_t ProcessGroupTutti::getSequenceNumberForGroup() {
+  if (!sequenceNum_) return 0;
+  return sequenceNum_->get();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(
+    c10d::OpType type, const char* op, std::string label, std::vector<at::Tensor> outputs,
+    std::function<void(const tutti::Communicator&)> body) {
+  if (sequenceNum_) sequenceNum_->increment();
+  auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::move(outputs));
+  worker_->enqueue([this, work, body = std::move(body), label = std::move(label)] {
+    std::exception_ptr error;
+    try {
+      body(comm_);
+    } catch (...) {
+      error = labelled(label);
+    }
+    work->complete(error);
+  });
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue_p2p(
+    c10d::OpType type, const char* op, std::string label, at::Tensor tensor,
+    std::function<tutti::Request(const tutti::Communicator&, const at::Tensor&)> post) {
+  if (sequenceNum_) sequenceNum_->increment();
+  auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::vector<at::Tensor>{tensor});
+  worker_->enqueue([this, work, tensor, post = std::move(post), label = std::move(label)] {
+    try {
+      auto staged = std::make_shared<Staged>(tensor);
+      tutti::Request request = post(comm_, staged->buffer());
+      worker_->watch(std::move(request), [work, staged, label](std::exception_ptr error) {
+        if (error) {
+          try {
+            std::rethrow_exception(error);
+          } catch (...) {
+            error = labelled(label);
+          }
+        } else {
+          try {
+            staged->write_back();
+          } catch (...) {
+            error = labelled(label);
+          }
+        }
+        work->complete(error);
+      });
+    } catch (...) {
+      work->complete(labelled(label));
+    }
+  });
+  return work;
+}
+
+// ---- Collectives on one tensor ---------------------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tensor>& tensors,
+                                                            const c10d::AllreduceOptions& opts) {
+  const at::Tensor& tensor = single_tensor("allreduce", tensors);
+  const Reduction r = reduction_of("allreduce", opts.reduceOp, tensor, opts.timeout);
+  return enqueue(c10d::OpType::ALLREDUCE, "tutti:all_reduce", label_of("allreduce", tensor),
+                 tensors, [tensor, r](const tutti::Communicator& comm) {
+                   Staged s(tensor);
+                   comm.allreduce(s.data(), s.data(), s.count(), data_type_of(tensor), r.op,
+                                  r.call);
+                   s.write_back();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "tutti allreduce_coalesced: no tensors");
+  check_tensors("allreduce_coalesced", tensors);
+  const Reduction r =
+      reduction_of("allreduce_coalesced", opts.reduceOp, tensors.front(), opts.timeout);
+  // One allreduce of the tensors back to back: one round of latency instead of one per tensor.
+  return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "tutti:all_reduce_coalesced",
+                 label_of("allreduce_coalesced", tensors.front()) + " and " +
+                     std::to_string(tensors.size() - 1) + " more",
+                 tensors, [tensors, r](const tutti::Communicator& comm) {
+                   at::Tensor flat = flat_concat(tensors);
+                   comm.allreduce(flat.data_ptr(), flat.data_ptr(), flat.numel(),
+                                  data_type_of(flat), r.op, r.call);
+                   copy_from_flat(flat, tensors);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::broadcast(std::vector<at::Tensor>& tensors,
+                                                            const c10d::BroadcastOptions& opts) {
+  const at::Tensor& tensor = single_tensor("broadcast", tensors);
+  check_root("broadcast", opts.rootRank, size_);
+  const int root = static_cast<int>(opts.rootRank);
+  const tutti::CallOptions call = call_options(opts.timeout);
+  return enqueue(c10d::OpType::BROADCAST, "tutti:broadcast", label_of("broadcast", tensor), tensors,
+                 [tensor, root, call](const tutti::Communicator& comm) {
+                   Staged s(tensor);
+                   comm.broadcast(s.data(), s.count(), data_type_of(tensor), root, call);
+                   s.write_back();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>& tensors,
+                                                         const c10d::ReduceOptions& opts) {
+  const at::Tensor& tensor = single_tensor("reduce", tensors);
+  check_root("reduce", opts.rootRank, size_);
+  const int root = static_cast<int>(opts.rootRank);
+  const Reduction r = reduction_of("reduce", opts.reduceOp, tensor, opts.timeout);
+  return enqueue(c10d::OpType::REDUCE, "tutti:reduce", label_of("reduce", tensor), tensors,
+                 [tensor, root, r](const tutti::Communicator& comm) {
+                   Staged s(tensor);
+                   comm.reduce(s.data(), s.data(), s.count(), data_type_of(tensor), r.op, root,
+                               r.call);
+                   if (comm.rank() == root) s.write_back();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::barrier(const c10d::BarrierOptions& opts) {
+  const tutti::CallOptions call = call_options(opts.timeout);
+  return enqueue(c10d::OpType::BARRIER, "tutti:barrier", "tutti barrier", {},
+                 [call](const tutti::Communicator& comm) { comm.barrier(call); });
+}
+
+// ---- Gathers -----------------------------------------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  const at::Tensor& input = single_tensor("allgather", inputs);
+  TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
+              "tutti allgather: needs one list of ", size_, " output tensors");
+  for (const auto& out : outputs[0]) {
+    check_tensor("allgather", out);
+    TORCH_CHECK(out.numel() == input.numel() && out.scalar_type() == input.scalar_type(),
+                "tutti allgather: output ", describe(out), " does not match input ",
+                describe(input));
+  }
+  const std::vector<at::Tensor> outs = outputs[0];
+  const tutti::CallOptions call = call_options(opts.timeout);
+  return enqueue(c10d::OpType::ALLGATHER, "tutti:all_gather", label_of("allgather", input), outs,
+                 [input, outs, call](const tutti::Communicator& comm) {
+                   const Staged in(input);
+                   at::Tensor flat = at::empty({input.numel() * comm.size()}, input.options());
+                   comm.allgather(in.data(), flat.data_ptr(), in.count(), data_type_of(input),
+                                  call);
+                   copy_from_flat(flat, outs);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
+  check_tensor("_allgather_base", input);
+  check_tensor("_allgather_base", output);
+  TORCH_CHECK(
+      output.numel() == input.numel() * size_ && output.scalar_type() == input.scalar_type(),
+      "tutti _allgather_base: output ", describe(output), " must hold ", size_, " times input ",
+      describe(input));
+  const tutti::CallOptions call = call_options(opts.timeout);
+  return enqueue(c10d::OpType::_ALLGATHER_BASE, "tutti:_all_gather_base",
+                 label_of("_allgather_base", input), {output},
+                 [input, output, call](const tutti::Communicator& comm) {
+                   const Staged in(input);
+                   Staged out(output);
+                   comm.allgather(in.data(), out.data(), in.count(), data_type_of(input), call);
+                   out.write_back();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(!inputs.empty(), "tutti allgather_coalesced: no input tensors");
+  check_tensors("allgather_coalesced", inputs);
+  TORCH_CHECK(static_cast<int>(output_lists.size()) == size_, "tutti allgather_coalesced: needs ",
+              size_, " output lists, got ", output_lists.size());
+  // Rank p's block is its inputs back to back; the output lists say how long each block is.
+  std::vector<size_t> counts;
+  std::vector<at::Tensor> outs;
+  for (const auto& list : output_lists) {
+    check_tensors("allgather_coalesced", list);
+    size_t count = 0;
+    for (const auto& t : list) {
+      TORCH_CHECK(t.scalar_type() == inputs.front().scalar_type(),
+                  "tutti allgather_coalesced: output ", describe(t), " and input ",
+                  describe(inputs.front()), " differ in dtype");
+      count += static_cast<size_t>(t.numel());
+      outs.push_back(t);
+    }
+    counts.push_back(count);
+  }
+  const tutti::CallOptions call = call_options(opts.timeout);
+  return enqueue(c10d::OpType::ALLGATHER_COALESCED, "tutti:all_gather_coalesced",
+                 label_of("allgather_coalesced", inputs.front()), outs,
+                 [inputs, outs, counts, call](const tutti::Communicator& comm) {
+                   const at::Tensor in = flat_concat(inputs);
+                   size_t total = 0;
+                   for (size_t c : counts) total += c;
+                   TORCH_CHECK(static_cast<size_t>(in.numel()) == counts[comm.rank()],
+                               "this rank's inputs hold ", in.numel(),
+                               " elements but its output list holds ", counts[comm.rank()]);
+                   at::Tensor flat = at::empty({static_cast<int64_t>(total)}, in.options());
+                   comm.allgatherv(in.data_ptr(), flat.data_ptr(), counts, data_type_of(in), call);
+                   copy_from_flat(flat, outs);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::GatherOptions& opts) {
+  const at::Tensor& input = single_tensor("gather", inputs);
+  check_root("gather", opts.rootRank, size_);
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> outs;
+  if (rank_ == root) {
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_,
+                "tutti gather: the root needs one list of ", size_, " output tensors");
+    for (const auto& out : outputs[0]) {
+      check_tensor("gather", out);
+      TORCH_CHECK(out.numel() == input.numel() && out.scalar_type() == input.scalar_type(),
+                  "tutti gather: output ", describe(out), " does not match input ",
+                  describe(input));
+    }
+    outs = outputs[0];
+  } else {
+    TORCH_CHECK(outputs.empty(), "tutti gather: only the root takes output tensors");
+  }
+  const tutti::CallOptions call = call_options(opts.timeout);
+  return enqueue(c10d::OpType::GATHER, "tutti:gather", label_of("gather", input), outs,
+                 [input, outs, root, call](const tutti::Communicator& comm) {
+                   const Staged in(input);
+                   at::Tensor flat;
+                   if (comm.rank() == root)
+                     flat = at::empty({input.numel() * comm.size()}, input.options());
+                   comm.gather(in.data(), flat.defined() ? flat.data_ptr() : nullptr, in.count(),
+                               data_type_of(input), root, call);
+                   if (flat.defined()) copy_from_flat(flat, outs);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ScatterOptions& opts) {
+  const at::Tensor& output = single_tensor("scatter", outputs);
+  check_root("scatter", opts.rootRank, size_);
+  const int root = static_cast<int>(opts.rootRank);
+  std::vector<at::Tensor> ins;
+  if (rank_ == root) {
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+                "tutti scatter: the root needs one list of ", size_, " input tensors");
+    for (const auto& in : inputs[0]) {
+      check_tensor("scatter", in);
+      TORCH_CHECK(in.numel() == output.numel() && in.scalar_type() == output.scalar_type(),
+                  "tutti scatter: input ", describe(in), " does not match output ",
+                  describe(output));
+    }
+    ins = inputs[0];
+  } else {
+    TORCH_CHECK(inputs.empty(), "tutti scatter: only the root takes input tensors");
+  }
+  const tutti::CallOptions call = call_options(opts.timeout);
+  return enqueue(c10d::OpType::SCATTER, "tutti:scatter", label_of("scatter", output), outputs,
+                 [output, ins, root, call](const tutti::Communicator& comm) {
+                   at::Tensor flat;
+                   if (comm.rank() == root) flat = flat_concat(ins);
+                   Staged out(output);
+                   comm.scatter(flat.defined() ? flat.data_ptr() : nullptr, out.data(), out.count(),
+                                data_type_of(output), root, call);
+                   out.write_back();
+                 });
+}
+
+// ---- Reduce-scatter and all-to-all ---------------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  const at::Tensor& output = single_tensor("reduce_scatter", outputs);
+  TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+              "tutti reduce_scatter: needs one list of ", size_, " input tensors");
+  check_tensors("reduce_scatter", inputs[0]);
+  TORCH_CHECK(inputs[0][rank_].numel() == output.numel() &&
+                  inputs[0][rank_].scalar_type() == output.scalar_type(),
+              "tutti reduce_scatter: output ", describe(output), " does not match input ",
+              describe(inputs[0][rank_]), " of this rank");
+  const std::vector<at::Tensor> ins = inputs[0];
+  const Reduction r = reduction_of("reduce_scatter", opts.reduceOp, output, opts.timeout);
+  return enqueue(c10d::OpType::REDUCE_SCATTER, "tutti:reduce_scatter",
+                 label_of("reduce_scatter", output), outputs,
+                 [output, ins, r](const tutti::Communicator& comm) {
+                   const at::Tensor flat = flat_concat(ins);
+                   Staged out(output);
+                   comm.reduce_scatter_v(flat.data_ptr(), out.data(), counts_of(ins),
+                                         data_type_of(output), r.op, r.call);
+                   out.write_back();
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  check_tensor("_reduce_scatter_base", input);
+  check_tensor("_reduce_scatter_base", output);
+  TORCH_CHECK(
+      input.numel() == output.numel() * size_ && output.scalar_type() == input.scalar_type(),
+      "tutti _reduce_scatter_base: input ", describe(input), " must hold ", size_, " times output ",
+      describe(output));
+  const Reduction r = reduction_of("_reduce_scatter_base", opts.reduceOp, output, opts.timeout);
+  return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "tutti:_reduce_scatter_base",
+                 label_of("_reduce_scatter_base", input), {output},
+                 [input, output, r](const tutti::Communicator& comm) {
+                   const Staged in(input);
+                   Staged out(output);
+                   comm.reduce_scatter(in.data(), out.data(), out.count(), data_type_of(output),
+                                       r.op, r.call);
+                   out.write_back();
+                 });
+}
+
+namespace {
+
+// Element counts per peer of an all-to-all split along dim 0 (torch's split sizes are rows; no
+// sizes means equal blocks).
+std::vector<size_t> split_counts(const char* op, const at::Tensor& tensor,
+                                 const std::vector<int64_t>& split_sizes, int size) {
+  const int64_t rows = tensor.dim() == 0 ? 1 : tensor.size(0);
+  const int64_t row_count = rows == 0 ? 0 : tensor.numel() / rows;
+  std::vector<size_t> counts;
+  if (split_sizes.empty()) {
+    TORCH_CHECK(rows % size == 0, "tutti ", op, ": ", describe(tensor), " does not split into ",
+                size, " equal blocks along dim 0");
+    counts.assign(size, static_cast<size_t>(rows / size * row_count));
+    return counts;
+  }
+  TORCH_CHECK(static_cast<int>(split_sizes.size()) == size, "tutti ", op, ": ", split_sizes.size(),
+              " split sizes for a group of ", size);
+  int64_t total = 0;
+  for (int64_t s : split_sizes) {
+    TORCH_CHECK(s >= 0, "tutti ", op, ": negative split size ", s);
+    total += s;
+    counts.push_back(static_cast<size_t>(s * row_count));
+  }
+  TORCH_CHECK(total == rows, "tutti ", op, ": split sizes add up to ", total, " rows, ",
+              describe(tensor), " has ", rows);
+  return counts;
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
+    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
+  check_tensor("alltoall_base", input);
+  check_tensor("alltoall_base", output);
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "tutti alltoall_base: output ",
+              describe(output), " and input ", describe(input), " differ in dtype");
+  const std::vector<size_t> send_counts =
+      split_counts("alltoall_base", input, input_split_sizes, size_);
+  const std::vector<size_t> recv_counts =
+      split_counts("alltoall_base", output, output_split_sizes, size_);
+  const tutti::CallOptions call = call_options(opts.timeout);
+  return enqueue(
+      c10d::OpType::ALLTOALL_BASE, "tutti:all_to_all", label_of("alltoall_base", input), {output},
+      [input, output, send_counts, recv_counts, call](const tutti::Communicator& comm) {
+        const Staged in(input);
+        Staged out(output);
+        comm.alltoallv(in.data(), send_counts, out.data(), recv_counts, data_type_of(input), call);
+        out.write_back();
+      });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tensor>& outputs,
+                                                           std::vector<at::Tensor>& inputs,
+                                                           const c10d::AllToAllOptions& opts) {
+  TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+              "tutti alltoall: needs ", size_, " input and ", size_, " output tensors");
+  check_tensors("alltoall", inputs);
+  check_tensors("alltoall", outputs);
+  TORCH_CHECK(inputs.front().scalar_type() == outputs.front().scalar_type(),
+              "tutti alltoall: inputs and outputs differ in dtype");
+  const tutti::CallOptions call = call_options(opts.timeout);
+  return enqueue(c10d::OpType::ALLTOALL, "tutti:all_to_all", label_of("alltoall", inputs.front()),
+                 outputs, [inputs, outputs, call](const tutti::Communicator& comm) {
+                   const at::Tensor in = flat_concat(inputs);
+                   int64_t total = 0;
+                   for (const auto& t : outputs) total += t.numel();
+                   at::Tensor out = at::empty({total}, in.options());
+                   comm.alltoallv(in.data_ptr(), counts_of(inputs), out.data_ptr(),
+                                  counts_of(outputs), data_type_of(in), call);
+                   copy_from_flat(out, outputs);
+                 });
+}
+
+// ---- Point to point ------------------------------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::send(std::vector<at::Tensor>& tensors,
+                                                       int dst_rank, int tag) {
+  const at::Tensor& tensor = single_tensor("send", tensors);
+  check_root("send", dst_rank, size_);
+  return enqueue_p2p(c10d::OpType::SEND, "tutti:send",
+                     label_of("send", tensor) + " to rank " + std::to_string(dst_rank), tensor,
+                     [dst_rank, tag](const tutti::Communicator& comm, const at::Tensor& buf) {
+                       return comm.isend(buf.data_ptr(), buf.numel(), data_type_of(buf), dst_rank,
+                                         tag);
+                     });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recv(std::vector<at::Tensor>& tensors,
+                                                       int src_rank, int tag) {
+  const at::Tensor& tensor = single_tensor("recv", tensors);
+  check_root("recv", src_rank, size_);
+  return enqueue_p2p(c10d::OpType::RECV, "tutti:recv",
+                     label_of("recv", tensor) + " from rank " + std::to_string(src_rank), tensor,
+                     [src_rank, tag](const tutti::Communicator& comm, const at::Tensor& buf) {
+                       return comm.irecv(buf.data_ptr(), buf.numel(), data_type_of(buf), src_rank,
+                                         tag);
+                     });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recvAnysource(std::vector<at::Tensor>&, int) {
+  TORCH_CHECK(false,
+              "tutti recv: a receive from any source is not supported (tutti matches messages "
+              "by sender and tag); pass src");
+}
+
+}  // namespace tutti::torch_backend

@@ -1,0 +1,103 @@
+// ProcessGroupTutti: torch.distributed's backend "tutti" (PyTorch 1.13: a c10d::ProcessGroup
+// subclass, one per process group). Each group owns one tutti Communicator, made on the group's
+// store, and one Worker thread that runs the group's operations in the order torch issued them;
+// every operation returns a TuttiWork at once (see work.hpp) and runs on that thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <vector>
+
+#include "tutti/tutti.hpp"
+#include "work.hpp"
+#include "worker.hpp"
+
+namespace tutti::torch_backend {
+
+class ProcessGroupTutti final : public c10d::ProcessGroup {
+ public:
+  // Collective over the group's ranks: meets the others through `store` (torch's prefix store of
+  // this group). `timeout` (torch's process group timeout) bounds joining and every operation.
+  ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                    std::chrono::milliseconds timeout);
+  ~ProcessGroupTutti() override;
+
+  const std::string getBackendName() const override { return "tutti"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  // The count of operations issued on this group (torch's desync checks compare it across ranks).
+  // Every rank starts at 0 when the group is made, so setting needs no agreement.
+  void setSequenceNumberForGroup() override;
+  uint64_t getSequenceNumberForGroup() override;
+
+ private:
+  // Queues `body` (run on the worker thread with the communicator) behind everything queued
+  // before; the returned Work completes with `outputs` when it returns, or with its error as a
+  // RuntimeError that starts with `label` ("tutti allreduce of float32[10]").
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* op, std::string label,
+                                         std::vector<at::Tensor> outputs,
+                                         std::function<void(const tutti::Communicator&)> body);
+
+  // Posts a send or receive (`post` runs on the worker thread) and completes its Work when the
+  // request does.
+  c10::intrusive_ptr<c10d::Work> enqueue_p2p(
+      c10d::OpType type, const char* op, std::string label, at::Tensor tensor,
+      std::function<tutti::Request(const tutti::Communicator&, const at::Tensor&)> post);
+
+  tutti::Communicator comm_;
+  std::unique_ptr<Worker> worker_;  // last: stops (and drains) before the communicator goes
+};
+
+// Runs `f` with the Python GIL released when the calling thread holds it. Destroying a group joins
+// its worker thread, which may need the GIL to finish (dropping its last reference to a tensor that
+// Python has seen takes it), while whoever destroys the group may hold the GIL: Python itself
+// (destroy_process_group) or DDP's Reducer, collected by Python. The Python module installs it;
+// this file knows nothing of Python.
+using GilReleaser = void (*)(const std::function<void()>& f);
+void set_gil_releaser(GilReleaser releaser);
+
+}  // namespace tutti::torch_backend

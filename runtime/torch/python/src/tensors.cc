@@ -1,0 +1,165 @@
+#include "tensors.hpp"
+
+#include <c10/util/Exception.h>
+
+#include <optional>
+
+namespace tutti::torch_backend {
+namespace {
+
+std::optional<DataType> maybe_data_type(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat:
+      return DataType::kFloat32;
+    case at::kDouble:
+      return DataType::kFloat64;
+    case at::kHalf:
+      return DataType::kFloat16;
+    case at::kBFloat16:
+      return DataType::kBFloat16;
+    case at::kInt:
+      return DataType::kInt32;
+    case at::kLong:
+      return DataType::kInt64;
+    case at::kShort:
+      return DataType::kInt16;
+    case at::kChar:
+      return DataType::kInt8;
+    case at::kByte:
+      return DataType::kUInt8;
+    case at::kBool:
+      return DataType::kBool;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::string describe(const at::Tensor& tensor) {
+  // tutti's dtype names where it has one (the names tutti's own errors use), else torch's.
+  const std::optional<DataType> type = maybe_data_type(tensor.scalar_type());
+  std::string out = (type ? std::string(tutti::to_string(*type))
+                          : std::string(c10::toString(tensor.scalar_type()))) +
+                    "[";
+  for (int64_t d = 0; d < tensor.dim(); ++d)
+    out += (d ? ", " : "") + std::to_string(tensor.size(d));
+  return out + "]";
+}
+
+void check_tensor(const char* op, const at::Tensor& tensor) {
+  TORCH_CHECK(tensor.defined(), "tutti ", op, ": an undefined tensor");
+  TORCH_CHECK(!tensor.is_cuda(), "tutti ", op, ": tensor ", describe(tensor), " is on ",
+              tensor.device(),
+              "; backend tutti takes CPU tensors (GPU buffers are the NCCL path of issue 12: "
+              "use backend nccl for them)");
+  TORCH_CHECK(tensor.device().is_cpu(), "tutti ", op, ": tensor ", describe(tensor), " is on ",
+              tensor.device(), "; backend tutti takes CPU tensors");
+  TORCH_CHECK(tensor.layout() == at::kStrided, "tutti ", op, ": tensor ", describe(tensor), " is ",
+              tensor.layout(), "; backend tutti takes dense (strided) tensors");
+  (void)data_type_of(tensor);  // throws for a dtype tutti does not carry
+}
+
+void check_tensors(const char* op, const std::vector<at::Tensor>& tensors) {
+  for (const auto& t : tensors) {
+    check_tensor(op, t);
+    TORCH_CHECK(t.scalar_type() == tensors.front().scalar_type(), "tutti ", op,
+                ": tensors of different dtypes (", describe(tensors.front()), " and ", describe(t),
+                ")");
+  }
+}
+
+const at::Tensor& single_tensor(const char* op, const std::vector<at::Tensor>& tensors) {
+  TORCH_CHECK(tensors.size() == 1, "tutti ", op, ": takes exactly one tensor per process, got ",
+              tensors.size());
+  check_tensor(op, tensors.front());
+  return tensors.front();
+}
+
+tutti::DataType data_type_of(const at::Tensor& tensor) {
+  const std::optional<DataType> type = maybe_data_type(tensor.scalar_type());
+  TORCH_CHECK(type, "tutti: tensor ", describe(tensor),
+              " has a dtype backend tutti does not carry (float, double, half, bfloat16, "
+              "int8/16/32/64, uint8, bool; complex goes as its real view)");
+  return *type;
+}
+
+tutti::CallOptions call_options(std::chrono::milliseconds timeout) {
+  tutti::CallOptions call;
+  if (timeout != c10d::kUnsetTimeout) call.timeout = timeout;
+  return call;
+}
+
+Reduction reduction_of(const char* op, const c10d::ReduceOp& reduce_op, const at::Tensor& tensor,
+                       std::chrono::milliseconds timeout) {
+  Reduction r{tutti::ReduceOp::kSum, call_options(timeout)};
+  switch (reduce_op.op_) {
+    case c10d::ReduceOp::SUM:
+      r.op = tutti::ReduceOp::kSum;
+      break;
+    case c10d::ReduceOp::AVG:
+      r.op = tutti::ReduceOp::kAvg;
+      break;
+    case c10d::ReduceOp::PRODUCT:
+      r.op = tutti::ReduceOp::kProd;
+      break;
+    case c10d::ReduceOp::MIN:
+      r.op = tutti::ReduceOp::kMin;
+      break;
+    case c10d::ReduceOp::MAX:
+      r.op = tutti::ReduceOp::kMax;
+      break;
+    case c10d::ReduceOp::BAND:
+      r.op = tutti::ReduceOp::kBand;
+      break;
+    case c10d::ReduceOp::BOR:
+      r.op = tutti::ReduceOp::kBor;
+      break;
+    case c10d::ReduceOp::BXOR:
+      r.op = tutti::ReduceOp::kBxor;
+      break;
+    case c10d::ReduceOp::PREMUL_SUM: {
+      // A scalar factor is tutti's prescale, applied inside the reduce loop; a per-tensor factor
+      // (a tensor on each rank) has no tutti counterpart.
+      const auto* supplement =
+          dynamic_cast<const c10d::NCCLPreMulSumSupplement*>(reduce_op.supplement_.get());
+      TORCH_CHECK(supplement && supplement->tensor_factors.empty(), "tutti ", op,
+                  ": PREMUL_SUM is supported with a scalar factor only");
+      TORCH_CHECK(at::isFloatingType(tensor.scalar_type()), "tutti ", op,
+                  ": PREMUL_SUM needs a floating tensor, got ", describe(tensor));
+      r.op = tutti::ReduceOp::kSum;
+      r.call.prescale = supplement->double_factor;
+      break;
+    }
+    default:
+      TORCH_CHECK(false, "tutti ", op, ": reduce op ", static_cast<int>(reduce_op.op_),
+                  " is not supported");
+  }
+  TORCH_CHECK(tutti::supports(data_type_of(tensor), r.op), "tutti ", op, ": reduce op ",
+              tutti::to_string(r.op), " is not defined on ", describe(tensor));
+  return r;
+}
+
+at::Tensor flat_concat(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> flat;
+  flat.reserve(tensors.size());
+  for (const auto& t : tensors) flat.push_back(t.reshape({-1}));
+  return at::cat(flat);
+}
+
+void copy_from_flat(const at::Tensor& flat, const std::vector<at::Tensor>& tensors) {
+  int64_t offset = 0;
+  for (const auto& t : tensors) {
+    t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+    offset += t.numel();
+  }
+}
+
+std::vector<size_t> counts_of(const std::vector<at::Tensor>& tensors) {
+  std::vector<size_t> counts;
+  counts.reserve(tensors.size());
+  for (const auto& t : tensors) counts.push_back(static_cast<size_t>(t.numel()));
+  return counts;
+}
+
+}  // namespace tutti::torch_backend

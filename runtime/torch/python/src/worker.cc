@@ -1,0 +1,100 @@
+#include "worker.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace tutti::torch_backend {
+
+Worker::Worker() : thread_([this] { run(); }) {}
+
+Worker::~Worker() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void Worker::enqueue(std::function<void()> job) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+}
+
+void Worker::watch(tutti::Request request, std::function<void(std::exception_ptr)> done) {
+  watched_.push_back({std::move(request), std::move(done)});
+}
+
+void Worker::run() {
+  // While requests are watched the thread polls them, backing off from 20 us to 1 ms so that an
+  // idle receive does not spin a core of a small machine.
+  auto backoff = std::chrono::microseconds(20);
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(mutex_);
+      const auto ready = [this] { return stopping_ || !jobs_.empty(); };
+      if (watched_.empty()) {
+        wake_.wait(lock, ready);
+      } else if (!ready()) {
+        wake_.wait_for(lock, backoff, ready);
+        backoff = std::min(backoff * 2, std::chrono::microseconds(1000));
+      }
+      if (!jobs_.empty()) {
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      } else if (stopping_) {
+        break;
+      }
+    }
+    if (job) {
+      backoff = std::chrono::microseconds(20);
+      try {
+        job();
+      } catch (...) {
+        // Jobs complete their Work with their own errors; nothing may end this thread.
+      }
+    }
+    poll_watched();
+  }
+  finish_watched();
+}
+
+void Worker::poll_watched() {
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    std::exception_ptr error;
+    bool complete = false;
+    try {
+      complete = it->request.test();
+    } catch (...) {
+      error = std::current_exception();
+      complete = true;
+    }
+    if (!complete) {
+      ++it;
+      continue;
+    }
+    auto done = std::move(it->done);
+    it = watched_.erase(it);
+    done(error);
+  }
+}
+
+void Worker::finish_watched() {
+  // Shutting down: each watched request gets the communicator's timeout to complete.
+  for (auto& w : watched_) {
+    std::exception_ptr error;
+    try {
+      w.request.wait();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    w.done(error);
+  }
+  watched_.clear();
+}
+
+}  // namespace tutti::torch_backend

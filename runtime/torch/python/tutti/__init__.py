@@ -1,0 +1,2 @@
+"""tutti: an allreduce runtime. `import tutti.torch` registers backend "tutti" for
+torch.distributed."""
