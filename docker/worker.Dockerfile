@@ -16,11 +16,10 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY . /src
 # TUTTI_WITH_TORCH=ON: libtutti_torch and the Python package `tutti` (backend "tutti"), or the build
-# fails. The package goes where Debian's python3.11 looks under /usr/local
-# (/usr/local/lib/python3.11/dist-packages; /usr/local/lib/python3/dist-packages is not on its path).
+# fails. The package goes where Debian's python3.11 looks under /usr/local (the default,
+# /usr/local/lib/python3.11/dist-packages; /usr/local/lib/python3/dist-packages is not on its path).
 RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
       -DTUTTI_WITH_GLOO=OFF -DTUTTI_WITH_MPI=ON -DTUTTI_WITH_TORCH=ON \
-      -DTUTTI_PYTHON_INSTALL_DIR=lib/python3.11/dist-packages \
  && cmake --build /build \
  && DESTDIR=/staging cmake --install /build --prefix /usr/local \
  && mkdir -p /staging/usr/local/share/tutti \

@@ -29,10 +29,11 @@ PYBIND11_MODULE(_backend, m) {
   py::object base = py::module::import("torch.distributed").attr("ProcessGroup");
   py::class_<ProcessGroupTutti, c10::intrusive_ptr<ProcessGroupTutti>>(m, "ProcessGroupTutti", base)
       .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                       std::chrono::milliseconds timeout) {
-             return c10::make_intrusive<ProcessGroupTutti>(store, rank, size, timeout);
+                       std::chrono::milliseconds timeout, const std::string& address) {
+             return c10::make_intrusive<ProcessGroupTutti>(store, rank, size, timeout, address);
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           py::arg("address") = std::string(),
            // Joining waits for the other ranks; their Python threads must run meanwhile.
            py::call_guard<py::gil_scoped_release>());
 }

@@ -12,10 +12,16 @@ namespace tutti::torch_backend {
 namespace {
 
 tutti::Communicator join(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                         std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout, const std::string& address) {
   tutti::Options options = tutti::Options::from_env();
   options.timeout = timeout;
   options.init_timeout = timeout;
+  // torch's store hides its socket, so tutti cannot learn which of this host's addresses reaches
+  // it; the host name's address is wrong wherever the host name resolves to loopback (netns pods,
+  // many /etc/hosts), and peers on other hosts would then dial their own loopback until the
+  // timeout. The settings the user gave still win.
+  if (!address.empty() && options.listen_address.empty() && options.socket_ifname.empty())
+    options.listen_address = address;
   // torch gives every group a store prefix of its own, so one fixed name pairs the ranks of a
   // group; counting create() calls would not, since ranks outside a new group never call it.
   options.name = "torch";
@@ -52,9 +58,10 @@ void check_root(const char* op, int64_t root, int size) {
 }  // namespace
 
 ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                     int size, std::chrono::milliseconds timeout)
+                                     int size, std::chrono::milliseconds timeout,
+                                     const std::string& address)
     : c10d::ProcessGroup(rank, size),
-      comm_(join(store, rank, size, timeout)),
+      comm_(join(store, rank, size, timeout, address)),
       worker_(std::make_unique<Worker>()) {
   init();
 }

@@ -22,8 +22,11 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
  public:
   // Collective over the group's ranks: meets the others through `store` (torch's prefix store of
   // this group). `timeout` (torch's process group timeout) bounds joining and every operation.
+  // `address`: where this rank listens for its peers, unless TUTTI_ADDR or TUTTI_SOCKET_IFNAME
+  // say otherwise ("": tutti's default for a caller's store, the address the host name resolves
+  // to). tutti.torch passes this host's address on the route to the store (MASTER_ADDR).
   ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                    std::chrono::milliseconds timeout);
+                    std::chrono::milliseconds timeout, const std::string& address = "");
   ~ProcessGroupTutti() override;
 
   const std::string getBackendName() const override { return "tutti"; }

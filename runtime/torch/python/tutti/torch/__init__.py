@@ -7,6 +7,9 @@ Importing this module registers the backend once per process. torch.distributed 
 creator with its own (prefix) store, the rank, the size and the timeout, for the default group and
 again for every new_group: each group gets its own tutti communicator and worker thread.
 """
+import os as _os
+import socket as _socket
+
 import torch.distributed as _dist
 
 from ._backend import ProcessGroupTutti
@@ -16,8 +19,23 @@ __all__ = ["ProcessGroupTutti", "BACKEND_NAME"]
 BACKEND_NAME = "tutti"
 
 
+def _address_toward(host):
+    """This host's address on the route to `host` ("" when unknown). A UDP connect sends nothing."""
+    try:
+        family = _socket.getaddrinfo(host, None)[0][0]
+        with _socket.socket(family, _socket.SOCK_DGRAM) as s:
+            s.connect((host, 9))
+            return s.getsockname()[0]
+    except OSError:
+        return ""
+
+
 def _create_process_group(store, rank, size, timeout):
-    return ProcessGroupTutti(store, rank, size, timeout)
+    # Peers on other hosts must dial an address of ours they can reach. torch's store is at
+    # MASTER_ADDR under env:// (torchrun, tuttirun, Kubeflow), so the route to it is the one they
+    # use; without it tutti falls back to the address the host name resolves to.
+    master = _os.environ.get("MASTER_ADDR", "")
+    return ProcessGroupTutti(store, rank, size, timeout, _address_toward(master) if master else "")
 
 
 if BACKEND_NAME.upper() not in _dist.Backend._plugins:
