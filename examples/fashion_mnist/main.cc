@@ -11,8 +11,10 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include "checkpoint.hpp"
 #include "checkpoint_file.hpp"
@@ -246,34 +248,64 @@ int train(const Args& args) {
 
 }  // namespace
 
+// CLI11's PositiveNumber says "not in range 0 to 1.79e308" for 0; a range from 1 says what is
+// meant.
+const CLI::Range kAtLeastOne(1, std::numeric_limits<int>::max());
+
+// A learning rate or momentum: finite, and within [low, high) (NaN and inf fail here, not as a
+// libtorch exception with a backtrace).
+CLI::Validator finite_in(double low, double high, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) return what + " '" + text + "' is not a number";
+        } catch (const std::exception&) {
+          return what + " '" + text + "' is not a number";
+        }
+        if (!std::isfinite(v) || v < low || v >= high)
+          return fmt::format("{} {} must be finite, at least {} and below {}", what, text, low,
+                             high);
+        return "";
+      },
+      "");
+}
+
 int main(int argc, char** argv) {
   Args args;
   CLI::App app{"Fashion-MNIST on libtorch with tutti's DistributedOptimizer (run by tuttirun)"};
   app.add_option("--data", args.data, "folder of the *-idx?-ubyte.gz files");
   app.add_option("--model", args.model, "cnn or mlp")->check(CLI::IsMember({"cnn", "mlp"}));
-  app.add_option("--epochs", args.epochs)->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", args.batch_size, "per rank and backward pass")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--lr", args.lr);
-  app.add_option("--momentum", args.momentum);
+  app.add_option("--epochs", args.epochs)->check(kAtLeastOne);
+  app.add_option("--batch-size", args.batch_size, "per rank and backward pass")->check(kAtLeastOne);
+  app.add_option("--lr", args.lr)->check(finite_in(1e-12, 1e6, "--lr"));
+  app.add_option("--momentum", args.momentum)->check(finite_in(0, 1, "--momentum"));
   app.add_option("--seed", args.seed);
   app.add_option("--checkpoint", args.checkpoint, "save to and resume from this file");
   app.add_option("--checkpoint-every", args.checkpoint_every, "steps between checkpoints")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-steps", args.max_steps, "stop after this many steps in all (0: no limit)");
-  app.add_option("--log-every", args.log_every, "steps between progress lines")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--threads", args.threads, "torch threads per rank")->check(CLI::PositiveNumber);
+      ->check(kAtLeastOne);
+  app.add_option("--max-steps", args.max_steps, "stop after this many steps in all (0: no limit)")
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
+  app.add_option("--log-every", args.log_every, "steps between progress lines")->check(kAtLeastOne);
+  app.add_option("--threads", args.threads, "torch threads per rank")->check(CLI::Range(1, 1024));
   app.add_option("--backward-passes", args.backward_passes,
                  "backward passes accumulated per step (backward_passes_per_step)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--compression", args.compression, "gradients on the wire: none, fp16, bf16");
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--compression", args.compression, "gradients on the wire: none, fp16, bf16")
+      ->check(CLI::IsMember({"none", "fp16", "bf16"}));
   app.add_option("--weights-out", args.weights_out, "rank 0 writes the final weights (float32)");
   app.add_option("--pid-dir", args.pid_dir, "each rank writes DIR/<rank>.pid (tests)");
-  app.add_option("--sleep-ms", args.sleep_ms, "pause after each step (tests: time to kill a rank)");
+  app.add_option("--sleep-ms", args.sleep_ms, "pause after each step (tests: time to kill a rank)")
+      ->check(CLI::Range(0, 3'600'000));
   CLI11_PARSE(app, argc, argv);
   try {
     return train(args);
+  } catch (const c10::Error& e) {
+    // libtorch's what() appends a C++ backtrace that tells a user nothing.
+    fmt::print(stderr, "fashion_mnist: error: {}\n", e.what_without_backtrace());
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "fashion_mnist: error: {}\n", e.what());
     return 1;

@@ -69,6 +69,10 @@ def parse_args():
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.max_steps < 0:
         p.error("--max-steps must not be negative")
+    if not (1e-12 <= args.lr < 1e6):  # also refuses nan and inf
+        p.error(f"--lr {args.lr} must be finite, at least 1e-12 and below 1e6")
+    if not (0 <= args.momentum < 1):
+        p.error(f"--momentum {args.momentum} must be in [0, 1)")
     return args
 
 
@@ -146,8 +150,11 @@ def main():
             print(line, flush=True)
 
     torch.manual_seed(args.seed)
-    train_x, train_y = fashion_data.load(args.data, "train")
-    test_x, test_y = fashion_data.load(args.data, "t10k")
+    try:
+        train_x, train_y = fashion_data.load(args.data, "train")
+        test_x, test_y = fashion_data.load(args.data, "t10k")
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"train.py: rank {rank}: {e}")
     model = Net()
     ddp = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=args.momentum)
