@@ -89,13 +89,7 @@ if [ $MPIRUN = 1 ]; then
 fi
 note "$KIND $JOB: ${#WORKER_PODS[@]} workers x $SLOTS slots, $STYLE style$([ $MPIRUN = 1 ] && echo ', --mpirun')"
 
-# /etc in this mount namespace only: an overlay whose upper layer is a tmpfs that dies with us.
-ORIGINAL_HOSTS=$(cat /etc/hosts)
-mkdir -p "$WORK/overlay"
-mount -t tmpfs tmpfs "$WORK/overlay" || fail "cannot mount a tmpfs"
-mkdir -p "$WORK/overlay/upper" "$WORK/overlay/work"
-mount -t overlay overlay -o "lowerdir=/etc,upperdir=$WORK/overlay/upper,workdir=$WORK/overlay/work" /etc ||
-  fail "cannot mount an overlay on /etc"
+pods_private_etc "$WORK" || fail "cannot mount a private /etc (tmpfs + overlay)"
 
 # The pods: the launcher is pod 0 of the subnet, workers 1..N.
 pods_bridge_up "$K" || fail "bridge setup failed"

@@ -90,13 +90,7 @@ if [ "$BACKEND" = tutti ]; then
     fail "backend tutti: Debian's python cannot import tutti.torch from $PREFIX (PYTHONPATH=$PYPATH)"
 fi
 
-# /etc in this mount namespace only: an overlay whose upper layer is a tmpfs that dies with us.
-ORIGINAL_HOSTS=$(cat /etc/hosts)
-mkdir -p "$WORK/overlay"
-mount -t tmpfs tmpfs "$WORK/overlay" || fail "cannot mount a tmpfs"
-mkdir -p "$WORK/overlay/upper" "$WORK/overlay/work"
-mount -t overlay overlay -o "lowerdir=/etc,upperdir=$WORK/overlay/upper,workdir=$WORK/overlay/work" /etc ||
-  fail "cannot mount an overlay on /etc"
+pods_private_etc "$WORK" || fail "cannot mount a private /etc (tmpfs + overlay)"
 
 pods_bridge_up "$K" || fail "bridge setup failed"
 for i in "${!PODS[@]}"; do pod_add "${PODS[$i]}" "$K" "$i" || fail "cannot make pod ${PODS[$i]}"; done

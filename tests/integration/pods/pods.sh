@@ -67,6 +67,17 @@ pods_kill_and_delete() {
   ip netns del "$ns" 2>/dev/null
 }
 
+# pods_private_etc DIR: /etc in this mount namespace only (the caller runs under unshare -m), an
+# overlay whose upper layer is a tmpfs under DIR that dies with us, so that the pods' names can go
+# into /etc/hosts. Sets ORIGINAL_HOSTS to /etc/hosts as it was.
+pods_private_etc() {
+  ORIGINAL_HOSTS=$(cat /etc/hosts)
+  mkdir -p "$1/overlay"
+  mount -t tmpfs tmpfs "$1/overlay" || return 1
+  mkdir -p "$1/overlay/upper" "$1/overlay/work"
+  mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/overlay/upper,workdir=$1/overlay/work" /etc
+}
+
 pods_bridge_up() {
   local k=$1 br="tpb$1"
   if ip link show "$br" >/dev/null 2>&1; then
