@@ -45,6 +45,16 @@ for layer in "${!allowed[@]}"; do
     fi
   done < <(grep -rHE '#include "[a-z_]+/' "$src/$layer" || true)
 done
+# runtime/torch sits on the public API: it includes tutti's public headers ("tutti/...") and its own
+# files, never the runtime's internals (which its libraries could not link anyway: libtutti exports
+# only the public API).
+if [ -d "$1/runtime/torch" ]; then
+  while IFS= read -r line; do
+    echo "layering: ${line%%:*} includes a runtime internal (${line#*#include }); runtime/torch sees only tutti/"
+    bad=1
+  done < <(grep -rHE '#include "(core|reduce|net|bootstrap|transport|collectives|comm|engine|api)/' \
+             "$1/runtime/torch" || true)
+fi
 [ $bad -eq 0 ] && echo "layering: every include points downward"
 
 # Settings reach the layers below comm through a communicator's Options (the environment only fills
