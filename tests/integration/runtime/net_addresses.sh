@@ -31,16 +31,28 @@ case $mode in
     expect "$work/out" '^\[0\] collectives_check: 3 ranks, [0-9]+ checks per rank, 0 failed$'
     expect "$work/out" 'store at \[::1\]:[0-9]+'
     for r in 0 1 2; do expect "$work/out" "rank $r listens for data connections on \[::1\]:[0-9]+"; done
-    # No launcher: rank 0 hosts the store at MASTER_ADDR=::1; TUTTI_ADDR in URL brackets.
-    port=$((20000 + RANDOM % 30000))
-    pids=()
-    for r in 0 1; do
-      RANK=$r WORLD_SIZE=2 MASTER_ADDR=::1 MASTER_PORT=$port TUTTI_ADDR='[::1]' TUTTI_LOG_LEVEL=debug \
-        timeout 120 "${run_check[@]}" >"$work/rank$r" 2>&1 &
-      pids+=($!)
+    # No launcher: rank 0 hosts the store at MASTER_ADDR=::1; TUTTI_ADDR in URL brackets. The port
+    # is drawn below the kernel's ephemeral range (other tests' outgoing connections take ports
+    # from that range at any moment), and drawn again if another test listens on it already.
+    read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range
+    for attempt in 1 2 3; do
+      port=$((20000 + RANDOM % (ephemeral_low > 21000 ? ephemeral_low - 20000 : 10000)))
+      pids=()
+      for r in 0 1; do
+        RANK=$r WORLD_SIZE=2 MASTER_ADDR=::1 MASTER_PORT=$port TUTTI_ADDR='[::1]' TUTTI_LOG_LEVEL=debug \
+          TUTTI_TIMEOUT=10 timeout 120 "${run_check[@]}" >"$work/rank$r" 2>&1 &
+        pids+=($!)
+      done
+      statuses=()
+      for r in 0 1; do
+        wait "${pids[$r]}"
+        statuses+=($?)
+      done
+      grep -q "cannot listen on \[::\]:$port: Address already in use" "$work/rank0" || break
+      echo "net_addresses: port $port was taken; drawing another (attempt $attempt)"
     done
     for r in 0 1; do
-      wait "${pids[$r]}" || bad "rank $r with rank 0's store at [::1]:$port exited with $?"
+      [ "${statuses[$r]}" -eq 0 ] || bad "rank $r with rank 0's store at [::1]:$port exited with ${statuses[$r]}"
       grep -v ' debug: ' "$work/rank$r"
       expect "$work/rank$r" "rank $r listens for data connections on \[::1\]:[0-9]+"
     done
