@@ -140,7 +140,7 @@ if [ -n "$TRAIN" ]; then
   for backend in ${BACKENDS//,/ }; do
     # The namespaces share this machine's hostname, which resolves to loopback: gloo would
     # advertise 127.0.0.1 (a real pod's hostname resolves to its own address).
-    run 240 "$TUTTIRUN" "${common[@]}" -x "PYTHONPATH=$PY_PATH" -x OMP_NUM_THREADS=1 \
+    run 240 "$TUTTIRUN" "${common[@]}" -x "PYTHONPATH=$PY_PATH" -x OMP_NUM_THREADS=1 -x PYTHONDONTWRITEBYTECODE=1 \
       -x GLOO_SOCKET_IFNAME=eth0 -- \
       /usr/bin/python3 "$TRAIN" --backend "$backend" --max-steps 5 --log-every 5 --no-eval
     expect_rc 0
