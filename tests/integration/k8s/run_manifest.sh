@@ -181,13 +181,7 @@ job_leftovers() {
     done
   done
 }
-expect_no_leftovers() {
-  for _ in $(seq 1 100); do
-    [ -z "$(job_leftovers)" ] && return 0
-    sleep 0.1
-  done
-  fail "processes of the job remain in the pods: $(ps -o pid=,args= -p "$(job_leftovers | tr '\n' ',' | sed 's/,$//')")"
-}
+expect_no_leftovers() { pods_expect_no_leftovers job_leftovers; }
 rank_pids_in() {
   local p
   for p in $(ip netns pids "$1" 2>/dev/null); do

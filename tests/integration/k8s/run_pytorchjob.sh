@@ -161,13 +161,7 @@ leftovers() {
   for ns in "${PODS[@]}"; do ip netns pids "$ns" 2>/dev/null; done
   return 0
 }
-expect_no_leftovers() {
-  for _ in $(seq 1 100); do
-    [ -z "$(leftovers)" ] && return 0
-    sleep 0.1
-  done
-  fail "processes remain in the pods: $(ps -o pid=,args= -p "$(leftovers | tr '\n' ',' | sed 's/,$//')")"
-}
+expect_no_leftovers() { pods_expect_no_leftovers leftovers; }
 
 # check_finished STEPS: every rank ran in its pod (node rank i holds ranks i*NPROC..) and reports
 # STEPS steps and the same weights checksum; rank 0 logged step STEPS.

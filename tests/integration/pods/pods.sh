@@ -78,6 +78,16 @@ pods_private_etc() {
   mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/overlay/upper,workdir=$1/overlay/work" /etc
 }
 
+# pods_expect_no_leftovers FN: waits up to 10 s for FN (which prints the pids of the job still in
+# the pods) to print nothing, else fails naming what is left (the caller's `fail`).
+pods_expect_no_leftovers() {
+  for _ in $(seq 1 100); do
+    [ -z "$("$1")" ] && return 0
+    sleep 0.1
+  done
+  fail "processes of the job remain in the pods: $(ps -o pid=,args= -p "$("$1" | tr '\n' ',' | sed 's/,$//')")"
+}
+
 pods_bridge_up() {
   local k=$1 br="tpb$1"
   if ip link show "$br" >/dev/null 2>&1; then

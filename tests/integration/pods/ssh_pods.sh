@@ -97,13 +97,7 @@ job_leftovers() {
     echo "$p"
   done
 }
-expect_no_leftovers() {
-  for _ in $(seq 1 100); do
-    [ -z "$(job_leftovers)" ] && return 0
-    sleep 0.1
-  done
-  fail "processes of the job remain in the pods: $(ps -o pid=,args= -p "$(job_leftovers | tr '\n' ',' | sed 's/,$//')")"
-}
+expect_no_leftovers() { pods_expect_no_leftovers job_leftovers; }
 
 # The probe waits until the sshds answer: no sleep needed, and it shows the probe over real ssh.
 common=(-H "$HOST0:2,$HOST1:2" --ssh "$WORK/ssh" --probe-timeout 30)
