@@ -63,11 +63,7 @@ pods_user_stop() {
   for p in $(sshd_pids); do kill "$p" 2>/dev/null || true; done
   for _ in $(seq 1 50); do [ -z "$(sshd_pids)" ] && break; sleep 0.05; done
 }
-pods_user_cleanup() {
-  umount /etc 2>/dev/null || true
-  umount "$WORK/overlay" 2>/dev/null || true
-  rm -rf "$WORK"
-}
+pods_user_cleanup() { pods_private_etc_down "$WORK"; }
 trap 'set +e; pods_on_exit' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM

@@ -64,11 +64,7 @@ pods_user_stop() {
   local p
   for p in ${CONTAINER_PIDS[@]+"${CONTAINER_PIDS[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
 }
-pods_user_cleanup() {
-  umount /etc 2>/dev/null || true
-  umount "$WORK/overlay" 2>/dev/null || true
-  rm -rf "$WORK"
-}
+pods_user_cleanup() { pods_private_etc_down "$WORK"; }
 trap 'set +e; pods_on_exit' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM

@@ -77,6 +77,12 @@ pods_private_etc() {
   mkdir -p "$1/overlay/upper" "$1/overlay/work"
   mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/overlay/upper,workdir=$1/overlay/work" /etc
 }
+# pods_private_etc_down DIR: undoes pods_private_etc and removes DIR (for pods_user_cleanup).
+pods_private_etc_down() {
+  umount /etc 2>/dev/null || true
+  umount "$1/overlay" 2>/dev/null || true
+  rm -rf "$1"
+}
 
 # pods_expect_no_leftovers FN: waits up to 10 s for FN (which prints the pids of the job still in
 # the pods) to print nothing, else fails naming what is left (the caller's `fail`).

@@ -39,7 +39,7 @@ struct Staged {
 
 }  // namespace
 
-DataType to_tutti(c10::ScalarType type, std::string_view what) {
+std::optional<DataType> maybe_tutti(c10::ScalarType type) {
   switch (type) {
     case c10::ScalarType::Float:
       return DataType::kFloat32;
@@ -62,12 +62,17 @@ DataType to_tutti(c10::ScalarType type, std::string_view what) {
     case c10::ScalarType::Bool:
       return DataType::kBool;
     default:
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("tutti::torchx: {} has dtype {}, which tutti cannot reduce or send "
-                              "(supported: float32, float64, float16, bfloat16, int8, int16, "
-                              "int32, int64, uint8, bool)",
-                              what, c10::toString(type)));
+      return std::nullopt;
   }
+}
+
+DataType to_tutti(c10::ScalarType type, std::string_view what) {
+  if (std::optional<DataType> t = maybe_tutti(type)) return *t;
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("tutti::torchx: {} has dtype {}, which tutti cannot reduce or send "
+                          "(supported: float32, float64, float16, bfloat16, int8, int16, "
+                          "int32, int64, uint8, bool)",
+                          what, c10::toString(type)));
 }
 
 void check_tensor(const torch::Tensor& tensor, std::string_view what) {

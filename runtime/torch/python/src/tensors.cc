@@ -4,34 +4,14 @@
 
 #include <optional>
 
+#include "tutti/torch_ops.hpp"
+
 namespace tutti::torch_backend {
 namespace {
 
+// The C++ binding's map (libtutti_torch), so the two faces of torch agree on every dtype.
 std::optional<DataType> maybe_data_type(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat:
-      return DataType::kFloat32;
-    case at::kDouble:
-      return DataType::kFloat64;
-    case at::kHalf:
-      return DataType::kFloat16;
-    case at::kBFloat16:
-      return DataType::kBFloat16;
-    case at::kInt:
-      return DataType::kInt32;
-    case at::kLong:
-      return DataType::kInt64;
-    case at::kShort:
-      return DataType::kInt16;
-    case at::kChar:
-      return DataType::kInt8;
-    case at::kByte:
-      return DataType::kUInt8;
-    case at::kBool:
-      return DataType::kBool;
-    default:
-      return std::nullopt;
-  }
+  return tutti::torchx::maybe_tutti(type);
 }
 
 }  // namespace

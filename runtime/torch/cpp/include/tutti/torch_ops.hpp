@@ -32,6 +32,8 @@ namespace tutti::torchx {
 
 // The tutti element type of `type`; Error(kInvalidArgument) naming `what` (a tensor's name or
 // description) when tutti has none.
+// tutti's twin of a torch dtype, or nullopt when tutti does not carry it.
+TUTTI_TORCH_API std::optional<DataType> maybe_tutti(c10::ScalarType type);
 TUTTI_TORCH_API DataType to_tutti(c10::ScalarType type, std::string_view what = "tensor");
 // Throws Error(kInvalidArgument) naming `what` unless `tensor` is a defined, strided CPU tensor
 // of a dtype tutti has.
