@@ -52,7 +52,7 @@ if [ -d "$1/runtime/torch" ]; then
   while IFS= read -r line; do
     echo "layering: ${line%%:*} includes a runtime internal (${line#*#include }); runtime/torch sees only tutti/"
     bad=1
-  done < <(grep -rHE '#include "(core|reduce|net|bootstrap|transport|collectives|comm|engine|api)/' \
+  done < <(grep -rHE '#include "(core|reduce|device|net|bootstrap|transport|collectives|comm|engine|api)/' \
              "$1/runtime/torch" || true)
 fi
 [ $bad -eq 0 ] && echo "layering: every include points downward"
@@ -68,7 +68,7 @@ while IFS= read -r line; do
   echo "settings: $line reads the environment below comm; pass it in through Options"
   env_bad=1
 done < <(grep -rnE 'getenv|env::(get_|raw|is_set|process_value)|secure_getenv' \
-           "$src"/{reduce,bootstrap,transport,collectives,net} 2>/dev/null | grep -v '^\S*:[0-9]*: *//' || true)
+           "$src"/{reduce,device,bootstrap,transport,collectives,net} 2>/dev/null | grep -v '^\S*:[0-9]*: *//' || true)
 [ $env_bad -eq 0 ] && echo "settings: nothing below comm reads the environment"
 [ $env_bad -eq 0 ] || bad=1
 exit $bad

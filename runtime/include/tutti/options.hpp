@@ -71,6 +71,10 @@ struct CallOptions {
   // of their own). Anything else with a factor other than 1 is Error(kInvalidArgument).
   double prescale = 1.0;
   double postscale = 1.0;
+  // Device buffers (CUDA): the caller's stream (a cudaStream_t; null is the legacy default
+  // stream). The call reads its inputs after the work already enqueued there, and work enqueued
+  // there after the call sees its results. Ignored for host buffers.
+  void* stream = nullptr;
 };
 
 }  // namespace tutti

@@ -53,7 +53,8 @@ enum {
   TUTTI_ERR_SYSTEM = -7,           /* an OS call failed */
   TUTTI_ERR_CONFIG = -8,           /* bad TUTTI_* variable */
   TUTTI_ERR_INTERNAL = -9,         /* a bug in tutti: please report it */
-  TUTTI_ERR_ABORTED = -10 /* the communicator was aborted (by a rank, or the launcher is gone) */
+  TUTTI_ERR_ABORTED = -10, /* the communicator was aborted (by a rank, or the launcher is gone) */
+  TUTTI_ERR_DEVICE = -11   /* a CUDA or NCCL call failed, or no device/CUDA for a device buffer */
 };
 
 /* Joins the world described by the environment (tuttirun, Open MPI, torchrun/Kubeflow, Slurm, PMI).

@@ -429,6 +429,8 @@ const char* tutti_error_name(int code) {
       return "TUTTI_ERR_INTERNAL";
     case TUTTI_ERR_ABORTED:
       return "TUTTI_ERR_ABORTED";
+    case TUTTI_ERR_DEVICE:
+      return "TUTTI_ERR_DEVICE";
     default:
       return "TUTTI_ERR_UNKNOWN";
   }
@@ -448,4 +450,5 @@ static_assert(TUTTI_BXOR == static_cast<int>(tutti::ReduceOp::kBxor));
 static_assert(TUTTI_BAND == static_cast<int>(tutti::ReduceOp::kBand));
 static_assert(TUTTI_ERR_INTERNAL == -static_cast<int>(tutti::ErrorCode::kInternal));
 static_assert(TUTTI_ERR_ABORTED == -static_cast<int>(tutti::ErrorCode::kAborted));
+static_assert(TUTTI_ERR_DEVICE == -static_cast<int>(tutti::ErrorCode::kDevice));
 static_assert(TUTTI_ERR_TIMEOUT == -static_cast<int>(tutti::ErrorCode::kTimeout));

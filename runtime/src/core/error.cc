@@ -26,6 +26,8 @@ std::string_view to_string(ErrorCode code) {
       return "internal";
     case ErrorCode::kAborted:
       return "aborted";
+    case ErrorCode::kDevice:
+      return "device";
   }
   return "unknown";
 }
