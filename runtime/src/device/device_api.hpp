@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -84,8 +85,9 @@ class NcclComm {
   // more; never throws.
   virtual void abort() noexcept = 0;
   // ncclCommSplit, collective over this communicator: ranks with equal color form one, ordered
-  // by key; a negative color joins none (null).
-  virtual std::unique_ptr<NcclComm> split(int color, int key) = 0;
+  // by key; a negative color joins none (null). Error(kTimeout) (after aborting) when the others
+  // did not join within `timeout`.
+  virtual std::unique_ptr<NcclComm> split(int color, int key, std::chrono::milliseconds timeout) = 0;
 };
 
 class DeviceApi {
@@ -121,9 +123,10 @@ class DeviceApi {
   virtual void reduce_async(const ReduceArgs& args, StreamId stream) = 0;
 
   virtual UniqueId nccl_unique_id() = 0;
-  // Collective over `nranks` processes that pass the same id.
-  virtual std::unique_ptr<NcclComm> nccl_init(const UniqueId& id, int nranks, int rank,
-                                              int device) = 0;
+  // Collective over `nranks` processes that pass the same id. Never blocks past `timeout` (NCCL's
+  // non-blocking mode, polled): Error(kTimeout) naming this rank when the others did not join.
+  virtual std::unique_ptr<NcclComm> nccl_init(const UniqueId& id, int nranks, int rank, int device,
+                                              std::chrono::milliseconds timeout) = 0;
 };
 
 // The process's device runtime: the CUDA one when libtutti was built with it, else the one that

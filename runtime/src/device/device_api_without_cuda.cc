@@ -36,7 +36,8 @@ class NoDeviceApi final : public DeviceApi {
   void copy_async(void*, const void*, size_t, StreamId) override { no_cuda("cudaMemcpyAsync"); }
   void reduce_async(const ReduceArgs&, StreamId) override { no_cuda("the reduce kernel"); }
   UniqueId nccl_unique_id() override { no_cuda("ncclGetUniqueId"); }
-  std::unique_ptr<NcclComm> nccl_init(const UniqueId&, int, int, int) override {
+  std::unique_ptr<NcclComm> nccl_init(const UniqueId&, int, int, int,
+                                      std::chrono::milliseconds) override {
     no_cuda("ncclCommInitRank");
   }
 };
