@@ -4,6 +4,7 @@
 
 #include "baselines/gloo_baseline.hpp"
 #include "baselines/mpi_baseline.hpp"
+#include "baselines/nccl_baseline.hpp"
 
 namespace tutti::bench {
 
@@ -15,12 +16,15 @@ std::string_view baseline_name(BaselineKind kind) {
       return "mpi";
     case BaselineKind::kGloo:
       return "gloo";
+    case BaselineKind::kNccl:
+      return "nccl";
   }
   return "?";
 }
 
 std::optional<BaselineKind> parse_baseline(const std::string& name) {
-  for (BaselineKind k : {BaselineKind::kNone, BaselineKind::kMpi, BaselineKind::kGloo})
+  for (BaselineKind k :
+       {BaselineKind::kNone, BaselineKind::kMpi, BaselineKind::kGloo, BaselineKind::kNccl})
     if (baseline_name(k) == name) return k;
   return std::nullopt;
 }
@@ -33,6 +37,8 @@ bool baseline_built(BaselineKind kind) {
       return TUTTI_BENCH_HAVE_MPI != 0;
     case BaselineKind::kGloo:
       return TUTTI_BENCH_HAVE_GLOO != 0;
+    case BaselineKind::kNccl:
+      return TUTTI_BENCH_HAVE_CUDA != 0;
   }
   return false;
 }
@@ -43,6 +49,9 @@ std::string baseline_missing_reason(BaselineKind kind) {
     return "this tutti-bench was built without MPI, so --baseline mpi is not available; install "
            "Open MPI (apt-get install openmpi-bin libopenmpi-dev, or scripts/install-deps.sh) and "
            "reconfigure with -DTUTTI_WITH_MPI=AUTO or ON";
+  if (kind == BaselineKind::kNccl)
+    return "this tutti-bench was built without CUDA, so --baseline nccl is not available; "
+           "reconfigure with -DTUTTI_WITH_CUDA=ON on a machine with the CUDA toolkit and NCCL";
   return "this tutti-bench was built without Gloo, so --baseline gloo is not available; install "
          "libgloo-dev (apt-get install libgloo-dev, or scripts/install-deps.sh) and reconfigure "
          "with -DTUTTI_WITH_GLOO=AUTO or ON";
@@ -70,6 +79,12 @@ std::unique_ptr<BaselineSession> start_baseline_session(BaselineKind kind) {
     case BaselineKind::kGloo:
 #if TUTTI_BENCH_HAVE_GLOO
       return start_gloo_session();
+#else
+      break;
+#endif
+    case BaselineKind::kNccl:
+#if TUTTI_BENCH_HAVE_CUDA
+      return start_nccl_session();
 #else
       break;
 #endif

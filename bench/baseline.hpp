@@ -1,6 +1,6 @@
-// Peers tutti-bench can time side by side with tutti's allreduce (--baseline mpi|gloo): the same
+// Peers tutti-bench can time side by side with tutti's allreduce (--baseline mpi|gloo|nccl): the same
 // ranks, the same buffer, the same sizes, interleaved. Each peer is optional at build time
-// (TUTTI_WITH_MPI, TUTTI_WITH_GLOO); asking for one that was not built is a clear error.
+// (TUTTI_WITH_MPI, TUTTI_WITH_GLOO, TUTTI_WITH_CUDA for nccl); asking for one that was not built is a clear error.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +13,7 @@
 
 namespace tutti::bench {
 
-enum class BaselineKind { kNone, kMpi, kGloo };
+enum class BaselineKind { kNone, kMpi, kGloo, kNccl };
 
 std::string_view baseline_name(BaselineKind kind);
 std::optional<BaselineKind> parse_baseline(const std::string& name);

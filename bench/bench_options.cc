@@ -1,5 +1,7 @@
 #include "bench_options.hpp"
 
+#include "device/device_buffers.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -71,8 +73,12 @@ constexpr std::string_view kUsage =
     "      --baseline PEER     allreduce only: also time PEER's allreduce on the same ranks and\n"
     "                          buffer, interleaved with tutti's in-place one, and add its time,\n"
     "                          busbw, #wrong and ratio = tutti busbw / PEER busbw (median of the\n"
-    "                          per-round ratios). PEER: mpi (run under Open MPI's mpirun) or gloo\n"
-    "                          (Gloo ring_chunked over tcp on loopback; any launcher)\n"
+    "                          per-round ratios). PEER: mpi (run under Open MPI's mpirun), gloo\n"
+    "                          (Gloo ring_chunked over tcp on loopback; any launcher) or nccl\n"
+    "                          (plain ncclAllReduce on the same GPU buffers; with --device cuda)\n"
+    "      --device WHERE      host (default) or cuda: the buffers live on GPU local_rank % GPUs\n"
+    "                          (allreduce, allgather, broadcast, reduce_scatter; needs a build\n"
+    "                          with TUTTI_WITH_CUDA and an NVIDIA GPU)\n"
     "      --rounds N          with --baseline: rounds of -n iterations per side (default 5)\n"
     "      --comm KIND         the communicator to time: world (default), dup (a communicator of\n"
     "                          the same ranks made by dup), or split:N (rank % N, every group\n"
@@ -108,7 +114,7 @@ std::optional<std::vector<T>> parse_list(const std::string& text, std::span<cons
 // "mpi gloo", "mpi", ... or "none": what --baseline accepts in this build.
 std::string built_baselines_text() {
   std::string out;
-  for (BaselineKind k : {BaselineKind::kMpi, BaselineKind::kGloo}) {
+  for (BaselineKind k : {BaselineKind::kMpi, BaselineKind::kGloo, BaselineKind::kNccl}) {
     if (!baseline_built(k)) continue;
     if (!out.empty()) out += ' ';
     out += baseline_name(k);
@@ -298,6 +304,8 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   app.add_option("--tune", o.tune_path);
   std::string comm_kind = "world";
   app.add_option("--comm", comm_kind);
+  std::string device = "host";
+  app.add_option("--device", device);
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
   try {
     app.parse(reversed);
@@ -334,12 +342,34 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
 
   auto baseline_kind = parse_baseline(lower(baseline));
   if (!baseline_kind)
-    return usage_error(fmt::format("--baseline '{}': use mpi, gloo or none", baseline));
+    return usage_error(fmt::format("--baseline '{}': use mpi, gloo, nccl or none", baseline));
   o.baseline = *baseline_kind;
   if (o.baseline != BaselineKind::kNone && o.collective != Collective::kAllreduce)
     return usage_error(
         fmt::format("--baseline {} compares allreduce only; run tutti-bench allreduce", baseline));
   if (!baseline_built(o.baseline)) return usage_error(baseline_missing_reason(o.baseline));
+  if (lower(device) == "cuda") {
+    o.device_cuda = true;
+  } else if (lower(device) != "host") {
+    return usage_error(fmt::format("--device '{}': use host or cuda", device));
+  }
+  if (o.device_cuda && !cuda_built())
+    return usage_error(
+        "--device cuda: this tutti-bench was built without CUDA; reconfigure with "
+        "-DTUTTI_WITH_CUDA=ON on a machine with the CUDA toolkit and NCCL");
+  if (o.device_cuda && o.collective != Collective::kAllreduce &&
+      o.collective != Collective::kAllgather && o.collective != Collective::kBroadcast &&
+      o.collective != Collective::kReduceScatter)
+    return usage_error(fmt::format(
+        "--device cuda: tutti runs allreduce, allgather, broadcast and reduce_scatter on device "
+        "buffers, not {}",
+        collective_name(o.collective)));
+  if (o.baseline == BaselineKind::kNccl && !o.device_cuda)
+    return usage_error("--baseline nccl compares GPU buffers: add --device cuda");
+  if (o.device_cuda && (o.baseline == BaselineKind::kMpi || o.baseline == BaselineKind::kGloo))
+    return usage_error(fmt::format(
+        "--baseline {} takes host buffers; with --device cuda compare with --baseline nccl",
+        baseline));
   if (o.rounds < 1) return usage_error(fmt::format("--rounds {}: need at least 1 round", o.rounds));
   if (comm_kind == "dup") {
     o.split_groups = -1;

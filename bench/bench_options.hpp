@@ -48,6 +48,9 @@ struct BenchOptions {
   // The communicator the sweep runs on: the world (0), a dup of it (-1), or a split of it into
   // this many groups (rank % N), each group running the sweep at once.
   int split_groups = 0;
+  // Where the buffers live: host memory, or the GPU local_rank % GPUs (--device cuda; allreduce,
+  // allgather, broadcast and reduce_scatter, the calls tutti runs on device buffers).
+  bool device_cuda = false;
 };
 
 struct BenchParse {

@@ -86,7 +86,36 @@ std::byte* CollectiveRunner::recv_ptr(const RunSpec& s) const {
          (s.in_place ? s.layout.recv_inplace_offset * es * static_cast<size_t>(comm_.rank()) : 0);
 }
 
+std::byte* CollectiveRunner::call_send_ptr(const RunSpec& s) const {
+  if (device_ == nullptr) return send_ptr(s);
+  const std::byte* host = send_ptr(s);
+  if (host >= recv_.data() && host < recv_.data() + recv_.size())
+    return device_->recv() + (host - recv_.data());
+  return device_->send() + (host - send_.data());
+}
+
+std::byte* CollectiveRunner::call_recv_ptr(const RunSpec& s) const {
+  if (device_ == nullptr) return recv_ptr(s);
+  return device_->recv() + (recv_ptr(s) - recv_.data());
+}
+
+namespace {
+size_t touched_bytes(const RunSpec& s) {
+  return std::max(s.layout.recv_count, s.layout.send_count) * element_size(s.type);
+}
+}  // namespace
+
 void CollectiveRunner::fill(const RunSpec& s) {
+  fill_host(s);
+  if (device_ != nullptr) device_->upload(send_, recv_, touched_bytes(s));
+}
+
+uint64_t CollectiveRunner::count_wrong(const RunSpec& s) {
+  if (device_ != nullptr) device_->download_recv(recv_, touched_bytes(s));
+  return count_wrong_host(s);
+}
+
+void CollectiveRunner::fill_host(const RunSpec& s) {
   const int rank = comm_.rank();
   const int n = comm_.size();
   const size_t es = element_size(s.type);
@@ -132,37 +161,37 @@ void CollectiveRunner::run(const RunSpec& s) {
   const size_t count = s.layout.param_count;
   switch (s.collective) {
     case Collective::kAllreduce:
-      comm_.allreduce(send_ptr(s), recv_ptr(s), count, s.type, s.op);
+      comm_.allreduce(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.op);
       return;
     case Collective::kAllgather:
-      comm_.allgather(send_ptr(s), recv_ptr(s), count, s.type);
+      comm_.allgather(call_send_ptr(s), call_recv_ptr(s), count, s.type);
       return;
     case Collective::kBroadcast:
-      comm_.broadcast(recv_.data(), count, s.type, s.root);
+      comm_.broadcast(device_ != nullptr ? device_->recv() : recv_.data(), count, s.type, s.root);
       return;
     case Collective::kReduceScatter:
-      comm_.reduce_scatter(send_ptr(s), recv_ptr(s), count, s.type, s.op);
+      comm_.reduce_scatter(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.op);
       return;
     case Collective::kReduce:
-      comm_.reduce(send_ptr(s), recv_ptr(s), count, s.type, s.op, s.root);
+      comm_.reduce(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.op, s.root);
       return;
     case Collective::kGather:
-      comm_.gather(send_ptr(s), recv_ptr(s), count, s.type, s.root);
+      comm_.gather(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.root);
       return;
     case Collective::kScatter:
-      comm_.scatter(send_ptr(s), recv_ptr(s), count, s.type, s.root);
+      comm_.scatter(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.root);
       return;
     case Collective::kAlltoall:
-      comm_.alltoall(send_ptr(s), recv_ptr(s), count, s.type);
+      comm_.alltoall(call_send_ptr(s), call_recv_ptr(s), count, s.type);
       return;
     case Collective::kSendRecv: {
       const int n = comm_.size();
       if (n == 1) {
-        std::memcpy(recv_ptr(s), send_ptr(s), count * element_size(s.type));
+        std::memcpy(call_recv_ptr(s), call_send_ptr(s), count * element_size(s.type));
         return;
       }
-      Request in = comm_.irecv(recv_ptr(s), count, s.type, (comm_.rank() + n - 1) % n, 0);
-      Request out = comm_.isend(send_ptr(s), count, s.type, (comm_.rank() + 1) % n, 0);
+      Request in = comm_.irecv(call_recv_ptr(s), count, s.type, (comm_.rank() + n - 1) % n, 0);
+      Request out = comm_.isend(call_send_ptr(s), count, s.type, (comm_.rank() + 1) % n, 0);
       in.wait();
       out.wait();
       return;
@@ -170,7 +199,7 @@ void CollectiveRunner::run(const RunSpec& s) {
   }
 }
 
-uint64_t CollectiveRunner::count_wrong(const RunSpec& s) const {
+uint64_t CollectiveRunner::count_wrong_host(const RunSpec& s) const {
   const int rank = comm_.rank();
   const int n = comm_.size();
   const std::byte* out = recv_ptr(s);

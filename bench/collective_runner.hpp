@@ -8,6 +8,7 @@
 #include <span>
 
 #include "bench_options.hpp"
+#include "device/device_buffers.hpp"
 #include "tutti/tutti.hpp"
 
 namespace tutti::bench {
@@ -46,24 +47,35 @@ struct RunSpec {
 class CollectiveRunner {
  public:
   // send and recv are at least as large as every size of the sweep needs; allocated once.
-  CollectiveRunner(Communicator& comm, std::span<std::byte> send, std::span<std::byte> recv)
-      : comm_(comm), send_(send), recv_(recv) {}
+  // With `device` (--device cuda), the calls run on its GPU buffers, which mirror send and recv:
+  // fill() uploads, count_wrong() downloads first.
+  CollectiveRunner(Communicator& comm, std::span<std::byte> send, std::span<std::byte> recv,
+                   DeviceBuffers* device = nullptr)
+      : comm_(comm), send_(send), recv_(recv), device_(device) {}
 
   // Puts this rank's inputs in place and poisons what must be received.
   void fill(const RunSpec& spec);
   // One call of the collective.
   void run(const RunSpec& spec);
   // Elements of this rank's result that differ from the expected ones.
-  uint64_t count_wrong(const RunSpec& spec) const;
+  uint64_t count_wrong(const RunSpec& spec);
 
-  // Where the call reads its input and writes its result (the same place when in place).
+  // Where the call reads its input and writes its result (the same place when in place), in the
+  // host buffers.
   std::byte* send_ptr(const RunSpec& spec) const;
   std::byte* recv_ptr(const RunSpec& spec) const;
+  // The same places in the buffers the call uses: the device twins with --device cuda.
+  std::byte* call_send_ptr(const RunSpec& spec) const;
+  std::byte* call_recv_ptr(const RunSpec& spec) const;
 
  private:
+  void fill_host(const RunSpec& spec);
+  uint64_t count_wrong_host(const RunSpec& spec) const;
+
   Communicator& comm_;
   std::span<std::byte> send_;
   std::span<std::byte> recv_;
+  DeviceBuffers* device_ = nullptr;
 };
 
 }  // namespace tutti::bench

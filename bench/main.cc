@@ -154,7 +154,7 @@ Measurement measure(Communicator& comm, CollectiveRunner& runner, const RunSpec&
 // -n calls each per round. Returns tutti's in-place measurement; fills `base`.
 Measurement measure_interleaved(Communicator& comm, CollectiveRunner& runner, Baseline& baseline,
                                 const RunSpec& spec, const BenchOptions& o, BaselineResult& base) {
-  std::byte* buf = runner.recv_ptr(spec);
+  std::byte* buf = runner.call_recv_ptr(spec);
   const size_t count = spec.layout.param_count;
   auto ours = [&] { runner.run(spec); };
   auto theirs = [&] { baseline.allreduce(buf, count, spec.type, spec.op); };
@@ -195,7 +195,26 @@ void print(const std::string& text) {
   std::fflush(stdout);
 }
 
+// The rank's index among the ranks of its host, from whichever launcher started it, before
+// tutti::init() (the GPU must be chosen before NCCL or tutti touch it).
+int local_rank_from_env() {
+  for (const char* name : {"TUTTI_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK",
+                           "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    if (auto v = env_value(name)) {
+      try {
+        return std::max(std::stoi(*v), 0);
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  return 0;
+}
+
 int run_world(const BenchOptions& o, BaselineSession& session) {
+  // One pair of buffers for the whole sweep: no size needs more than max_bytes on either side.
+  const size_t buffer_bytes = (o.max_bytes + 7) / 8 * 8;
+  std::unique_ptr<DeviceBuffers> device;
+  if (o.device_cuda) device = make_device_buffers(buffer_bytes, local_rank_from_env());
   World world;
   std::unique_ptr<Baseline> baseline = session.connect(world.communicator());
   // The communicator timed: the world, or one made from it (--comm).
@@ -228,15 +247,14 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
   const std::string baseline_label = baseline ? std::string(baseline_name(o.baseline)) : "";
   if (rank == 0) {
     std::string head = header_text(o, ranks);
+    if (device) head += fmt::format("# Buffers on the GPU (--device cuda), rank 0: {}\n", device->description());
     if (baseline)
       head += baseline_header_text(baseline_label, baseline->description(), o.rounds, o.iters);
     print(head + column_header_text(baseline_label));
   }
 
-  // One pair of buffers for the whole sweep: no size needs more than max_bytes on either side.
-  const size_t buffer_bytes = (o.max_bytes + 7) / 8 * 8;
   std::vector<std::byte> send(buffer_bytes), recv(buffer_bytes);
-  CollectiveRunner runner(comm, send, recv);
+  CollectiveRunner runner(comm, send, recv, device.get());
 
   const std::vector<uint64_t> sizes = sweep_sizes(o);
   int64_t total_wrong = 0;

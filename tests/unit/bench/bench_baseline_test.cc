@@ -8,6 +8,7 @@
 
 #include "baseline.hpp"
 #include "bench_options.hpp"
+#include "device/device_buffers.hpp"
 #include "pair_stats.hpp"
 #include "report.hpp"
 
@@ -194,6 +195,44 @@ TEST_P(BaselineAvailability, AcceptedWhenBuiltElseExplained) {
 INSTANTIATE_TEST_SUITE_P(Peers, BaselineAvailability,
                          ::testing::Values(BaselineKind::kMpi, BaselineKind::kGloo),
                          [](const auto& info) { return std::string(baseline_name(info.param)); });
+
+// --device cuda and --baseline nccl (issue 12): what a build without CUDA says, and the pairs of
+// options that cannot go together in any build.
+TEST(DeviceOptions, DeviceAndNcclBaseline) {
+  BenchParse bad = parse({"allreduce", "--device", "gpu"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.message.find("use host or cuda"), std::string::npos) << bad.message;
+
+  BenchParse host = parse({"allreduce", "--device", "host"});
+  ASSERT_TRUE(host.options) << host.message;
+  EXPECT_FALSE(host.options->device_cuda);
+
+  BenchParse cuda = parse({"allreduce", "--device", "cuda"});
+  BenchParse nccl = parse({"allreduce", "--device", "cuda", "--baseline", "nccl"});
+  BenchParse alltoall = parse({"alltoall", "--device", "cuda"});
+  BenchParse nccl_on_host = parse({"allreduce", "--baseline", "nccl"});
+  EXPECT_EQ(nccl_on_host.exit_code, 2);
+  if (cuda_built()) {
+    ASSERT_TRUE(cuda.options) << cuda.message;
+    EXPECT_TRUE(cuda.options->device_cuda);
+    ASSERT_TRUE(nccl.options) << nccl.message;
+    EXPECT_EQ(nccl.options->baseline, BaselineKind::kNccl);
+    EXPECT_EQ(alltoall.exit_code, 2);
+    EXPECT_NE(alltoall.message.find("not alltoall"), std::string::npos) << alltoall.message;
+    EXPECT_NE(nccl_on_host.message.find("add --device cuda"), std::string::npos);
+    BenchParse mpi = parse({"allreduce", "--device", "cuda", "--baseline", "mpi"});
+    if (baseline_built(BaselineKind::kMpi)) {
+      EXPECT_EQ(mpi.exit_code, 2);
+      EXPECT_NE(mpi.message.find("--baseline nccl"), std::string::npos) << mpi.message;
+    }
+  } else {
+    for (const BenchParse* p : {&cuda, &nccl, &alltoall}) {
+      EXPECT_EQ(p->exit_code, 2);
+      EXPECT_NE(p->message.find("TUTTI_WITH_CUDA"), std::string::npos) << p->message;
+    }
+    EXPECT_NE(nccl_on_host.message.find("TUTTI_WITH_CUDA"), std::string::npos);
+  }
+}
 
 }  // namespace
 }  // namespace tutti::bench
