@@ -37,12 +37,18 @@ class TUTTI_ASYNC_API ReadyEvent {
   virtual bool ready() = 0;
 };
 
+// A ReadyEvent for GPU buffers written by work on `stream` (a cudaStream_t; null: the legacy
+// default stream): an event recorded there now, on the calling thread's current device. Enqueue a
+// GPU tensor with it right after the kernel that produced it. Without one, a device buffer's
+// readiness is such an event on the legacy default stream. Error(kDevice) without CUDA or a device.
+TUTTI_ASYNC_API std::shared_ptr<ReadyEvent> cuda_stream_ready(void* stream);
+
 struct AsyncOptions {
   // allreduce with sum or avg on floating types: inputs are multiplied by prescale, the result by
   // postscale, inside the reduction (CallOptions has the same pair).
   double prescale = 1.0;
   double postscale = 1.0;
-  std::shared_ptr<ReadyEvent> ready;  // null: the buffers are ready now
+  std::shared_ptr<ReadyEvent> ready;  // null: host buffers are ready now (see cuda_stream_ready)
   // allgather and alltoall: also write the rows received from each rank here (one entry per
   // rank), before the handle finishes.
   size_t* rows_per_rank = nullptr;

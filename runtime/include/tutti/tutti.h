@@ -280,6 +280,13 @@ TUTTI_API int tutti_comm_engine_stats(tutti_comm_t comm, tutti_engine_stats_t* s
 TUTTI_API int tutti_start_timeline(const char* path);
 TUTTI_API int tutti_stop_timeline(void);
 
+/* GPU buffers (a libtutti built with TUTTI_WITH_CUDA): every collective above that takes device
+ * buffers (allreduce, broadcast, allgather, reduce_scatter, blocking or _async) finds them by
+ * address. This thread's later calls on device buffers read their inputs after the work already
+ * enqueued on `stream` (a cudaStream_t; NULL, the default, is the legacy default stream), and work
+ * enqueued there after a blocking call sees its results. */
+TUTTI_API int tutti_set_stream(void* stream);
+
 /* Message of the last failed call on this thread ("" if none). Valid until the next call. */
 TUTTI_API const char* tutti_last_error(void);
 /* Short name of an error code ("TUTTI_ERR_TIMEOUT"). */

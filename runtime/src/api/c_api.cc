@@ -51,21 +51,21 @@ int tutti_local_size(void) {
 int tutti_allreduce(const void* send, void* recv, size_t count, tutti_dtype_t dtype,
                     tutti_op_t op) {
   return guarded([&] {
-    tutti::world().allreduce(send, recv, count, to_type(dtype), to_op(op));
+    tutti::world().allreduce(send, recv, count, to_type(dtype), to_op(op), c_call_options());
     return 0;
   });
 }
 
 int tutti_broadcast(void* buf, size_t count, tutti_dtype_t dtype, int root) {
   return guarded([&] {
-    tutti::world().broadcast(buf, count, to_type(dtype), root);
+    tutti::world().broadcast(buf, count, to_type(dtype), root, c_call_options());
     return 0;
   });
 }
 
 int tutti_allgather(const void* send, void* recv, size_t count, tutti_dtype_t dtype) {
   return guarded([&] {
-    tutti::world().allgather(send, recv, count, to_type(dtype));
+    tutti::world().allgather(send, recv, count, to_type(dtype), c_call_options());
     return 0;
   });
 }
@@ -73,7 +73,8 @@ int tutti_allgather(const void* send, void* recv, size_t count, tutti_dtype_t dt
 int tutti_reduce_scatter(const void* send, void* recv, size_t recv_count, tutti_dtype_t dtype,
                          tutti_op_t op) {
   return guarded([&] {
-    tutti::world().reduce_scatter(send, recv, recv_count, to_type(dtype), to_op(op));
+    tutti::world().reduce_scatter(send, recv, recv_count, to_type(dtype), to_op(op),
+                                   c_call_options());
     return 0;
   });
 }
@@ -150,7 +151,7 @@ int tutti_comm_cross_size(tutti_comm_t comm) {
 int tutti_comm_allreduce(tutti_comm_t comm, const void* send, void* recv, size_t count,
                          tutti_dtype_t dtype, tutti_op_t op) {
   return guarded([&] {
-    comm_of(comm).allreduce(send, recv, count, to_type(dtype), to_op(op));
+    comm_of(comm).allreduce(send, recv, count, to_type(dtype), to_op(op), c_call_options());
     return 0;
   });
 }
@@ -158,7 +159,7 @@ int tutti_comm_allreduce_scaled(tutti_comm_t comm, const void* send, void* recv,
                                 tutti_dtype_t dtype, tutti_op_t op, double prescale,
                                 double postscale) {
   return guarded([&] {
-    tutti::CallOptions call;
+    tutti::CallOptions call = c_call_options();
     call.prescale = prescale;
     call.postscale = postscale;
     comm_of(comm).allreduce(send, recv, count, to_type(dtype), to_op(op), call);
@@ -168,21 +169,22 @@ int tutti_comm_allreduce_scaled(tutti_comm_t comm, const void* send, void* recv,
 int tutti_comm_broadcast(tutti_comm_t comm, void* buf, size_t count, tutti_dtype_t dtype,
                          int root) {
   return guarded([&] {
-    comm_of(comm).broadcast(buf, count, to_type(dtype), root);
+    comm_of(comm).broadcast(buf, count, to_type(dtype), root, c_call_options());
     return 0;
   });
 }
 int tutti_comm_allgather(tutti_comm_t comm, const void* send, void* recv, size_t count,
                          tutti_dtype_t dtype) {
   return guarded([&] {
-    comm_of(comm).allgather(send, recv, count, to_type(dtype));
+    comm_of(comm).allgather(send, recv, count, to_type(dtype), c_call_options());
     return 0;
   });
 }
 int tutti_comm_reduce_scatter(tutti_comm_t comm, const void* send, void* recv, size_t recv_count,
                               tutti_dtype_t dtype, tutti_op_t op) {
   return guarded([&] {
-    comm_of(comm).reduce_scatter(send, recv, recv_count, to_type(dtype), to_op(op));
+    comm_of(comm).reduce_scatter(send, recv, recv_count, to_type(dtype), to_op(op),
+                                 c_call_options());
     return 0;
   });
 }
@@ -399,6 +401,11 @@ int tutti_request_free(tutti_request_t request) {
     std::unique_ptr<tutti_request> owned(request);
     return 0;
   });
+}
+
+int tutti_set_stream(void* stream) {
+  t_stream = stream;
+  return 0;
 }
 
 const char* tutti_last_error(void) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/c_support.hpp"
+#include "api/device_ready.hpp"
 
 using namespace tutti::c_support;
 
@@ -51,6 +52,7 @@ int tutti_comm_allreduce_async(tutti_comm_t comm, const char* name, const void* 
     tutti::AsyncOptions options;
     options.prescale = prescale;
     options.postscale = postscale;
+    options.ready = tutti::api::ready_for(send, recv, t_stream);
     return give(comm_of(comm).allreduce_async(name_of(name), send, recv, count, to_type(dtype),
                                               to_op(op), options),
                 request);
@@ -68,6 +70,7 @@ int tutti_comm_allgather_async(tutti_comm_t comm, const char* name, const void* 
                          "tutti_comm_allgather_async: null receive buffer");
     tutti::AsyncOptions options;
     options.rows_per_rank = rows_per_rank;
+    options.ready = tutti::api::ready_for(send, recv, t_stream);
     return give(comm_of(comm).allgather_async(name_of(name), send, rows, row_count, to_type(dtype),
                                               recv, recv_capacity, options),
                 request);
@@ -78,8 +81,11 @@ int tutti_comm_broadcast_async(tutti_comm_t comm, const char* name, void* buf, s
                                tutti_dtype_t dtype, int root, tutti_request_t* request) {
   return guarded([&] {
     out_pointer(request);
-    return give(comm_of(comm).broadcast_async(name_of(name), buf, count, to_type(dtype), root),
-                request);
+    tutti::AsyncOptions options;
+    options.ready = tutti::api::ready_for(buf, buf, t_stream);
+    return give(
+        comm_of(comm).broadcast_async(name_of(name), buf, count, to_type(dtype), root, options),
+        request);
   });
 }
 
@@ -88,8 +94,10 @@ int tutti_comm_reduce_scatter_async(tutti_comm_t comm, const char* name, const v
                                     tutti_op_t op, tutti_request_t* request) {
   return guarded([&] {
     out_pointer(request);
+    tutti::AsyncOptions options;
+    options.ready = tutti::api::ready_for(send, recv, t_stream);
     return give(comm_of(comm).reduce_scatter_async(name_of(name), send, recv, recv_count,
-                                                   to_type(dtype), to_op(op)),
+                                                   to_type(dtype), to_op(op), options),
                 request);
   });
 }

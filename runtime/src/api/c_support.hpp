@@ -17,6 +17,15 @@
 namespace tutti::c_support {
 
 inline thread_local std::string t_last_error;
+// tutti_set_stream: the CUDA stream this thread's calls on device buffers order after.
+inline thread_local void* t_stream = nullptr;
+
+// The per-call options of a C call: its stream (device buffers only read it).
+inline tutti::CallOptions c_call_options() {
+  tutti::CallOptions call;
+  call.stream = t_stream;
+  return call;
+}
 
 // The runtime's messages name the C++ API ("call tutti::init() first"); a C caller must read the
 // names it can call.

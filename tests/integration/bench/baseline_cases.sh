@@ -105,10 +105,10 @@ case "$CASE" in
     grep -q "install-deps.sh" "$WORK/err" || fail "the error does not say how to install $peer"
     ;;
   unknown_baseline)
-    "$BENCH" allreduce --baseline nccl >"$WORK/out" 2>"$WORK/err"
+    "$BENCH" allreduce --baseline rccl >"$WORK/out" 2>"$WORK/err"
     rc=$?
     [ "$rc" -eq 2 ] || fail "exit $rc, expected 2"
-    grep -q "'nccl'" "$WORK/err" || fail "the error does not name the unknown peer"
+    grep -q "'rccl'" "$WORK/err" || fail "the error does not name the unknown peer"
     "$BENCH" allgather --baseline gloo >"$WORK/out" 2>"$WORK/err"
     rc=$?
     [ "$rc" -eq 2 ] || fail "allgather --baseline: exit $rc, expected 2"

@@ -147,7 +147,7 @@ TEST(BaselineOptions, CsvRoundsAndNone) {
 }
 
 TEST(BaselineOptions, RejectsWhatCannotWork) {
-  for (auto args : std::vector<std::vector<std::string>>{{"allreduce", "--baseline", "nccl"},
+  for (auto args : std::vector<std::vector<std::string>>{{"allreduce", "--baseline", "rccl"},
                                                          {"allreduce", "--rounds", "0"},
                                                          {"broadcast", "--baseline", "gloo"},
                                                          {"allgather", "--baseline", "mpi"}}) {
@@ -158,7 +158,7 @@ TEST(BaselineOptions, RejectsWhatCannotWork) {
   }
   EXPECT_NE(parse({"broadcast", "--baseline", "gloo"}).message.find("allreduce only"),
             std::string::npos);
-  EXPECT_NE(parse({"allreduce", "--baseline", "nccl"}).message.find("use mpi, gloo or none"),
+  EXPECT_NE(parse({"allreduce", "--baseline", "rccl"}).message.find("use mpi, gloo, nccl or none"),
             std::string::npos);
 }
 
