@@ -33,6 +33,11 @@ class Baseline {
   virtual void prepare(void* buf, size_t count, DataType type, ReduceOp op) = 0;
   // In place, like a gradient allreduce: buf holds this rank's input and receives the result.
   virtual void allreduce(void* buf, size_t count, DataType type, ReduceOp op) = 0;
+  // Out of place: the peer reads send and writes recv (MPI_Allreduce without MPI_IN_PLACE,
+  // ncclAllReduce with two buffers, gloo::allreduce with an input and an output), so that
+  // tutti's out-of-place column has a peer of its own kind.
+  virtual void allreduce_out_of_place(const void* send, void* recv, size_t count, DataType type,
+                                      ReduceOp op) = 0;
 };
 
 // Work a peer must do before tutti::init() (MPI_Init, and handing tutti a store address when the

@@ -150,16 +150,22 @@ Measurement measure(Communicator& comm, CollectiveRunner& runner, const RunSpec&
   return m;
 }
 
-// tutti's in-place allreduce (A) and the baseline's (B) on the same buffer, A B A B: one block of
-// -n calls each per round. Returns tutti's in-place measurement; fills `base`.
+// tutti's allreduce (A) and the baseline's (B) on the same buffers, A B A B: one block of -n calls
+// each per round; in place (spec.in_place) against the peer in place, else out of place against
+// the peer out of place. Returns tutti's measurement; fills `base`.
 Measurement measure_interleaved(Communicator& comm, CollectiveRunner& runner, Baseline& baseline,
                                 const RunSpec& spec, const BenchOptions& o, BaselineResult& base) {
-  std::byte* buf = runner.call_recv_ptr(spec);
   const size_t count = spec.layout.param_count;
   auto ours = [&] { runner.run(spec); };
-  auto theirs = [&] { baseline.allreduce(buf, count, spec.type, spec.op); };
+  auto theirs = [&] {
+    if (spec.in_place)
+      baseline.allreduce(runner.call_recv_ptr(spec), count, spec.type, spec.op);
+    else
+      baseline.allreduce_out_of_place(runner.call_send_ptr(spec), runner.call_recv_ptr(spec),
+                                      count, spec.type, spec.op);
+  };
   runner.fill(spec);
-  baseline.prepare(buf, count, spec.type, spec.op);
+  if (spec.in_place) baseline.prepare(runner.call_recv_ptr(spec), count, spec.type, spec.op);
   for (int i = 0; i < o.warmup_iters; ++i) {
     ours();
     theirs();
@@ -273,7 +279,14 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
         row.redop = is_reduction(o.collective) ? std::string(op_name(op)) : "none";
         row.root = is_rooted(o.collective) ? o.root : -1;
         RunSpec spec{o.collective, type, op, o.root, false, layout};
-        row.out_of_place = measure(comm, runner, spec, o);
+        if (baseline && baseline->supports(type, op)) {
+          BaselineResult& base = row.baseline_out_of_place.emplace();
+          row.out_of_place = measure_interleaved(comm, runner, *baseline, spec, o, base);
+          total_wrong += std::max<int64_t>(base.measurement.wrong, 0);
+        } else {
+          if (baseline) row.baseline_out_of_place.emplace().supported = false;
+          row.out_of_place = measure(comm, runner, spec, o);
+        }
         spec.in_place = true;
         if (baseline) {
           BaselineResult& base = row.baseline.emplace();
@@ -304,6 +317,10 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
           if (row.baseline && row.baseline->supported) {
             j["baseline"] = to_json(row.baseline->measurement);
             j["ratio"] = row.baseline->ratio;
+          }
+          if (row.baseline_out_of_place && row.baseline_out_of_place->supported) {
+            j["baseline_out_of_place"] = to_json(row.baseline_out_of_place->measurement);
+            j["ratio_out_of_place"] = row.baseline_out_of_place->ratio;
           }
           rows.push_back(std::move(j));
           csv += csv_row_text(row, n, baseline_name(o.baseline));

@@ -57,10 +57,17 @@ for csv in "$@"; do
   i=$((i + 1))
   label=$(basename "$csv" .csv)
   bw_plots+=("'$csv' using (column(\"size\")):($keep ? column(\"inplace_busbw_gbps\") : NaN) with linespoints lc $i pt 7 dt 1 title '$label: tutti'")
-  if awk -F, 'NR > 1 && $NF != "" { found = 1 } END { exit !found }' "$csv"; then
+  # The in-place ratio (tutti in place / the peer in place), and where the file has it the
+  # out-of-place one (tutti out of place / the peer out of place), dashed, in the same plot.
+  if awk -F, 'NR == 1 { for (c = 1; c <= NF; c++) if ($c == "ratio") col = c }
+              NR > 1 && col && $col != "" { found = 1 } END { exit !found }' "$csv"; then
     base=$(awk -F, 'NR == 2 { print $15 }' "$csv")
     bw_plots+=("'$csv' using (column(\"size\")):($keep ? column(\"baseline_busbw_gbps\") : NaN) with linespoints lc $i pt 6 dt 2 title '$label: $base'")
-    ratio_plots+=("'$csv' using (column(\"size\")):($keep ? column(\"ratio\") : NaN) with linespoints lc $i pt 7 title '$label'")
+    ratio_plots+=("'$csv' using (column(\"size\")):($keep ? column(\"ratio\") : NaN) with linespoints lc $i pt 7 dt 1 title '$label: in place'")
+    if head -n1 "$csv" | grep -q ',oop_ratio' &&
+       awk -F, 'NR > 1 && $NF != "" { found = 1 } END { exit !found }' "$csv"; then
+      ratio_plots+=("'$csv' using (column(\"size\")):($keep ? column(\"oop_ratio\") : NaN) with linespoints lc $i pt 6 dt 2 title '$label: out of place'")
+    fi
   fi
 done
 join() {

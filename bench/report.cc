@@ -36,11 +36,15 @@ std::string column_header_text(std::string_view baseline) {
       "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
       "");
   if (!baseline.empty()) {
+    // Two blocks: the peer in place (against tutti's in-place column), then out of place.
     titles += fmt::format("{:>32}", fmt::format("baseline: {}", baseline));
-    names += fmt::format("  {:>7}  {:>6}  {:>6} {:>6}  {:>6}", "time", "algbw", "busbw", "#wrong",
-                         "ratio");
-    units +=
-        fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}  {:>6}", "(us)", "(GB/s)", "(GB/s)", "", "(x)");
+    titles += fmt::format("{:>40}", fmt::format("{} out of place", baseline));
+    for (int block = 0; block < 2; ++block) {
+      names += fmt::format("  {:>7}  {:>6}  {:>6} {:>6}  {:>6}", "time", "algbw", "busbw",
+                           "#wrong", "ratio");
+      units += fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}  {:>6}", "(us)", "(GB/s)", "(GB/s)", "",
+                           "(x)");
+    }
   }
   return "#\n" + titles + "\n" + names + "\n" + units + "\n";
 }
@@ -49,8 +53,10 @@ std::string baseline_header_text(std::string_view name, const std::string& descr
                                  int iters) {
   return fmt::format(
       "#\n# Baseline {}: {}\n# Interleaved: {} rounds of {} iterations, tutti's in-place allreduce "
-      "then the baseline's, on the same buffer;\n# in-place and baseline columns are medians over "
-      "rounds; ratio = in-place busbw / baseline busbw, median of the per-round ratios.\n",
+      "then the baseline's, on the same buffer, and the same for out of place;\n# in-place, "
+      "out-of-place and baseline columns are medians over rounds; ratio = tutti busbw / baseline "
+      "busbw (in place against the baseline in place, out of place against out of place), median "
+      "of the per-round ratios.\n",
       name, description, rounds, iters);
 }
 
@@ -86,13 +92,16 @@ std::string row_text(const Row& r) {
                                 type_name(r.type), r.redop, r.root) +
                     measurement_text(r.out_of_place) + measurement_text(r.in_place);
   if (r.baseline) out += baseline_text(*r.baseline);
+  if (r.baseline_out_of_place) out += baseline_text(*r.baseline_out_of_place);
   return out + "\n";
 }
 
 std::string csv_header_text() {
   return "size,count,type,redop,root,nranks,time_us,algbw_gbps,busbw_gbps,wrong,"
          "inplace_time_us,inplace_algbw_gbps,inplace_busbw_gbps,inplace_wrong,baseline,"
-         "baseline_time_us,baseline_algbw_gbps,baseline_busbw_gbps,baseline_wrong,ratio\n";
+         "baseline_time_us,baseline_algbw_gbps,baseline_busbw_gbps,baseline_wrong,ratio,"
+         "oop_baseline_time_us,oop_baseline_algbw_gbps,oop_baseline_busbw_gbps,oop_baseline_wrong,"
+         "oop_ratio\n";
 }
 
 std::string csv_row_text(const Row& r, int nranks, std::string_view baseline) {
@@ -101,12 +110,15 @@ std::string csv_row_text(const Row& r, int nranks, std::string_view baseline) {
                     csv_measurement(r.out_of_place) + "," + csv_measurement(r.in_place) + "," +
                     std::string(baseline);
   // Appended piece by piece: g++ 12 at -O3 sees a false -Wrestrict overlap in "," + string.
-  if (r.baseline && r.baseline->supported) {
-    out += ',';
-    out += csv_measurement(r.baseline->measurement);
-    out += fmt::format(",{:.6g}", r.baseline->ratio);
-  } else
-    out += ",,,,,";
+  for (const auto* b : {&r.baseline, &r.baseline_out_of_place}) {
+    if (*b && (*b)->supported) {
+      out += ',';
+      out += csv_measurement((*b)->measurement);
+      out += fmt::format(",{:.6g}", (*b)->ratio);
+    } else {
+      out += ",,,,,";
+    }
+  }
   return out + "\n";
 }
 

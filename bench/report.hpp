@@ -24,7 +24,7 @@ struct Measurement {
   int64_t wrong = -1;  // -1: not checked (prints N/A)
 };
 
-// A peer's in-place allreduce at the same size, and how tutti's in-place one compares to it.
+// A peer's allreduce at the same size (in place, or out of place), and how tutti's compares to it.
 struct BaselineResult {
   bool supported = true;  // false: the peer has no such dtype/op; printed as N/A
   Measurement measurement;
@@ -40,6 +40,9 @@ struct Row {
   Measurement out_of_place;
   Measurement in_place;
   std::optional<BaselineResult> baseline;  // only with --baseline; adds columns at the end
+  // The peer out of place against tutti's out-of-place column (ratio = out-of-place busbw / the
+  // peer's); after the in-place baseline's columns.
+  std::optional<BaselineResult> baseline_out_of_place;
 };
 
 std::string header_text(const BenchOptions& o, const std::vector<RankInfo>& ranks);

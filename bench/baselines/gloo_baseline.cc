@@ -1,7 +1,9 @@
 #include "baselines/gloo_baseline.hpp"
 
 #include <fmt/format.h>
+#include <gloo/allreduce.h>
 #include <gloo/allreduce_ring_chunked.h>
+#include <gloo/math.h>
 #include <gloo/config.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
@@ -104,6 +106,26 @@ std::unique_ptr<gloo::Algorithm> ring_chunked(const std::shared_ptr<gloo::Contex
                                                          gloo_fn<T>(op));
 }
 
+// gloo::allreduce's reduction functions (c = a op b over n elements).
+template <typename T>
+void (*out_of_place_fn(ReduceOp op))(void*, const void*, const void*, size_t) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return &gloo::sum<T>;
+    case ReduceOp::kProd:
+      return &gloo::product<T>;
+    case ReduceOp::kMax:
+      return &gloo::max<T>;
+    case ReduceOp::kMin:
+      return &gloo::min<T>;
+    default:
+      throw Error(ErrorCode::kInvalidArgument, "--baseline gloo: no such Gloo reduction");
+  }
+}
+
+// The unbound-buffer API's messages carry a tag; the algorithm objects' pairs do not use it.
+constexpr uint32_t kOutOfPlaceTag = 0x7455;
+
 class GlooBaseline final : public Baseline {
  public:
   GlooBaseline(Communicator& comm, std::shared_ptr<gloo::Context> context, std::string host)
@@ -136,8 +158,40 @@ class GlooBaseline final : public Baseline {
     prepare(buf, count, type, op);
     prepared_.algorithm->run();
   }
+  // AllreduceRingChunked binds one buffer, so out of place is Gloo's other API (what PyTorch's
+  // ProcessGroupGloo calls): gloo::allreduce with an input, an output and its ring algorithm.
+  void allreduce_out_of_place(const void* send, void* recv, size_t count, DataType type,
+                              ReduceOp op) override {
+    switch (type) {
+      case DataType::kFloat32:
+        return ring_out_of_place<float>(send, recv, count, op);
+      case DataType::kFloat64:
+        return ring_out_of_place<double>(send, recv, count, op);
+      case DataType::kInt32:
+        return ring_out_of_place<int32_t>(send, recv, count, op);
+      case DataType::kInt64:
+        return ring_out_of_place<int64_t>(send, recv, count, op);
+      default:
+        throw Error(ErrorCode::kInvalidArgument,
+                    "--baseline gloo: this dtype has no Gloo reduction here; use -d float, "
+                    "double, int32 or int64");
+    }
+  }
 
  private:
+  template <typename T>
+  void ring_out_of_place(const void* send, void* recv, size_t count, ReduceOp op) {
+    gloo::AllreduceOptions options(context_);
+    options.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    // Gloo's options take non-const pointers; it only reads its input.
+    options.setInput(static_cast<T*>(const_cast<void*>(send)), count);
+    options.setOutput(static_cast<T*>(recv), count);
+    options.setReduceFunction(out_of_place_fn<T>(op));
+    options.setTag(kOutOfPlaceTag);
+    options.setTimeout(std::chrono::duration_cast<std::chrono::milliseconds>(kGlooTimeout));
+    gloo::allreduce(options);
+  }
+
   std::unique_ptr<gloo::Algorithm> build(void* buf, size_t count, DataType type, ReduceOp op) {
     switch (type) {
       case DataType::kFloat32:

@@ -112,6 +112,12 @@ class NcclBaseline final : public Baseline {
                "ncclAllReduce");
     wait_stream();
   }
+  void allreduce_out_of_place(const void* send, void* recv, size_t count, DataType type,
+                              ReduceOp op) override {
+    check_nccl(ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm_, stream_),
+               "ncclAllReduce");
+    wait_stream();
+  }
 
  private:
   // Polls instead of blocking so that a dead peer (NCCL's async error) or the deadline ends it.

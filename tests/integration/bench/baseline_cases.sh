@@ -38,12 +38,14 @@ check_results() {
   grep -q '^# Out of bounds values : 0 OK$' "$WORK/out" || fail "not every value validated"
   grep -qE "^# Baseline $name: " "$WORK/out" || fail "no '# Baseline $name:' header line"
   grep -qE "^#.*baseline: $name" "$WORK/out" || fail "no baseline column title"
+  grep -qE "^#.*$name out of place" "$WORK/out" || fail "no out-of-place baseline column title"
   grep -qE '^# +size .*#wrong +ratio$' "$WORK/out" || fail "no ratio column"
   local rows
   rows=$(grep -cvE '^#' "$WORK/out")
   [ "$rows" -eq "$ROWS" ] || fail "$rows rows, expected $ROWS"
-  # Every row: nccl-tests' 13 fields, then the baseline's time algbw busbw #wrong ratio.
-  awk '!/^#/ && (NF != 18 || $17 != 0 || $13 != 0 || $9 != 0 || !($18 > 0)) { bad = 1; print "bad row: " $0 }
+  # Every row: nccl-tests' 13 fields, then the baseline's time algbw busbw #wrong ratio in place
+  # (against tutti's in-place column), then the same out of place.
+  awk '!/^#/ && (NF != 23 || $17 != 0 || $22 != 0 || $13 != 0 || $9 != 0 || !($18 > 0) || !($23 > 0)) { bad = 1; print "bad row: " $0 }
        END { exit bad }' "$WORK/out" >&2 || fail "a row lacks a ratio or has a wrong value"
   python3 - "$WORK/r.csv" "$name" "$ROWS" <<'PY' || fail "csv"
 import csv, sys
@@ -55,7 +57,9 @@ for row in table:
     assert float(row["ratio"]) > 0, row
     # Times, not bandwidths: 8 B in a few ms rounds to 0 GB/s.
     assert float(row["baseline_time_us"]) > 0 and float(row["inplace_time_us"]) > 0, row
+    assert float(row["oop_ratio"]) > 0 and float(row["oop_baseline_time_us"]) > 0, row
     assert row["wrong"] == row["inplace_wrong"] == row["baseline_wrong"] == "0", row
+    assert row["oop_baseline_wrong"] == "0", row
 PY
 }
 

@@ -32,6 +32,17 @@ grep -q 'ratio' "$WORK/out.svg" || fail "no ratio panel"
 bash "$PLOT" -t int32 "$WORK/out.png" "$WORK/mpi-shm-np2.csv" >/dev/null || fail "png: exit $?"
 [ "$(head -c 4 "$WORK/out.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "out.png is not a PNG"
 
+# The current format: out-of-place columns too; both ratios in the one ratio panel.
+{
+  echo "$header,oop_baseline_time_us,oop_baseline_algbw_gbps,oop_baseline_busbw_gbps,oop_baseline_wrong,oop_ratio"
+  echo "8,2,float,sum,-1,2,5.0,0.0016,0.0016,0,4.0,0.002,0.002,0,mpi,1.0,0.008,0.008,0,0.25,2.0,0.004,0.004,0,0.4"
+  echo "1048576,262144,float,sum,-1,2,100.0,10.5,10.5,0,90.0,11.6,11.6,0,mpi,100,10.5,10.5,0,1.1,110,9.5,9.5,0,0.9"
+} >"$WORK/mpi-oop.csv"
+bash "$PLOT" "$WORK/oop.svg" "$WORK/mpi-oop.csv" >/dev/null || fail "out-of-place svg: exit $?"
+grep -q 'mpi-oop: in place' "$WORK/oop.svg" || fail "no in-place ratio curve"
+grep -q 'mpi-oop: out of place' "$WORK/oop.svg" || fail "no out-of-place ratio curve"
+! grep -q 'mpi-shm-np2: out of place' "$WORK/out.svg" || fail "an out-of-place curve from a file without one"
+
 # Only tutti's own rows: one panel, no ratio.
 bash "$PLOT" "$WORK/own.svg" "$WORK/tutti-np2.csv" >/dev/null || fail "no-baseline svg: exit $?"
 ! grep -q 'ratio' "$WORK/own.svg" || fail "a ratio panel without a baseline"

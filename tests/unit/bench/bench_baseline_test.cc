@@ -71,6 +71,7 @@ TEST(BaselineReport, BaselineColumnsFollowNcclTestsOnes) {
   const std::string with = column_header_text("mpi");
   EXPECT_NE(with.find("baseline: mpi"), std::string::npos) << with;
   EXPECT_NE(with.find("#wrong   ratio\n"), std::string::npos) << with;
+  EXPECT_NE(with.find("mpi out of place"), std::string::npos) << with;
   EXPECT_NE(with.find("(x)\n"), std::string::npos) << with;
   // Every nccl-tests header line is kept as the start of the extended one.
   size_t start = 0;
@@ -107,6 +108,11 @@ TEST(BaselineReport, RowAppendsBaselineAndRatio) {
   EXPECT_EQ(with.substr(plain.size() - 1), "    20.00    0.05    0.07      0    2.00\n");
   row.baseline = BaselineResult{false, {}, 0};
   EXPECT_EQ(row_text(row).substr(plain.size() - 1), "      N/A     N/A     N/A    N/A     N/A\n");
+  // Out of place: its own block after the in-place one.
+  row.baseline = BaselineResult{true, {20.0, 0.05, 0.075, 0}, 2.0};
+  row.baseline_out_of_place = BaselineResult{true, {40.0, 0.03, 0.04, 0}, 0.5};
+  EXPECT_EQ(row_text(row).substr(plain.size() - 1),
+            "    20.00    0.05    0.07      0    2.00    40.00    0.03    0.04      0    0.50\n");
 }
 
 TEST(BaselineReport, CsvRowsMatchTheHeader) {
@@ -114,16 +120,23 @@ TEST(BaselineReport, CsvRowsMatchTheHeader) {
   ASSERT_EQ(header.back(), '\n');
   EXPECT_EQ(header.rfind("size,count,type,redop,", 0), 0u);
   EXPECT_NE(header.find(",baseline,"), std::string::npos);
-  EXPECT_NE(header.find(",ratio\n"), std::string::npos);
+  EXPECT_NE(header.find(",ratio,"), std::string::npos);
+  EXPECT_NE(header.find(",oop_ratio\n"), std::string::npos);
   Row row = sample_row();
   std::string none = csv_row_text(row, 2, "none");
   EXPECT_EQ(fields(none), fields(header)) << none;
-  EXPECT_NE(none.find(",none,,,,,\n"), std::string::npos) << none;
+  EXPECT_NE(none.find(",none,,,,,,,,,,\n"), std::string::npos) << none;
   row.baseline = BaselineResult{true, {20.0, 0.05, 0.075, 1}, 2.0};
   std::string with = csv_row_text(row, 2, "mpi");
   EXPECT_EQ(fields(with), fields(header)) << with;
   EXPECT_EQ(with.rfind("1024,256,float,sum,-1,2,12.345,", 0), 0u) << with;
-  EXPECT_NE(with.find(",mpi,20.000,0.05,0.075,1,2\n"), std::string::npos) << with;
+  EXPECT_NE(with.find(",mpi,20.000,0.05,0.075,1,2,,,,,\n"), std::string::npos) << with;
+  row.baseline_out_of_place = BaselineResult{true, {30.0, 0.04, 0.06, 0}, 0.5};
+  std::string both = csv_row_text(row, 2, "mpi");
+  EXPECT_EQ(fields(both), fields(header)) << both;
+  EXPECT_NE(both.find(",mpi,20.000,0.05,0.075,1,2,30.000,0.04,0.06,0,0.5\n"), std::string::npos)
+      << both;
+  row.baseline_out_of_place.reset();
   row.baseline->measurement.busbw = 1.234567e-6;
   EXPECT_NE(csv_row_text(row, 2, "mpi").find(",1.23457e-06,1,"), std::string::npos);
   row.baseline = BaselineResult{false, {}, 0};
