@@ -21,10 +21,16 @@ namespace tutti {
 enum class Algorithm : int { kAuto = 0, kRing, kTree, kHalvingDoubling, kShm, kHierarchical };
 // kMpi: MPI point-to-point to every peer (started by mpirun, or a communicator from an MPI_Comm).
 enum class TransportKind : int { kAuto = 0, kTcp, kShm, kMpi };
+// How an allreduce on device (CUDA) buffers runs: kAuto = NCCL's allreduce where NCCL reduces the
+// type and op itself, else our ring; kNccl = NCCL's (refused for what it cannot reduce); kRing =
+// our pipelined ring over NCCL send/recv with tutti's reduce kernels; kHier = NCCL within each
+// host, our host ring across hosts.
+enum class DeviceAllreduce : int { kAuto = 0, kNccl, kRing, kHier };
 
 struct TUTTI_OPTIONS_API Options {
   TransportKind transport = TransportKind::kAuto;  // TUTTI_TRANSPORT
   Algorithm algorithm = Algorithm::kAuto;          // TUTTI_ALGO (allreduce)
+  DeviceAllreduce device_allreduce = DeviceAllreduce::kAuto;  // TUTTI_DEVICE_ALLREDUCE
   std::chrono::milliseconds init_timeout{60'000};  // TUTTI_TIMEOUT: joining, splitting
   std::chrono::milliseconds timeout{600'000};      // TUTTI_COLLECTIVE_TIMEOUT: each call
   size_t segment_bytes = 256 << 10;                // TUTTI_SEGMENT_BYTES
