@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -230,6 +231,40 @@ size_t count_named(const std::string& s, int size) {
   return std::stoul(s);
 }
 
+// Which path a device allreduce took, from the stand-in's counters.
+struct PathCounts {
+  int all_reduces, reduce_scatters, all_gathers, p2p_groups;
+};
+
+PathCounts path_counts(HostDeviceApi& api) {
+  auto& c = api.counters();
+  return {c.all_reduces, c.reduce_scatters, c.all_gathers, c.p2p_groups};
+}
+
+// The path TUTTI_DEVICE_ALLREDUCE asks for (with auto's and hier's fallbacks) is the one taken.
+void check_path(World& w, const PathCounts& before, DataType type, ReduceOp op,
+                const std::string& what) {
+  const int size = w.comm->size();
+  if (size == 1) return;  // a lone rank's ring is a copy
+  const char* env = std::getenv("TUTTI_DEVICE_ALLREDUCE");
+  std::string path = env ? env : "auto";
+  const bool nccl_reduces = type != DataType::kInt16 && !tutti::is_bitwise(op);
+  const auto& topology = w.comm->topology();
+  const bool uniform_hosts = size % topology.local_size == 0 &&
+                             topology.local_size * topology.cross_size == size;
+  if (path == "auto") path = nccl_reduces ? "nccl" : "ring";
+  if (path == "hier" && (!nccl_reduces || !uniform_hosts ||
+                         (op == ReduceOp::kAvg && !tutti::is_floating(type))))
+    path = "ring";
+  const PathCounts after = path_counts(*w.api);
+  const bool took = path == "nccl"   ? after.all_reduces == before.all_reduces + 1
+                    : path == "ring" ? after.p2p_groups > before.p2p_groups &&
+                                           after.all_reduces == before.all_reduces
+                                     : after.reduce_scatters == before.reduce_scatters + 1 &&
+                                           after.all_gathers == before.all_gathers + 1;
+  if (!took) fail(fmt::format("{}: did not take the {} path", what, path));
+}
+
 void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataType>& types,
            const std::vector<ReduceOp>& ops) {
   auto& comm = *w.comm;
@@ -259,7 +294,9 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
             DeviceVector send(bytes), recv(bytes);
             std::memcpy(send.data(), input.data(), bytes);
             std::byte* out = in_place ? send.data() : recv.data();
+            const PathCounts before = path_counts(*w.api);
             comm.allreduce(send.data(), out, count, type, op, call);
+            if (count > 0) check_path(w, before, type, op, what);
             std::memcpy(got.data(), out, bytes);
             std::string difference;
             if (!same(got.data(), want.data(), count, type, op, difference))

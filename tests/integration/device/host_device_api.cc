@@ -107,6 +107,7 @@ class HostDeviceApi::Comm final : public device::NcclComm {
   }
   void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                   double scale, device::StreamId stream) override {
+    ++api_.counters_.all_reduces;
     enqueue(stream, [=](comm::Communicator& host) {
       CallOptions call;
       call.prescale = scale;
@@ -115,6 +116,7 @@ class HostDeviceApi::Comm final : public device::NcclComm {
   }
   void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op,
                       double scale, device::StreamId stream) override {
+    ++api_.counters_.reduce_scatters;
     enqueue(stream, [=](comm::Communicator& host) {
       if (scale == 1.0) return host.reduce_scatter(send, recv, recv_count, type, op);
       const size_t count = recv_count * static_cast<size_t>(host.size());
@@ -125,6 +127,7 @@ class HostDeviceApi::Comm final : public device::NcclComm {
   }
   void all_gather(const void* send, void* recv, size_t send_count, DataType type,
                   device::StreamId stream) override {
+    ++api_.counters_.all_gathers;
     enqueue(stream, [=](comm::Communicator& host) {
       host.allgather(send, recv, send_count, type);
     });
@@ -142,6 +145,7 @@ class HostDeviceApi::Comm final : public device::NcclComm {
     auto ops = std::move(grouped_);
     grouped_.clear();
     const device::StreamId stream = ops.front().stream;
+    ++api_.counters_.p2p_groups;
     enqueue(stream, [ops](comm::Communicator& host) {
       std::vector<comm::Request> requests;
       for (const PointToPoint& p : ops)

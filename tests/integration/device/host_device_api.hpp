@@ -40,6 +40,10 @@ struct DeviceCounters {
   std::atomic<int> nccl_inits{0};   // NCCL communicators made by nccl_init
   std::atomic<int> nccl_splits{0};  // ... and by split
   std::atomic<int> nccl_ops{0};     // collective and point-to-point operations enqueued
+  std::atomic<int> all_reduces{0};  // ... of which ncclAllReduce
+  std::atomic<int> reduce_scatters{0};
+  std::atomic<int> all_gathers{0};
+  std::atomic<int> p2p_groups{0};   // grouped sends and receives
   std::atomic<int> aborts{0};       // ncclCommAbort calls
   std::atomic<int> device_locates{0};  // locate() answers "device"
 };

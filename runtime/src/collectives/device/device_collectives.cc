@@ -13,9 +13,9 @@ namespace {
 
 // The device paths' numbers in the call signature's algorithm field, above the host algorithms'
 // (0..5), so that ranks on different paths (a per-rank TUTTI_DEVICE_ALLREDUCE) or one rank on the
-// host path fail with kMismatch.
-constexpr uint8_t kDeviceAlgorithmBase = 16;
-constexpr uint8_t kNoPath = kDeviceAlgorithmBase + 15;  // broadcast, allgather, reduce_scatter
+// host path of an allreduce fail with kMismatch.
+constexpr uint8_t kDeviceAlgorithmBase = transport::CallSignature::kDeviceAlgorithmBase;
+constexpr uint8_t kNoPath = transport::CallSignature::kDeviceCall;
 
 // Phases of one device call that meet the peers on the host (hierarchy.hpp's phase_sequence).
 constexpr unsigned kUniqueIdPhase = 1;
