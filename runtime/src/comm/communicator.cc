@@ -181,18 +181,18 @@ collectives::SegmentsRun Communicator::allreduce_segments(
   std::optional<int> device;
   for (const auto& s : segments) {
     count += s.count;
-    // One look per buffer; a segment on another device than the first is refused there.
-    if (auto d = device_of("allreduce", {s.send, s.recv}); d && !device) device = d;
-  }
-  if (device) {
-    for (const auto& s : segments) {
-      // Host segments among device ones (a joined rank's identities) are copied in like the rest.
-      if (auto d = device_of("allreduce", {s.send, s.recv}); d && *d != *device)
+    // One look per buffer. Host segments among device ones (a joined rank's identities) are
+    // copied into the device fusion buffer like the rest.
+    if (auto d = device_of("allreduce", {s.send, s.recv})) {
+      if (device && *device != *d)
         throw make_error(ErrorCode::kInvalidArgument,
                          "allreduce on rank {}: fused tensors on devices {} and {}; use one "
                          "device per communicator",
                          rank_, *device, *d);
+      device = d;
     }
+  }
+  if (device) {
     check_device_scales("allreduce", type, op, call);
     run("allreduce",
         signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,

@@ -424,6 +424,15 @@ void dispatch(World& w) {
                      counters.nccl_inits.load()));
   else
     ok("dispatch: device buffers take the device path");
+  // TUTTI_ALGO ring/tree reaches NCCL as NCCL_ALGO when the NCCL communicator is made, unless the
+  // user set NCCL_ALGO (the test passes WANT_NCCL_ALGO: what NCCL_ALGO must be by now).
+  if (const char* want = std::getenv("WANT_NCCL_ALGO")) {
+    const char* got = std::getenv("NCCL_ALGO");
+    if (got == nullptr || std::string(got) != want)
+      fail(fmt::format("dispatch: NCCL_ALGO is {}, want {}", got ? got : "unset", want));
+    else
+      ok(fmt::format("dispatch: NCCL_ALGO={}", got));
+  }
   comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
   if (counters.nccl_ops <= ops || counters.nccl_inits != 1)
     fail("dispatch: a second device allreduce did not reuse the NCCL communicator");
@@ -582,7 +591,7 @@ void split(World& w) {
 
 // ---- engine ----------------------------------------------------------------------------------
 
-void engine(int tensors, size_t count) {
+void engine(HostDeviceApi& api, int tensors, size_t count) {
   tutti::Communicator& world = tutti::init();
   std::vector<DeviceVector> buffers;
   for (int t = 0; t < tensors; ++t) buffers.emplace_back(4 * (count + t));
@@ -604,6 +613,12 @@ void engine(int tensors, size_t count) {
         break;
       }
   }
+  // The engine fuses what is ready together: the fused batches are packed into the device fusion
+  // buffer with copies on our stream (allreduce_segments); a batch of one runs in place.
+  if (api.counters().nccl_ops < 1) fail("engine: the device path was not used");
+  if (api.counters().copies < 2) fail("engine: no fused batch was packed on the device");
+  std::printf("ok: engine: rank %d: %d NCCL ops, %d copies on the device\n", world.rank(),
+              api.counters().nccl_ops.load(), api.counters().copies.load());
   ok(fmt::format("engine: {} device tensors through allreduce_async", tensors));
   buffers.clear();
   tutti::finalize();
@@ -630,7 +645,7 @@ int main(int argc, char** argv) {
     auto api = std::make_shared<HostDeviceApi>(stand_in_store(info));
     tutti::device::ScopedDeviceApi scoped(api);
     if (mode == "engine") {
-      engine(7, 1000);
+      engine(*api, 7, 1000);
     } else {
       World w{api, tutti::comm::Communicator::create(info, tutti::Options::from_env())};
       if (mode == "sweep") {

@@ -382,6 +382,7 @@ void HostDeviceApi::free_host(void* p) noexcept {
 }
 
 void HostDeviceApi::copy_async(void* dst, const void* src, size_t bytes, device::StreamId stream) {
+  ++counters_.copies;
   worker(stream).push([=] { std::memmove(dst, src, bytes); });
 }
 

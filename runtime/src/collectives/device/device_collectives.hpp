@@ -34,7 +34,7 @@ namespace tutti::collectives {
 class DeviceCollectives {
  public:
   // `device`: the device of the communicator's first device buffer; every later one must be on
-  // it. `nccl`: a communicator split from the parent's, or null to make one on the first call.
+  // it (the caller checked where the buffers live: comm/device_calls.cc). `nccl`: a communicator split from the parent's, or null to make one on the first call.
   DeviceCollectives(int rank, int size, int device, std::chrono::milliseconds init_timeout,
                     std::unique_ptr<device::NcclComm> nccl = nullptr);
   ~DeviceCollectives();
@@ -74,8 +74,6 @@ class DeviceCollectives {
                     const std::string& what);
   // Fails with `code`: aborts NCCL first, so no work of this call stays pending.
   [[noreturn]] void fail(ErrorCode code, const std::string& message);
-  // Checks that `p` is on our device (one locate per buffer).
-  void check_device(const void* p, std::string_view call, std::string_view which) const;
   // Device scratch of at least `bytes`, kept between calls: slots 0 and 1 for the ring's incoming
   // segments, kFusionSlot for the engine's fusion buffer.
   static constexpr int kFusionSlot = 2;
