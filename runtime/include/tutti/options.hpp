@@ -30,7 +30,6 @@ enum class DeviceAllreduce : int { kAuto = 0, kNccl, kRing, kHier };
 struct TUTTI_OPTIONS_API Options {
   TransportKind transport = TransportKind::kAuto;  // TUTTI_TRANSPORT
   Algorithm algorithm = Algorithm::kAuto;          // TUTTI_ALGO (allreduce)
-  DeviceAllreduce device_allreduce = DeviceAllreduce::kAuto;  // TUTTI_DEVICE_ALLREDUCE
   std::chrono::milliseconds init_timeout{60'000};  // TUTTI_TIMEOUT: joining, splitting
   std::chrono::milliseconds timeout{600'000};      // TUTTI_COLLECTIVE_TIMEOUT: each call
   size_t segment_bytes = 256 << 10;                // TUTTI_SEGMENT_BYTES
@@ -48,6 +47,8 @@ struct TUTTI_OPTIONS_API Options {
   std::string tune_file;                           // TUTTI_TUNE_FILE
   std::string host_id;    // TUTTI_HOST: ranks with equal ids share memory ("": hostname + boot id)
   std::string job_token;  // TUTTI_JOB_TOKEN: every connection of the job must present it
+  // TUTTI_DEVICE_ALLREDUCE: how an allreduce on device buffers runs.
+  DeviceAllreduce device_allreduce = DeviceAllreduce::kAuto;
 
   // The engine (the *_async calls: named tensors negotiated, fused and run by a background
   // thread of each communicator that uses them).

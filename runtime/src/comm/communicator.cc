@@ -252,8 +252,8 @@ void Communicator::reduce_scatter(const void* send, void* recv, size_t recv_coun
     run("reduce_scatter",
         signature(transport::CallKind::kReduceScatter, recv_count, type, static_cast<int>(op), -1),
         call, [&](collectives::Context& ctx) {
-          device_collectives(*device).reduce_scatter(ctx, device_call(call), send, recv,
-                                                     recv_count, type, op);
+          device_collectives(*device).reduce_scatter(ctx, device_call(call), send, recv, recv_count,
+                                                     type, op);
         });
     return;
   }

@@ -83,7 +83,7 @@ class DeviceVector {
 // bools as 0/1, any bits for bitwise ops.
 void fill(std::byte* out, size_t count, DataType type, ReduceOp op, int rank, int salt) {
   for (size_t i = 0; i < count; ++i) {
-    const int v = op == ReduceOp::kProd ? 1 + static_cast<int>((i + rank + salt) % 2)
+    const int v = op == ReduceOp::kProd   ? 1 + static_cast<int>((i + rank + salt) % 2)
                   : tutti::is_bitwise(op) ? static_cast<int>((i * 37 + rank * 11 + salt) % 127)
                                           : 1 + static_cast<int>((i * 7 + rank * 3 + salt) % 5);
     std::byte* at = out + i * tutti::element_size(type);
@@ -179,8 +179,8 @@ bool same(const std::byte* got, const std::byte* want, size_t count, DataType ty
     if (!equal) {
       first_difference = fmt::format("element {} of {}", i, count);
       if (approximate || tutti::is_floating(type))
-        first_difference += fmt::format(": got {} want {}", value_at(got, i, type),
-                                        value_at(want, i, type));
+        first_difference +=
+            fmt::format(": got {} want {}", value_at(got, i, type), value_at(want, i, type));
       return false;
     }
   }
@@ -210,8 +210,8 @@ std::vector<DataType> all_types() {
 }
 
 std::vector<ReduceOp> all_ops() {
-  return {ReduceOp::kSum,  ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
-          ReduceOp::kAvg,  ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+  return {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
+          ReduceOp::kAvg, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
 }
 
 DataType type_named(const std::string& s) {
@@ -250,11 +250,11 @@ void check_path(World& w, const PathCounts& before, DataType type, ReduceOp op,
   std::string path = env ? env : "auto";
   const bool nccl_reduces = type != DataType::kInt16 && !tutti::is_bitwise(op);
   const auto& topology = w.comm->topology();
-  const bool uniform_hosts = size % topology.local_size == 0 &&
-                             topology.local_size * topology.cross_size == size;
+  const bool uniform_hosts =
+      size % topology.local_size == 0 && topology.local_size * topology.cross_size == size;
   if (path == "auto") path = nccl_reduces ? "nccl" : "ring";
-  if (path == "hier" && (!nccl_reduces || !uniform_hosts ||
-                         (op == ReduceOp::kAvg && !tutti::is_floating(type))))
+  if (path == "hier" &&
+      (!nccl_reduces || !uniform_hosts || (op == ReduceOp::kAvg && !tutti::is_floating(type))))
     path = "ring";
   const PathCounts after = path_counts(*w.api);
   const bool took = path == "nccl"   ? after.all_reduces == before.all_reduces + 1
@@ -275,8 +275,8 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
       const size_t bytes = count * tutti::element_size(type);
       for (ReduceOp op : ops) {
         if (!tutti::supports(type, op)) continue;
-        const bool scalable = tutti::is_floating(type) &&
-                              (op == ReduceOp::kSum || op == ReduceOp::kAvg);
+        const bool scalable =
+            tutti::is_floating(type) && (op == ReduceOp::kSum || op == ReduceOp::kAvg);
         for (int scaled = 0; scaled <= (scalable ? 1 : 0); ++scaled) {
           tutti::CallOptions call;
           if (scaled) {
@@ -284,10 +284,9 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
             call.postscale = 4.0;
           }
           for (int in_place = 0; in_place <= 1; ++in_place) {
-            const std::string what =
-                fmt::format("allreduce {} x {} {}{}{}", count, tutti::to_string(type),
-                            tutti::to_string(op), scaled ? " scaled" : "",
-                            in_place ? " in place" : "");
+            const std::string what = fmt::format(
+                "allreduce {} x {} {}{}{}", count, tutti::to_string(type), tutti::to_string(op),
+                scaled ? " scaled" : "", in_place ? " in place" : "");
             std::vector<std::byte> input(bytes), want(bytes), got(bytes);
             fill(input.data(), count, type, op, rank, checked);
             comm.allreduce(input.data(), want.data(), count, type, op, call);
@@ -337,8 +336,8 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
         comm.reduce_scatter(dsend.data(), drecv.data(), count, type, ReduceOp::kSum);
         std::string difference;
         if (!same(drecv.data(), want.data(), count, type, ReduceOp::kSum, difference))
-          fail(fmt::format("reduce_scatter {} x {}: {}", count, tutti::to_string(type),
-                           difference));
+          fail(
+              fmt::format("reduce_scatter {} x {}: {}", count, tutti::to_string(type), difference));
         ++checked;
       }
     }
@@ -375,9 +374,10 @@ void order(World& w) {
   const float want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
   for (size_t i = 0; i < count; ++i)
     if (seen[i] != want) {
-      fail(fmt::format("order: element {} is {}, want {} (the caller's write was not ordered "
-                       "before the allreduce)",
-                       i, seen[i], want));
+      fail(
+          fmt::format("order: element {} is {}, want {} (the caller's write was not ordered "
+                      "before the allreduce)",
+                      i, seen[i], want));
       return;
     }
   ok("order: the caller's slow write is in the result, and the caller's stream sees it");
@@ -409,10 +409,11 @@ void dispatch(World& w) {
                  DataType::kFloat32);
   if (counters.streams != 0 || counters.nccl_inits != 0 || counters.nccl_ops != 0 ||
       counters.device_locates != 0)
-    fail(fmt::format("dispatch: host calls reached the device path (streams {}, inits {}, ops "
-                     "{}, device locates {})",
-                     counters.streams.load(), counters.nccl_inits.load(),
-                     counters.nccl_ops.load(), counters.device_locates.load()));
+    fail(
+        fmt::format("dispatch: host calls reached the device path (streams {}, inits {}, ops "
+                    "{}, device locates {})",
+                    counters.streams.load(), counters.nccl_inits.load(), counters.nccl_ops.load(),
+                    counters.device_locates.load()));
   else
     ok("dispatch: host buffers never reach the device path");
   DeviceVector dev(400);
@@ -441,19 +442,15 @@ void dispatch(World& w) {
   });
   if (comm.size() > 1) {
     const int peer = (comm.rank() + 1) % comm.size();
-    expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device send", [&] {
-      comm.send(dev.data(), 100, DataType::kFloat32, peer, 0);
-    });
-    expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device recv", [&] {
-      comm.recv(dev.data(), 100, DataType::kFloat32, peer, 0);
-    });
+    expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device send",
+                [&] { comm.send(dev.data(), 100, DataType::kFloat32, peer, 0); });
+    expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device recv",
+                [&] { comm.recv(dev.data(), 100, DataType::kFloat32, peer, 0); });
   }
-  expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device gather", [&] {
-    comm.gather(dev.data(), host_out.data(), 1, DataType::kFloat32, 0);
-  });
-  expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device alltoall", [&] {
-    comm.alltoall(dev.data(), dev.data(), 1, DataType::kFloat32);
-  });
+  expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device gather",
+              [&] { comm.gather(dev.data(), host_out.data(), 1, DataType::kFloat32, 0); });
+  expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device alltoall",
+              [&] { comm.alltoall(dev.data(), dev.data(), 1, DataType::kFloat32); });
   // The refusals left the communicator usable.
   comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
   comm.barrier();
@@ -499,8 +496,7 @@ void hang(World& w) {
   }
   if (seconds_since(began) > 15) fail(fmt::format("hang took {:.1f} s", seconds_since(began)));
   // The communicator is broken now, as for host failures.
-  expect_code(tutti::ErrorCode::kTimeout, "hang: later calls rethrow",
-              [&] { comm.barrier(); });
+  expect_code(tutti::ErrorCode::kTimeout, "hang: later calls rethrow", [&] { comm.barrier(); });
 }
 
 void async_error(World& w) {
@@ -517,8 +513,8 @@ void async_error(World& w) {
     if (failing || comm.size() > 1) fail("async: no error");
   } catch (const tutti::Error& e) {
     const std::string text = e.what();
-    if (failing && (e.code() != tutti::ErrorCode::kDevice ||
-                    text.find("injected") == std::string::npos))
+    if (failing &&
+        (e.code() != tutti::ErrorCode::kDevice || text.find("injected") == std::string::npos))
       fail(fmt::format("async: code {} ({}), want kDevice naming the NCCL error",
                        static_cast<int>(e.code()), text));
     if (failing) std::printf("ok: async: rank %d: %s\n", comm.rank(), text.c_str());

@@ -1,13 +1,13 @@
 #include "host_device_api.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <unistd.h>
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -128,9 +128,8 @@ class HostDeviceApi::Comm final : public device::NcclComm {
   void all_gather(const void* send, void* recv, size_t send_count, DataType type,
                   device::StreamId stream) override {
     ++api_.counters_.all_gathers;
-    enqueue(stream, [=](comm::Communicator& host) {
-      host.allgather(send, recv, send_count, type);
-    });
+    enqueue(stream,
+            [=](comm::Communicator& host) { host.allgather(send, recv, send_count, type); });
   }
   void broadcast(const void* send, void* recv, size_t count, DataType type, int root,
                  device::StreamId stream) override {
@@ -177,8 +176,7 @@ class HostDeviceApi::Comm final : public device::NcclComm {
     shared_->aborted_cv.notify_all();
     shared_->host->abort("ncclCommAbort (host stand-in)");
   }
-  std::unique_ptr<device::NcclComm> split(int color, int key,
-                                          std::chrono::milliseconds) override {
+  std::unique_ptr<device::NcclComm> split(int color, int key, std::chrono::milliseconds) override {
     ++api_.counters_.nccl_splits;
     auto child = shared_->host->split(color, key);
     if (!child) return nullptr;
@@ -414,9 +412,9 @@ std::unique_ptr<device::NcclComm> HostDeviceApi::nccl_init(const device::UniqueI
                                                            std::chrono::milliseconds timeout) {
   ++counters_.nccl_inits;
   Options options = Options::from_env();
-  options.name = "stand-in-nccl-" + std::string(reinterpret_cast<const char*>(id.data()),
-                                                strnlen(reinterpret_cast<const char*>(id.data()),
-                                                        id.size()));
+  options.name =
+      "stand-in-nccl-" + std::string(reinterpret_cast<const char*>(id.data()),
+                                     strnlen(reinterpret_cast<const char*>(id.data()), id.size()));
   options.init_timeout = timeout;
   return std::make_unique<Comm>(*this, comm::Communicator::create(store_, rank, nranks, options));
 }

@@ -43,9 +43,9 @@ struct DeviceCounters {
   std::atomic<int> all_reduces{0};  // ... of which ncclAllReduce
   std::atomic<int> reduce_scatters{0};
   std::atomic<int> all_gathers{0};
-  std::atomic<int> p2p_groups{0};   // grouped sends and receives
-  std::atomic<int> copies{0};       // copy_async calls
-  std::atomic<int> aborts{0};       // ncclCommAbort calls
+  std::atomic<int> p2p_groups{0};      // grouped sends and receives
+  std::atomic<int> copies{0};          // copy_async calls
+  std::atomic<int> aborts{0};          // ncclCommAbort calls
   std::atomic<int> device_locates{0};  // locate() answers "device"
 };
 

@@ -38,7 +38,10 @@ std::string_view path_name(DeviceAllreduce path) {
 DeviceCollectives::DeviceCollectives(int rank, int size, int device,
                                      std::chrono::milliseconds init_timeout,
                                      std::unique_ptr<device::NcclComm> nccl)
-    : rank_(rank), size_(size), device_(device), init_timeout_(init_timeout),
+    : rank_(rank),
+      size_(size),
+      device_(device),
+      init_timeout_(init_timeout),
       nccl_(std::move(nccl)) {
   device::api().set_device(device_);
   stream_ = device::Stream(device_);
@@ -207,8 +210,8 @@ void DeviceCollectives::allreduce_on_stream(Context& ctx, const DeviceCall& call
 
 void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const void* send,
                                   void* recv, size_t count, DataType type, ReduceOp op) {
-  const std::string what = fmt::format("device allreduce of {} x {} ({})", count,
-                                       to_string(type), to_string(op));
+  const std::string what =
+      fmt::format("device allreduce of {} x {} ({})", count, to_string(type), to_string(op));
   // The signature carries the configured path (TUTTI_DEVICE_ALLREDUCE): the path taken follows
   // from it, the type and op, NCCL's abilities and the placement, which every rank shares.
   agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase + static_cast<int>(call.path)));
@@ -276,14 +279,14 @@ void DeviceCollectives::allgather(Context& ctx, const DeviceCall& call, const vo
 
 void DeviceCollectives::reduce_scatter(Context& ctx, const DeviceCall& call, const void* send,
                                        void* recv, size_t recv_count, DataType type, ReduceOp op) {
-  const std::string what = fmt::format("device reduce_scatter of {} x {} ({}) per rank",
-                                       recv_count, to_string(type), to_string(op));
+  const std::string what = fmt::format("device reduce_scatter of {} x {} ({}) per rank", recv_count,
+                                       to_string(type), to_string(op));
   agree(ctx, kNoPath);
   if (recv_count == 0) return;
   device::NcclComm& comm = nccl(ctx);
   if (!comm.supports(type, op))  // alike on every rank: all refuse, nothing was enqueued
     throw make_error(ErrorCode::kInvalidArgument,
-         "reduce_scatter on rank {}: NCCL cannot reduce {} with {} on device "
+                     "reduce_scatter on rank {}: NCCL cannot reduce {} with {} on device "
                      "buffers; use allreduce (TUTTI_DEVICE_ALLREDUCE=ring reduces every type and "
                      "op) or host buffers",
                      rank_, to_string(type), to_string(op));

@@ -34,7 +34,8 @@ namespace tutti::collectives {
 class DeviceCollectives {
  public:
   // `device`: the device of the communicator's first device buffer; every later one must be on
-  // it (the caller checked where the buffers live: comm/device_calls.cc). `nccl`: a communicator split from the parent's, or null to make one on the first call.
+  // it (the caller checked where the buffers live: comm/device_calls.cc). `nccl`: a communicator
+  // split from the parent's, or null to make one on the first call.
   DeviceCollectives(int rank, int size, int device, std::chrono::milliseconds init_timeout,
                     std::unique_ptr<device::NcclComm> nccl = nullptr);
   ~DeviceCollectives();
@@ -93,8 +94,8 @@ class DeviceCollectives {
   void allreduce_on_stream(Context& ctx, const DeviceCall& call, DeviceAllreduce path,
                            const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                            const std::string& what);
-  void nccl_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send,
-                      void* recv, size_t count, DataType type, ReduceOp op);
+  void nccl_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
+                      size_t count, DataType type, ReduceOp op);
   // device_ring.cc
   void ring_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
                       size_t count, DataType type, ReduceOp op, size_t segment_bytes);

@@ -80,8 +80,8 @@ void DeviceCollectives::hierarchical_allreduce(Context& ctx, const DeviceCall& c
 
   const std::vector<int> holders = slice_holders(ctx.host_of_rank, h.local_index);
   if (holders.size() > 1) {
-    const int index = static_cast<int>(
-        std::find(holders.begin(), holders.end(), ctx.rank) - holders.begin());
+    const int index =
+        static_cast<int>(std::find(holders.begin(), holders.end(), ctx.rank) - holders.begin());
     auto group = make_group_transport(ctx.transport, holders, index);
     Context g{*group,
               index,
@@ -98,8 +98,13 @@ void DeviceCollectives::hierarchical_allreduce(Context& ctx, const DeviceCall& c
     // One host: the postscale still applies once, on the device.
     const double post = call.postscale / (op == ReduceOp::kAvg ? ctx.size : 1);
     if (slice_count > 0)
-      api.reduce_async({.out = mine, .a = mine, .b = mine, .count = slice_count, .type = type,
-                        .op = ReduceOp::kSum, .post = post * 0.5},
+      api.reduce_async({.out = mine,
+                        .a = mine,
+                        .b = mine,
+                        .count = slice_count,
+                        .type = type,
+                        .op = ReduceOp::kSum,
+                        .post = post * 0.5},
                        stream);
   }
   if (holders.size() > 1 && slice_count > 0)

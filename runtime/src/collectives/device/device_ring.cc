@@ -55,8 +55,15 @@ void DeviceCollectives::ring_allreduce(device::NcclComm& comm, const DeviceCall&
       return;
     }
     // A unary scale through the binary kernel: x*s + x*s, halved (exact: powers of two).
-    api.reduce_async({.out = recv, .a = send, .b = send, .count = count, .type = type,
-                      .op = ReduceOp::kSum, .scale_a = pre, .scale_b = pre, .post = post * 0.5},
+    api.reduce_async({.out = recv,
+                      .a = send,
+                      .b = send,
+                      .count = count,
+                      .type = type,
+                      .op = ReduceOp::kSum,
+                      .scale_a = pre,
+                      .scale_b = pre,
+                      .post = post * 0.5},
                      stream);
     return;
   }
@@ -114,8 +121,8 @@ void DeviceCollectives::ring_allreduce(device::NcclComm& comm, const DeviceCall&
         comm.send(out + (blocks.begin(send_block) + done) * element, sending * element, next,
                   stream);
       if (receiving > 0)
-        comm.recv(out + (blocks.begin(recv_block) + done) * element, receiving * element,
-                  previous, stream);
+        comm.recv(out + (blocks.begin(recv_block) + done) * element, receiving * element, previous,
+                  stream);
       comm.group_end();
     }
   }
