@@ -91,6 +91,9 @@ void DeviceCollectives::agree(Context& ctx, uint8_t path) {
   // wrong bytes, so this is the price of kMismatch instead.
   ctx.transport.set_call_algorithm(path);
   collectives::barrier(ctx);
+  // The thread that drives the communicator may change between calls (the engine's, the
+  // caller's): NCCL's init and every enqueue need our device current on this one.
+  device::api().set_device(device_);
   std::lock_guard lock(nccl_mutex_);
   if (aborted_)
     throw make_error(ErrorCode::kAborted,
@@ -136,7 +139,6 @@ std::unique_ptr<device::NcclComm> DeviceCollectives::split_nccl(int color, int k
 
 void DeviceCollectives::begin_on_stream(const DeviceCall& call) {
   device::DeviceApi& api = device::api();
-  api.set_device(device_);
   api.record(caller_ready_.id(), call.caller_stream);
   api.wait(stream_.id(), caller_ready_.id());
 }
