@@ -6,6 +6,7 @@
 //   dispatch  host buffers never reach the device path, device buffers always do; mixed calls
 //             and device buffers on host-only calls are refused
 //   mismatch  a device call with a different count on one rank: kMismatch on every rank, soon
+//   mixed_C   collective C with host buffers on rank 0, device buffers elsewhere: kMismatch
 //   hang      a stuck NCCL operation: kTimeout at the deadline, the NCCL communicator aborted
 //   async     an NCCL async error on the last rank: kDevice there, promptly; the others fail too
 //   abort     abort() from another thread ends a pending device call
@@ -472,6 +473,41 @@ void mismatch(World& w) {
   if (seconds_since(began) > 10) fail(fmt::format("mismatch took {:.1f} s", seconds_since(began)));
 }
 
+// One rank passes host buffers, the others device buffers, to the same collective: every rank
+// must fail soon (not hang, not compute), whichever side it is on.
+void mixed_sides(World& w, const std::string& collective) {
+  auto& comm = *w.comm;
+  const size_t count = 1000;
+  DeviceVector dev(4 * count * static_cast<size_t>(comm.size()));
+  std::vector<float> host(count * static_cast<size_t>(comm.size()));
+  std::byte* buf = comm.rank() == 0 ? reinterpret_cast<std::byte*>(host.data()) : dev.data();
+  tutti::CallOptions call;
+  call.timeout = std::chrono::seconds(60);
+  const auto began = Clock::now();
+  try {
+    if (collective == "allreduce")
+      comm.allreduce(buf, buf, count, DataType::kFloat32, ReduceOp::kSum, call);
+    else if (collective == "broadcast")
+      comm.broadcast(buf, count, DataType::kFloat32, 0, call);
+    else if (collective == "allgather")
+      comm.allgather(buf, buf + 4 * count, count, DataType::kFloat32, call);
+    else
+      comm.reduce_scatter(buf, buf, count / 2, DataType::kFloat32, ReduceOp::kSum, call);
+    fail(
+        fmt::format("mixed sides: {} ran with host buffers on rank 0 and device buffers "
+                    "elsewhere",
+                    collective));
+  } catch (const tutti::Error& e) {
+    if (e.code() != tutti::ErrorCode::kMismatch)
+      fail(fmt::format("mixed sides: {}: code {} ({}), want kMismatch", collective,
+                       static_cast<int>(e.code()), e.what()));
+    else
+      ok(fmt::format("mixed sides: {}: {}", collective, e.what()));
+  }
+  if (seconds_since(began) > 10)
+    fail(fmt::format("mixed sides: {} took {:.1f} s", collective, seconds_since(began)));
+}
+
 void hang(World& w) {
   auto& comm = *w.comm;
   DeviceVector dev(4 * 100);
@@ -664,6 +700,8 @@ int main(int argc, char** argv) {
         dispatch(w);
       } else if (mode == "mismatch") {
         mismatch(w);
+      } else if (mode.starts_with("mixed_")) {
+        mixed_sides(w, mode.substr(6));
       } else if (mode == "hang") {
         hang(w);
       } else if (mode == "async") {
