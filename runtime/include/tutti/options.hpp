@@ -21,6 +21,11 @@ namespace tutti {
 enum class Algorithm : int { kAuto = 0, kRing, kTree, kHalvingDoubling, kShm, kHierarchical };
 // kMpi: MPI point-to-point to every peer (started by mpirun, or a communicator from an MPI_Comm).
 enum class TransportKind : int { kAuto = 0, kTcp, kShm, kMpi };
+// How an allreduce on device (CUDA) buffers runs: kAuto = NCCL's allreduce where NCCL reduces the
+// type and op itself, else our ring; kNccl = NCCL's (refused for what it cannot reduce); kRing =
+// our pipelined ring over NCCL send/recv with tutti's reduce kernels; kHier = NCCL within each
+// host, our host ring across hosts.
+enum class DeviceAllreduce : int { kAuto = 0, kNccl, kRing, kHier };
 
 struct TUTTI_OPTIONS_API Options {
   TransportKind transport = TransportKind::kAuto;  // TUTTI_TRANSPORT
@@ -42,6 +47,8 @@ struct TUTTI_OPTIONS_API Options {
   std::string tune_file;                           // TUTTI_TUNE_FILE
   std::string host_id;    // TUTTI_HOST: ranks with equal ids share memory ("": hostname + boot id)
   std::string job_token;  // TUTTI_JOB_TOKEN: every connection of the job must present it
+  // TUTTI_DEVICE_ALLREDUCE: how an allreduce on device buffers runs.
+  DeviceAllreduce device_allreduce = DeviceAllreduce::kAuto;
 
   // The engine (the *_async calls: named tensors negotiated, fused and run by a background
   // thread of each communicator that uses them).

@@ -15,6 +15,13 @@ std::chrono::milliseconds milliseconds(std::string_view name) {
       std::chrono::duration<double>(env::get_seconds(name)));
 }
 
+DeviceAllreduce device_allreduce_named(const std::string& name) {
+  if (name == "nccl") return DeviceAllreduce::kNccl;
+  if (name == "ring") return DeviceAllreduce::kRing;
+  if (name == "hier") return DeviceAllreduce::kHier;
+  return DeviceAllreduce::kAuto;
+}
+
 TransportKind transport_named(const std::string& name) {
   if (name == "tcp") return TransportKind::kTcp;
   if (name == "shm") return TransportKind::kShm;
@@ -30,6 +37,7 @@ Options Options::from_env() {
   // The collectives' own parser (the same names, the same error); the enums agree by value
   // (static_asserts in comm/communicator.cc).
   o.algorithm = static_cast<Algorithm>(collectives::parse_algorithm(env::get_choice("TUTTI_ALGO")));
+  o.device_allreduce = device_allreduce_named(env::get_choice("TUTTI_DEVICE_ALLREDUCE"));
   o.init_timeout = milliseconds("TUTTI_TIMEOUT");
   o.timeout = milliseconds("TUTTI_COLLECTIVE_TIMEOUT");
   o.segment_bytes = env::get_bytes("TUTTI_SEGMENT_BYTES");

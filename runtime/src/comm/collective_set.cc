@@ -23,6 +23,7 @@ int32_t digest_of(std::span<const size_t> counts) {
 
 void Communicator::reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                           int root, const CallOptions& call) {
+  refuse_device("reduce", {send, recv});
   run("reduce", signature(transport::CallKind::kReduce, count, type, static_cast<int>(op), root),
       call, [&](collectives::Context& ctx) {
         collectives::reduce(ctx, send, recv, count, type, op, root);
@@ -37,6 +38,7 @@ void Communicator::gather(const void* send, void* recv, size_t count, DataType t
 
 void Communicator::gatherv(const void* send, void* recv, std::span<const size_t> counts,
                            DataType type, int root, const CallOptions& call) {
+  refuse_device("gather", {send, recv});
   run("gather", signature(transport::CallKind::kGather, sum_of(counts), type, -1, root), call,
       [&](collectives::Context& ctx) {
         collectives::gatherv(ctx, send, recv, counts, type, root);
@@ -51,6 +53,7 @@ void Communicator::scatter(const void* send, void* recv, size_t count, DataType 
 
 void Communicator::scatterv(const void* send, void* recv, std::span<const size_t> counts,
                             DataType type, int root, const CallOptions& call) {
+  refuse_device("scatter", {send, recv});
   run("scatter", signature(transport::CallKind::kScatter, sum_of(counts), type, -1, root), call,
       [&](collectives::Context& ctx) {
         collectives::scatterv(ctx, send, recv, counts, type, root);
@@ -59,6 +62,7 @@ void Communicator::scatterv(const void* send, void* recv, std::span<const size_t
 
 void Communicator::allgatherv(const void* send, void* recv, std::span<const size_t> counts,
                               DataType type, const CallOptions& call) {
+  refuse_device("allgatherv", {send, recv});
   run("allgatherv",
       signature(transport::CallKind::kAllgatherv, sum_of(counts), type, -1, digest_of(counts)),
       call,
@@ -67,6 +71,7 @@ void Communicator::allgatherv(const void* send, void* recv, std::span<const size
 
 void Communicator::reduce_scatter_v(const void* send, void* recv, std::span<const size_t> counts,
                                     DataType type, ReduceOp op, const CallOptions& call) {
+  refuse_device("reduce_scatter_v", {send, recv});
   run("reduce_scatter_v",
       signature(transport::CallKind::kReduceScatterV, sum_of(counts), type, static_cast<int>(op),
                 digest_of(counts)),
@@ -78,6 +83,7 @@ void Communicator::reduce_scatter_v(const void* send, void* recv, std::span<cons
 void Communicator::alltoall(const void* send, void* recv, size_t count, DataType type,
                             const CallOptions& call) {
   const std::vector<size_t> counts(static_cast<size_t>(size_), count);
+  refuse_device("alltoall", {send, recv});
   run("alltoall", signature(transport::CallKind::kAlltoall, count, type, -1, -1), call,
       [&](collectives::Context& ctx) {
         collectives::alltoallv(ctx, send, counts, recv, counts, type);
@@ -87,6 +93,7 @@ void Communicator::alltoall(const void* send, void* recv, size_t count, DataType
 void Communicator::alltoallv(const void* send, std::span<const size_t> send_counts, void* recv,
                              std::span<const size_t> recv_counts, DataType type,
                              const CallOptions& call) {
+  refuse_device("alltoallv", {send, recv});
   run("alltoallv", signature(transport::CallKind::kAlltoallv, 0, type, -1, -1), call,
       [&](collectives::Context& ctx) {
         collectives::alltoallv(ctx, send, send_counts, recv, recv_counts, type);

@@ -119,6 +119,8 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
 void Communicator::abort(const std::string& reason) {
   interrupt_->raise(make_error(ErrorCode::kAborted, "rank {} aborted the communicator: {}", rank_,
                                reason.empty() ? "(no reason given)" : reason));
+  // Pending NCCL work never looks at our flag: end it (ncclCommAbort).
+  if (auto device = device_if_any()) device->abort();
   deliver_abort_if_idle();
 }
 
@@ -147,6 +149,16 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, DataTyp
     throw make_error(ErrorCode::kInvalidArgument,
                      "allreduce on rank {}: prescale {} and postscale {} must be finite numbers",
                      rank_, call.prescale, call.postscale);
+  if (const auto device = device_of("allreduce", {send, recv})) {
+    check_device_scales("allreduce", type, op, call);
+    run("allreduce",
+        signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,
+        [&](collectives::Context& ctx) {
+          device_collectives(*device).allreduce(ctx, device_call(call), send, recv, count, type,
+                                                op);
+        });
+    return;
+  }
   const auto algorithm =
       static_cast<collectives::Algorithm>(call.algorithm.value_or(options_.algorithm));
   run("allreduce",
@@ -166,7 +178,30 @@ collectives::SegmentsRun Communicator::allreduce_segments(
                      "allreduce on rank {}: prescale {} and postscale {} must be finite numbers",
                      rank_, call.prescale, call.postscale);
   size_t count = 0;
-  for (const auto& s : segments) count += s.count;
+  std::optional<int> device;
+  for (const auto& s : segments) {
+    count += s.count;
+    // One look per buffer. Host segments among device ones (a joined rank's identities) are
+    // copied into the device fusion buffer like the rest.
+    if (auto d = device_of("allreduce", {s.send, s.recv})) {
+      if (device && *device != *d)
+        throw make_error(ErrorCode::kInvalidArgument,
+                         "allreduce on rank {}: fused tensors on devices {} and {}; use one "
+                         "device per communicator",
+                         rank_, *device, *d);
+      device = d;
+    }
+  }
+  if (device) {
+    check_device_scales("allreduce", type, op, call);
+    run("allreduce",
+        signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,
+        [&](collectives::Context& ctx) {
+          device_collectives(*device).allreduce_segments(ctx, device_call(call), segments, type,
+                                                         op);
+        });
+    return {};
+  }
   const auto algorithm =
       static_cast<collectives::Algorithm>(call.algorithm.value_or(options_.algorithm));
   collectives::SegmentsRun result;
@@ -182,18 +217,46 @@ collectives::SegmentsRun Communicator::allreduce_segments(
 
 void Communicator::broadcast(void* buf, size_t count, DataType type, int root,
                              const CallOptions& call) {
+  if (const auto device = device_of("broadcast", {buf})) {
+    run("broadcast", signature(transport::CallKind::kBroadcast, count, type, -1, root), call,
+        [&](collectives::Context& ctx) {
+          if (root < 0 || root >= size_)
+            throw make_error(ErrorCode::kInvalidArgument,
+                             "broadcast on rank {}: root {} is not a rank (size {})", rank_, root,
+                             size_);
+          device_collectives(*device).broadcast(ctx, device_call(call), buf, count, type, root);
+        });
+    return;
+  }
   run("broadcast", signature(transport::CallKind::kBroadcast, count, type, -1, root), call,
       [&](collectives::Context& ctx) { collectives::broadcast(ctx, buf, count, type, root); });
 }
 
 void Communicator::allgather(const void* send, void* recv, size_t count, DataType type,
                              const CallOptions& call) {
+  if (const auto device = device_of("allgather", {send, recv})) {
+    run("allgather", signature(transport::CallKind::kAllgather, count, type, -1, -1), call,
+        [&](collectives::Context& ctx) {
+          device_collectives(*device).allgather(ctx, device_call(call), send, recv, count, type);
+        });
+    return;
+  }
   run("allgather", signature(transport::CallKind::kAllgather, count, type, -1, -1), call,
       [&](collectives::Context& ctx) { collectives::allgather(ctx, send, recv, count, type); });
 }
 
 void Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
                                   ReduceOp op, const CallOptions& call) {
+  if (const auto device = device_of("reduce_scatter", {send, recv})) {
+    check_device_scales("reduce_scatter", type, op, {});
+    run("reduce_scatter",
+        signature(transport::CallKind::kReduceScatter, recv_count, type, static_cast<int>(op), -1),
+        call, [&](collectives::Context& ctx) {
+          device_collectives(*device).reduce_scatter(ctx, device_call(call), send, recv, recv_count,
+                                                     type, op);
+        });
+    return;
+  }
   run("reduce_scatter",
       signature(transport::CallKind::kReduceScatter, recv_count, type, static_cast<int>(op), -1),
       call, [&](collectives::Context& ctx) {

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,6 +26,7 @@
 
 #include "bootstrap/world_info.hpp"
 #include "collectives/collectives.hpp"
+#include "collectives/device/device_collectives.hpp"
 #include "collectives/selection_cache.hpp"
 #include "collectives/settings.hpp"
 #include "comm/exclusive_call.hpp"
@@ -178,6 +180,20 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void guarded(std::string_view name, uint64_t sequence, Deadline deadline, Body&& body);
   // Posts one point-to-point operation after checking its arguments.
   Request post(bool is_send, void* buf, size_t count, DataType type, int peer, int tag);
+  // Device buffers (device_calls.cc). The device of a call's buffers, or none when all are host
+  // memory; Error(kInvalidArgument) when they are mixed or on two devices. Null buffers are
+  // skipped.
+  std::optional<int> device_of(std::string_view name,
+                               std::initializer_list<const void*> buffers) const;
+  // Error(kInvalidArgument) when a buffer of a call that takes host buffers only is on a device.
+  void refuse_device(std::string_view name, std::initializer_list<const void*> buffers) const;
+  collectives::DeviceCall device_call(const CallOptions& call);
+  // The device side, made on the first device call (on `device`).
+  collectives::DeviceCollectives& device_collectives(int device);
+  std::shared_ptr<collectives::DeviceCollectives> device_if_any();
+  void check_device_scales(std::string_view name, DataType type, ReduceOp op,
+                           const CallOptions& call) const;
+
   // Sends the abort notices of an abort() that found no call in progress.
   void deliver_abort_if_idle();
   // Fails the communicator with `error`: the peers get the notice, later calls rethrow it.
@@ -205,6 +221,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::atomic<bool> busy_{false};
   std::shared_ptr<Interrupt> interrupt_ = std::make_shared<Interrupt>();
   std::atomic<bool> abort_delivered_{false};
+  // The device side: null until the first device call. The mutex is for abort() from another
+  // thread; calls reach it from the one thread that drives the communicator.
+  std::mutex device_mutex_;
+  std::shared_ptr<collectives::DeviceCollectives> device_;
+  // An NCCL communicator split from the parent's (split/dup of a communicator that had one),
+  // adopted by device_ when it is made.
+  std::unique_ptr<device::NcclComm> inherited_nccl_;
   // Last, so that it goes first: an engine still uses the job this communicator keeps alive.
   std::mutex attachment_mutex_;
   std::shared_ptr<void> attachment_;

@@ -62,18 +62,28 @@ transport::ContextId Communicator::draw_context(std::string_view purpose,
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   // Every rank's (color, key), through an allgather on this communicator: a collective call like
   // any other, so a rank that calls something else instead fails with kMismatch.
-  std::vector<int64_t> mine = {color, key};
-  std::vector<int64_t> all(2 * static_cast<size_t>(size_));
-  allgather(mine.data(), all.data(), 2, DataType::kInt64);
+  // The third value says whether this rank has an NCCL communicator: when every rank has one,
+  // the child's is split from it (ncclCommSplit is collective over all of the parent's ranks,
+  // which all call split here), else the child makes its own on its first device call.
+  auto device = device_if_any();
+  const bool has_nccl = device && device->has_nccl();
+  std::vector<int64_t> mine = {color, key, has_nccl ? 1 : 0};
+  std::vector<int64_t> all(3 * static_cast<size_t>(size_));
+  allgather(mine.data(), all.data(), 3, DataType::kInt64);
   uint64_t child = 0;
   {
     ExclusiveCall exclusive(busy_, rank_, "split");
     child = ++children_;
   }
+  bool all_have_nccl = true;
+  for (int r = 0; r < size_; ++r) all_have_nccl = all_have_nccl && all[3 * r + 2] == 1;
+  std::unique_ptr<device::NcclComm> child_nccl;
+  if (all_have_nccl)
+    child_nccl = device->split_nccl(color < 0 ? -1 : color, key, options_.init_timeout);
   if (color < 0) return nullptr;
   std::vector<std::tuple<int64_t, int>> order;  // (key, rank) of my color
   for (int r = 0; r < size_; ++r)
-    if (all[2 * r] == color) order.emplace_back(all[2 * r + 1], r);
+    if (all[3 * r] == color) order.emplace_back(all[3 * r + 1], r);
   std::sort(order.begin(), order.end());
   std::vector<int> ranks;
   for (auto [k, r] : order) ranks.push_back(r);
@@ -83,6 +93,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   for (int r : ranks) members.push_back(members_[r]);
   auto made =
       make(job_, context, std::move(members), options_, Deadline::after(options_.init_timeout));
+  made->inherited_nccl_ = std::move(child_nccl);
   log::debug("rank {}: split #{} color {} -> context {}, rank {} of {}", rank_, child, color,
              context, made->rank(), made->size());
   return made;

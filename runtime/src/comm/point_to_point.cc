@@ -25,6 +25,9 @@ Request Communicator::post(bool is_send, void* buf, size_t count, DataType type,
                      rank_, count);
   if (count > 0 && buf == nullptr)
     throw make_error(ErrorCode::kInvalidArgument, "{} on rank {}: null buffer", verb, rank_);
+  // Device buffers would need both sides on the device (NCCL send/recv), which one rank cannot
+  // check alone: a device send meeting a host receive would hang. Point-to-point stays on the host.
+  refuse_device(verb, {buf});
   const size_t bytes = count * element;
   Request request;
   request.comm_ = shared_from_this();

@@ -63,6 +63,12 @@ constexpr std::array kVariables = {
         "window (all ranks on one host), hierarchical (reduce on each host, allreduce across "
         "hosts, "
         "broadcast on each host), or auto: the cost model's pick per call."},
+    Variable{"TUTTI_DEVICE_ALLREDUCE", Kind::kChoice, "auto", "auto|nccl|ring|hier",
+             "Allreduce on GPU buffers: nccl = NCCL's own; ring = tutti's pipelined ring over "
+             "NCCL send/recv with tutti's reduce kernels (every dtype and op); hier = NCCL "
+             "reduce-scatter on each host, tutti's host ring across hosts, NCCL allgather; auto = "
+             "nccl where NCCL reduces the type and op itself (not int16, not bitwise ops), else "
+             "ring."},
     Variable{
         "TUTTI_TUNE_FILE", Kind::kString, "", "",
         "Tuning file from `tutti-bench allreduce --tune FILE`: fitted latency/bandwidth lines that "

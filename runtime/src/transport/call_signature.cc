@@ -44,8 +44,14 @@ std::string_view kind_name(CallKind kind) {
 // collectives::Algorithm's numbering (collectives/select.cc checks that it matches).
 std::string algorithm_name(int algorithm) {
   static constexpr std::string_view kNames[] = {"none", "ring", "tree", "hd", "shm", "hier"};
+  static constexpr std::string_view kDeviceNames[] = {"device auto", "device nccl", "device ring",
+                                                      "device hier"};
   if (algorithm >= 0 && algorithm < static_cast<int>(std::size(kNames)))
     return std::string(kNames[algorithm]);
+  const int device = algorithm - CallSignature::kDeviceAlgorithmBase;
+  if (device >= 0 && device < static_cast<int>(std::size(kDeviceNames)))
+    return std::string(kDeviceNames[device]);
+  if (algorithm == CallSignature::kDeviceCall) return "device";
   return fmt::format("algorithm {}", algorithm);
 }
 

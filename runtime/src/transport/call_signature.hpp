@@ -50,6 +50,10 @@ struct CallSignature {
   // Ranks that picked different algorithms (a per-rank TUTTI_ALGO or tuning file) would read each
   // other's messages as the wrong steps.
   uint8_t algorithm = 0;
+  // A call on device buffers (collectives/device): kDeviceAlgorithmBase + its configured
+  // DeviceAllreduce path for allreduce, kDeviceCall for the other collectives.
+  static constexpr uint8_t kDeviceAlgorithmBase = 16;
+  static constexpr uint8_t kDeviceCall = 31;
 
   bool operator==(const CallSignature&) const = default;
   bool stamped() const { return kind != CallKind::kNone; }

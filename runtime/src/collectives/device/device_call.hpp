@@ -1,0 +1,22 @@
+// What a device call carries besides its buffers: the caller's stream, the scales, which allreduce
+// path the communicator's options ask for, and how to learn that the communicator was aborted
+// (the collectives layer cannot see the communicator; comm hands it a check).
+#pragma once
+
+#include <functional>
+
+#include "device/device_api.hpp"
+#include "tutti/options.hpp"
+
+namespace tutti::collectives {
+
+struct DeviceCall {
+  device::StreamId caller_stream = nullptr;  // CallOptions::stream
+  double prescale = 1.0;
+  double postscale = 1.0;
+  DeviceAllreduce path = DeviceAllreduce::kAuto;
+  // Throws the communicator's abort error once abort() was called from another thread.
+  std::function<void()> check_interrupt;
+};
+
+}  // namespace tutti::collectives

@@ -1,0 +1,303 @@
+#include "collectives/device/device_collectives.hpp"
+
+#include <algorithm>
+
+#include "collectives/collectives.hpp"
+#include "collectives/hierarchy.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace tutti::collectives {
+
+namespace {
+
+// The device paths' numbers in the call signature's algorithm field, above the host algorithms'
+// (0..5), so that ranks on different paths (a per-rank TUTTI_DEVICE_ALLREDUCE) or one rank on the
+// host path of an allreduce fail with kMismatch.
+constexpr uint8_t kDeviceAlgorithmBase = transport::CallSignature::kDeviceAlgorithmBase;
+constexpr uint8_t kNoPath = transport::CallSignature::kDeviceCall;
+
+// Phases of one device call that meet the peers on the host (hierarchy.hpp's phase_sequence).
+constexpr unsigned kUniqueIdPhase = 1;
+
+std::string_view path_name(DeviceAllreduce path) {
+  switch (path) {
+    case DeviceAllreduce::kNccl:
+      return "nccl";
+    case DeviceAllreduce::kRing:
+      return "ring";
+    case DeviceAllreduce::kHier:
+      return "hier";
+    default:
+      return "auto";
+  }
+}
+
+}  // namespace
+
+DeviceCollectives::DeviceCollectives(int rank, int size, int device,
+                                     std::chrono::milliseconds init_timeout,
+                                     std::unique_ptr<device::NcclComm> nccl)
+    : rank_(rank),
+      size_(size),
+      device_(device),
+      init_timeout_(init_timeout),
+      nccl_(std::move(nccl)) {
+  device::api().set_device(device_);
+  stream_ = device::Stream(device_);
+  caller_ready_ = device::Event(device_);
+  done_ = device::Event(device_);
+}
+
+DeviceCollectives::~DeviceCollectives() = default;
+
+bool DeviceCollectives::has_nccl() {
+  std::lock_guard lock(nccl_mutex_);
+  return nccl_ != nullptr && !aborted_;
+}
+
+void DeviceCollectives::abort() noexcept {
+  std::lock_guard lock(nccl_mutex_);
+  aborted_ = true;
+  if (nccl_) nccl_->abort();
+  if (host_nccl_) host_nccl_->abort();
+}
+
+void DeviceCollectives::fail(ErrorCode code, const std::string& message) {
+  abort();
+  throw make_error(code, "{}", message);
+}
+
+void* DeviceCollectives::scratch(int slot, size_t bytes) {
+  device::Buffer& b = scratch_[slot];
+  if (b.bytes() < bytes) {
+    b.reset();  // free first: the old buffer's contents are never needed
+    b = device::Buffer(std::max(bytes, b.bytes() * 2), device_);
+  }
+  return b.data();
+}
+
+void* DeviceCollectives::pinned(size_t bytes) {
+  if (pinned_.bytes() < bytes) {
+    pinned_.reset();
+    pinned_ = device::Buffer(std::max(bytes, pinned_.bytes() * 2), -1);
+  }
+  return pinned_.data();
+}
+
+void DeviceCollectives::agree(Context& ctx, uint8_t path) {
+  // Cost: one dissemination barrier on the host, ceil(log2(size)) rounds of empty messages per
+  // device call. NCCL itself checks nothing: ranks in different calls would hang or exchange the
+  // wrong bytes, so this is the price of kMismatch instead.
+  ctx.transport.set_call_algorithm(path);
+  collectives::barrier(ctx);
+  // The thread that drives the communicator may change between calls (the engine's, the
+  // caller's): NCCL's init and every enqueue need our device current on this one.
+  device::api().set_device(device_);
+  std::lock_guard lock(nccl_mutex_);
+  if (aborted_)
+    throw make_error(ErrorCode::kAborted,
+                     "rank {}: this communicator's NCCL communicator was aborted by an earlier "
+                     "failure; make a new communicator",
+                     rank_);
+}
+
+device::NcclComm& DeviceCollectives::nccl(Context& ctx) {
+  {
+    std::lock_guard lock(nccl_mutex_);
+    if (nccl_) return *nccl_;
+  }
+  // Every rank gets here in the same call (agreement came first), so the broadcast pairs up.
+  device::UniqueId id{};
+  if (ctx.rank == 0) id = device::api().nccl_unique_id();
+  Context phase = ctx;
+  phase.sequence = phase_sequence(ctx.sequence, kUniqueIdPhase);
+  collectives::broadcast(phase, id.data(), id.size(), DataType::kUInt8, 0);
+  const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+      Deadline::after(init_timeout_).earlier(ctx.deadline).remaining());
+  auto made = device::api().nccl_init(id, size_, rank_, device_, remaining);
+  log::debug("rank {}: NCCL communicator of {} ranks on device {} made", rank_, size_, device_);
+  std::lock_guard lock(nccl_mutex_);
+  nccl_ = std::move(made);
+  if (aborted_) nccl_->abort();  // abort() came while it was being made
+  return *nccl_;
+}
+
+std::unique_ptr<device::NcclComm> DeviceCollectives::split_nccl(int color, int key,
+                                                                std::chrono::milliseconds timeout) {
+  device::NcclComm* comm = nullptr;
+  {
+    std::lock_guard lock(nccl_mutex_);
+    comm = nccl_.get();
+  }
+  if (comm == nullptr)
+    throw make_error(ErrorCode::kInternal, "rank {}: split_nccl without an NCCL communicator",
+                     rank_);
+  device::api().set_device(device_);
+  return comm->split(color, key, timeout);
+}
+
+void DeviceCollectives::begin_on_stream(const DeviceCall& call) {
+  device::DeviceApi& api = device::api();
+  api.record(caller_ready_.id(), call.caller_stream);
+  api.wait(stream_.id(), caller_ready_.id());
+}
+
+void DeviceCollectives::finish_on_stream(Context& ctx, const DeviceCall& call,
+                                         const std::string& what) {
+  device::DeviceApi& api = device::api();
+  api.record(done_.id(), stream_.id());
+  api.wait(call.caller_stream, done_.id());
+  wait_on_host(ctx, call, done_.id(), what);
+}
+
+DeviceAllreduce DeviceCollectives::path_for(device::NcclComm& comm, Context& ctx,
+                                            const DeviceCall& call, DataType type,
+                                            ReduceOp op) const {
+  const bool nccl_reduces = comm.supports(type, op);
+  switch (call.path) {
+    case DeviceAllreduce::kNccl:
+      if (!nccl_reduces)
+        throw make_error(ErrorCode::kInvalidArgument,
+                         "allreduce on rank {}: TUTTI_DEVICE_ALLREDUCE=nccl, but NCCL cannot "
+                         "reduce {} with {}; use TUTTI_DEVICE_ALLREDUCE=auto or ring",
+                         rank_, to_string(type), to_string(op));
+      return DeviceAllreduce::kNccl;
+    case DeviceAllreduce::kRing:
+      return DeviceAllreduce::kRing;
+    case DeviceAllreduce::kHier:
+      // NCCL does the on-host steps, so the type and op must be NCCL's; integer avg would divide
+      // once per level. The host step needs the same number of ranks on every host. Anything
+      // else takes our ring, which every rank decides alike.
+      if (nccl_reduces && !(op == ReduceOp::kAvg && !is_floating(type)) &&
+          ctx.host_of_rank.size() == static_cast<size_t>(ctx.size) &&
+          hierarchy_of(ctx.host_of_rank, ctx.rank).uniform)
+        return DeviceAllreduce::kHier;
+      return DeviceAllreduce::kRing;
+    default:
+      return nccl_reduces ? DeviceAllreduce::kNccl : DeviceAllreduce::kRing;
+  }
+}
+
+void DeviceCollectives::nccl_allreduce(device::NcclComm& comm, const DeviceCall& call,
+                                       const void* send, void* recv, size_t count, DataType type,
+                                       ReduceOp op) {
+  // Sum and avg on floating types fold prescale, postscale and avg's 1/size into one pre-multiply
+  // (ncclRedOpCreatePreMulSum): one pass, exact where the factors are powers of two.
+  if (is_floating(type) && (op == ReduceOp::kSum || op == ReduceOp::kAvg)) {
+    double scale = call.prescale * call.postscale;
+    if (op == ReduceOp::kAvg) scale /= size_;
+    comm.all_reduce(send, recv, count, type, ReduceOp::kSum, scale, stream_.id());
+    return;
+  }
+  comm.all_reduce(send, recv, count, type, op, 1.0, stream_.id());
+}
+
+void DeviceCollectives::allreduce_on_stream(Context& ctx, const DeviceCall& call,
+                                            DeviceAllreduce path, const void* send, void* recv,
+                                            size_t count, DataType type, ReduceOp op,
+                                            const std::string& what) {
+  device::NcclComm& comm = nccl(ctx);
+  switch (path) {
+    case DeviceAllreduce::kRing:
+      ring_allreduce(comm, call, send, recv, count, type, op, ctx.segment_bytes);
+      break;
+    case DeviceAllreduce::kHier:
+      hierarchical_allreduce(ctx, call, send, recv, count, type, op, what);
+      break;
+    default:
+      nccl_allreduce(comm, call, send, recv, count, type, op);
+  }
+}
+
+void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const void* send,
+                                  void* recv, size_t count, DataType type, ReduceOp op) {
+  const std::string what =
+      fmt::format("device allreduce of {} x {} ({})", count, to_string(type), to_string(op));
+  // The signature carries the configured path (TUTTI_DEVICE_ALLREDUCE): the path taken follows
+  // from it, the type and op, NCCL's abilities and the placement, which every rank shares.
+  agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase + static_cast<int>(call.path)));
+  if (count == 0) return;
+  device::NcclComm& comm = nccl(ctx);
+  const DeviceAllreduce path = path_for(comm, ctx, call, type, op);
+  log::trace("rank {}: {} takes the {} path", rank_, what, path_name(path));
+  begin_on_stream(call);
+  allreduce_on_stream(ctx, call, path, send, recv, count, type, op, what);
+  finish_on_stream(ctx, call, what);
+}
+
+void DeviceCollectives::allreduce_segments(Context& ctx, const DeviceCall& call,
+                                           std::span<const Segment> segments, DataType type,
+                                           ReduceOp op) {
+  size_t count = 0;
+  for (const Segment& s : segments) count += s.count;
+  const std::string what = fmt::format("device allreduce of {} tensors, {} x {} ({})",
+                                       segments.size(), count, to_string(type), to_string(op));
+  agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase + static_cast<int>(call.path)));
+  if (count == 0) return;
+  device::NcclComm& comm = nccl(ctx);
+  const DeviceAllreduce path = path_for(comm, ctx, call, type, op);
+  const size_t element = element_size(type);
+  // Slot 2 (the ring uses 0 and 1), kept between calls: growing it is the only allocation.
+  auto* base = static_cast<std::byte*>(scratch(kFusionSlot, count * element));
+  device::DeviceApi& api = device::api();
+  begin_on_stream(call);
+  size_t offset = 0;
+  for (const Segment& s : segments) {
+    if (s.count > 0) api.copy_async(base + offset, s.send, s.count * element, stream_.id());
+    offset += s.count * element;
+  }
+  allreduce_on_stream(ctx, call, path, base, base, count, type, op, what);
+  offset = 0;
+  for (const Segment& s : segments) {
+    if (s.count > 0) api.copy_async(s.recv, base + offset, s.count * element, stream_.id());
+    offset += s.count * element;
+  }
+  finish_on_stream(ctx, call, what);
+}
+
+void DeviceCollectives::broadcast(Context& ctx, const DeviceCall& call, void* buf, size_t count,
+                                  DataType type, int root) {
+  const std::string what =
+      fmt::format("device broadcast of {} x {} from rank {}", count, to_string(type), root);
+  agree(ctx, kNoPath);
+  if (count == 0) return;
+  device::NcclComm& comm = nccl(ctx);
+  begin_on_stream(call);
+  comm.broadcast(buf, buf, count, type, root, stream_.id());
+  finish_on_stream(ctx, call, what);
+}
+
+void DeviceCollectives::allgather(Context& ctx, const DeviceCall& call, const void* send,
+                                  void* recv, size_t count, DataType type) {
+  const std::string what = fmt::format("device allgather of {} x {}", count, to_string(type));
+  agree(ctx, kNoPath);
+  if (count == 0) return;
+  device::NcclComm& comm = nccl(ctx);
+  begin_on_stream(call);
+  comm.all_gather(send, recv, count, type, stream_.id());
+  finish_on_stream(ctx, call, what);
+}
+
+void DeviceCollectives::reduce_scatter(Context& ctx, const DeviceCall& call, const void* send,
+                                       void* recv, size_t recv_count, DataType type, ReduceOp op) {
+  const std::string what = fmt::format("device reduce_scatter of {} x {} ({}) per rank", recv_count,
+                                       to_string(type), to_string(op));
+  agree(ctx, kNoPath);
+  if (recv_count == 0) return;
+  device::NcclComm& comm = nccl(ctx);
+  if (!comm.supports(type, op))  // alike on every rank: all refuse, nothing was enqueued
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "reduce_scatter on rank {}: NCCL cannot reduce {} with {} on device "
+                     "buffers; use allreduce (TUTTI_DEVICE_ALLREDUCE=ring reduces every type and "
+                     "op) or host buffers",
+                     rank_, to_string(type), to_string(op));
+  begin_on_stream(call);
+  if (is_floating(type) && op == ReduceOp::kAvg)
+    comm.reduce_scatter(send, recv, recv_count, type, ReduceOp::kSum, 1.0 / size_, stream_.id());
+  else
+    comm.reduce_scatter(send, recv, recv_count, type, op, 1.0, stream_.id());
+  finish_on_stream(ctx, call, what);
+}
+
+}  // namespace tutti::collectives

@@ -1,0 +1,121 @@
+// DeviceCollectives: the collectives of one communicator on device (CUDA) buffers. It owns what
+// the device path keeps between calls: the NCCL communicator (made on the first device call, or
+// split from the parent's), our own stream, the two events that order it against the caller's
+// stream, and reusable device and pinned scratch.
+//
+// Every call is blocking and goes the same way:
+//   1. agreement: an empty host barrier under the call's signature (comm stamped it), so ranks
+//      in different device calls fail with kMismatch before any NCCL work is enqueued;
+//   2. the NCCL communicator, made on first use (rank 0's unique id reaches the others through a
+//      host broadcast);
+//   3. ordering: an event recorded on the caller's stream, our stream waits on it, the work is
+//      enqueued on our stream, a done event recorded there, and the caller's stream waits on it
+//      (no device-wide sync anywhere);
+//   4. a host wait for the done event (device_wait.cc) that polls the event, NCCL's async error,
+//      the host transport (peer failures, abort notices), abort() and the deadline; on a failure
+//      the NCCL communicator is aborted and the error names the rank, call and NCCL's reason.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "collectives/context.hpp"
+#include "collectives/device/device_call.hpp"
+#include "collectives/segments.hpp"
+#include "device/device_api.hpp"
+#include "tutti/types.hpp"
+
+namespace tutti::collectives {
+
+class DeviceCollectives {
+ public:
+  // `device`: the device of the communicator's first device buffer; every later one must be on
+  // it (the caller checked where the buffers live: comm/device_calls.cc). `nccl`: a communicator
+  // split from the parent's, or null to make one on the first call.
+  DeviceCollectives(int rank, int size, int device, std::chrono::milliseconds init_timeout,
+                    std::unique_ptr<device::NcclComm> nccl = nullptr);
+  ~DeviceCollectives();
+  DeviceCollectives(const DeviceCollectives&) = delete;
+  DeviceCollectives& operator=(const DeviceCollectives&) = delete;
+
+  int device() const { return device_; }
+  bool has_nccl();
+
+  void allreduce(Context& ctx, const DeviceCall& call, const void* send, void* recv, size_t count,
+                 DataType type, ReduceOp op);
+  // The engine's fusion: the segments packed into a device fusion buffer, one allreduce,
+  // unpacked; all of it on our stream.
+  void allreduce_segments(Context& ctx, const DeviceCall& call, std::span<const Segment> segments,
+                          DataType type, ReduceOp op);
+  void broadcast(Context& ctx, const DeviceCall& call, void* buf, size_t count, DataType type,
+                 int root);
+  void allgather(Context& ctx, const DeviceCall& call, const void* send, void* recv, size_t count,
+                 DataType type);
+  void reduce_scatter(Context& ctx, const DeviceCall& call, const void* send, void* recv,
+                      size_t recv_count, DataType type, ReduceOp op);
+
+  // ncclCommSplit of our NCCL communicator (which must exist): collective over every rank of it.
+  std::unique_ptr<device::NcclComm> split_nccl(int color, int key,
+                                               std::chrono::milliseconds timeout);
+  // From any thread: pending NCCL work ends (ncclCommAbort); this object is unusable after.
+  void abort() noexcept;
+
+ private:
+  // Step 1: the call's path joins its signature, then an empty barrier checks it everywhere.
+  void agree(Context& ctx, uint8_t path);
+  // Step 2.
+  device::NcclComm& nccl(Context& ctx);
+  // Step 4 (device_wait.cc): returns once `event` completed; throws (after aborting NCCL) on an
+  // async error, an abort, a peer failure or the deadline.
+  void wait_on_host(Context& ctx, const DeviceCall& call, device::EventId event,
+                    const std::string& what);
+  // Fails with `code`: aborts NCCL first, so no work of this call stays pending.
+  [[noreturn]] void fail(ErrorCode code, const std::string& message);
+  // Device scratch of at least `bytes`, kept between calls: slots 0 and 1 for the ring's incoming
+  // segments, kFusionSlot for the engine's fusion buffer.
+  static constexpr int kFusionSlot = 2;
+  void* scratch(int slot, size_t bytes);
+  void* pinned(size_t bytes);
+
+  // Our stream runs nothing more until the caller's stream reached this call.
+  void begin_on_stream(const DeviceCall& call);
+  // The caller's stream waits for our work; the host waits for it too.
+  void finish_on_stream(Context& ctx, const DeviceCall& call, const std::string& what);
+
+  // Which path an allreduce of (type, op) takes (TUTTI_DEVICE_ALLREDUCE, NCCL's abilities).
+  DeviceAllreduce path_for(device::NcclComm& comm, Context& ctx, const DeviceCall& call,
+                           DataType type, ReduceOp op) const;
+  // The allreduce, enqueued on our stream (already ordered after the caller's); the hierarchical
+  // path also waits on the host in its middle.
+  void allreduce_on_stream(Context& ctx, const DeviceCall& call, DeviceAllreduce path,
+                           const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                           const std::string& what);
+  void nccl_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
+                      size_t count, DataType type, ReduceOp op);
+  // device_ring.cc
+  void ring_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
+                      size_t count, DataType type, ReduceOp op, size_t segment_bytes);
+  // device_hierarchical.cc
+  void hierarchical_allreduce(Context& ctx, const DeviceCall& call, const void* send, void* recv,
+                              size_t count, DataType type, ReduceOp op, const std::string& what);
+
+  const int rank_;
+  const int size_;
+  const int device_;
+  const std::chrono::milliseconds init_timeout_;
+  std::mutex nccl_mutex_;  // nccl_ and host_nccl_ against abort() from another thread
+  std::unique_ptr<device::NcclComm> nccl_;
+  std::unique_ptr<device::NcclComm> host_nccl_;  // this host's ranks (split), for hier
+  bool aborted_ = false;                         // under nccl_mutex_
+  device::Stream stream_;
+  device::Event caller_ready_;
+  device::Event done_;
+  device::Buffer scratch_[3];
+  device::Buffer pinned_;
+};
+
+}  // namespace tutti::collectives

@@ -1,0 +1,115 @@
+// The device side of a communicator: which calls take device (CUDA) buffers, and the dispatch to
+// collectives::DeviceCollectives by where the buffers live (Horovod's operation manager, with
+// one question per buffer: device::api().locate). Without a device every buffer is host memory and
+// locate makes no runtime call, so the host path pays one virtual call per buffer.
+#include <cmath>
+#include <cstdlib>
+
+#include "comm/communicator.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "device/device_api.hpp"
+
+namespace tutti::comm {
+
+namespace {
+
+constexpr std::string_view kDeviceCalls =
+    "allreduce, broadcast, allgather, reduce_scatter and the engine's allreduce_async";
+
+// TUTTI_ALGO ring/tree becomes NCCL's own algorithm choice, read by NCCL when it makes its
+// communicator; a user's NCCL_ALGO wins (setenv does not overwrite). This is process-wide, as
+// NCCL's setting is: the first communicator to make an NCCL communicator decides.
+void map_algorithm_onto_nccl(Algorithm algorithm) {
+  const char* nccl = algorithm == Algorithm::kRing   ? "Ring"
+                     : algorithm == Algorithm::kTree ? "Tree"
+                                                     : nullptr;
+  if (nccl != nullptr) ::setenv("NCCL_ALGO", nccl, /*overwrite=*/0);
+}
+
+}  // namespace
+
+std::optional<int> Communicator::device_of(std::string_view name,
+                                           std::initializer_list<const void*> buffers) const {
+  device::DeviceApi& api = device::api();
+  std::optional<int> device;
+  bool host = false;
+  for (const void* p : buffers) {
+    if (p == nullptr) continue;  // a buffer this rank does not touch
+    const device::PointerInfo info = api.locate(p);
+    if (!info.on_device) {
+      host = true;
+    } else if (device && *device != info.device) {
+      throw make_error(ErrorCode::kInvalidArgument,
+                       "{} on rank {}: its buffers are on devices {} and {}; pass buffers of one "
+                       "device",
+                       name, rank_, *device, info.device);
+    } else {
+      device = info.device;
+    }
+  }
+  if (device && host)
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "{} on rank {}: one buffer is in device memory and another in host memory; "
+                     "pass both on the device (or both on the host)",
+                     name, rank_);
+  return device;
+}
+
+void Communicator::refuse_device(std::string_view name,
+                                 std::initializer_list<const void*> buffers) const {
+  device::DeviceApi& api = device::api();
+  for (const void* p : buffers)
+    if (p != nullptr && api.locate(p).on_device)
+      throw make_error(ErrorCode::kInvalidArgument,
+                       "{} on rank {}: a buffer is in device (CUDA) memory, but {} takes host "
+                       "buffers only; on device buffers tutti runs {}. Copy the data to the host "
+                       "for this call",
+                       name, rank_, name, kDeviceCalls);
+}
+
+collectives::DeviceCall Communicator::device_call(const CallOptions& call) {
+  collectives::DeviceCall d;
+  d.caller_stream = call.stream;
+  d.prescale = call.prescale;
+  d.postscale = call.postscale;
+  d.path = options_.device_allreduce;
+  d.check_interrupt = [] { CallScope::check(); };
+  return d;
+}
+
+collectives::DeviceCollectives& Communicator::device_collectives(int device) {
+  std::lock_guard lock(device_mutex_);
+  if (!device_) {
+    map_algorithm_onto_nccl(options_.algorithm);
+    device_ = std::make_shared<collectives::DeviceCollectives>(
+        rank_, size_, device, options_.init_timeout, std::move(inherited_nccl_));
+  } else if (device_->device() != device) {
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "device call on rank {}: its buffers are on device {}, but this "
+                     "communicator runs on device {} (its first device call's); use one "
+                     "communicator per device",
+                     rank_, device, device_->device());
+  }
+  return *device_;
+}
+
+std::shared_ptr<collectives::DeviceCollectives> Communicator::device_if_any() {
+  std::lock_guard lock(device_mutex_);
+  return device_;
+}
+
+void Communicator::check_device_scales(std::string_view name, DataType type, ReduceOp op,
+                                       const CallOptions& call) const {
+  if (!valid(type) || !valid(op) || !supports(type, op))
+    throw make_error(ErrorCode::kInvalidArgument, "{} on rank {}: {} is not defined on {}", name,
+                     rank_, to_string(op), to_string(type));
+  const bool scaled = call.prescale != 1.0 || call.postscale != 1.0;
+  if (scaled && (!is_floating(type) || (op != ReduceOp::kSum && op != ReduceOp::kAvg)))
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "{} on rank {}: prescale {} / postscale {} need a floating type and sum or "
+                     "avg, not {} {}; scale integers yourself",
+                     name, rank_, call.prescale, call.postscale, to_string(type), to_string(op));
+}
+
+}  // namespace tutti::comm

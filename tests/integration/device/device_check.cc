@@ -1,0 +1,722 @@
+// device_check: the device path (collectives/device, comm's dispatch) under tuttirun, with real
+// rank processes and the host-memory stand-in for the device runtime (host_device_api.hpp: the
+// one fake the project allows, since no GPU exists here). The first argument picks the scenario:
+//   sweep     every dtype x op x count, in place and not, against the host path's results
+//   order     a slow write enqueued on the caller's stream before the call is in the result
+//   dispatch  host buffers never reach the device path, device buffers always do; mixed calls
+//             and device buffers on host-only calls are refused
+//   mismatch  a device call with a different count on one rank: kMismatch on every rank, soon
+//   mixed_C   collective C with host buffers on rank 0, device buffers elsewhere: kMismatch
+//   hang      a stuck NCCL operation: kTimeout at the deadline, the NCCL communicator aborted
+//   async     an NCCL async error on the last rank: kDevice there, promptly; the others fail too
+//   abort     abort() from another thread ends a pending device call
+//   split     dup/split of a communicator with NCCL split its NCCL communicator (no new init)
+//   engine    device tensors through allreduce_async (fused) complete exactly
+// Prints "ok:" lines and exits 0, or "FAIL:" lines and exits 1.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/world_info.hpp"
+#include "comm/communicator.hpp"
+#include "device/device_api.hpp"
+#include "host_device_api.hpp"
+#include "reduce/half.hpp"
+#include "tutti/tutti.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using tutti::DataType;
+using tutti::ReduceOp;
+using tutti::testing::HostDeviceApi;
+
+int g_rank = 0;
+int g_failures = 0;
+
+void fail(const std::string& what) {
+  std::printf("FAIL: rank %d: %s\n", g_rank, what.c_str());
+  std::fflush(stdout);
+  ++g_failures;
+}
+
+void ok(const std::string& what) {
+  if (g_rank == 0) std::printf("ok: %s\n", what.c_str());
+  std::fflush(stdout);
+}
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= s.size()) {
+    const size_t end = std::min(s.find(',', begin), s.size());
+    if (end > begin) out.push_back(s.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
+}
+
+// Device memory of the stand-in, freed with the object.
+class DeviceVector {
+ public:
+  DeviceVector(size_t bytes) : buffer_(bytes, 0), bytes_(bytes) {}
+  std::byte* data() const { return static_cast<std::byte*>(buffer_.data()); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  tutti::device::Buffer buffer_;
+  size_t bytes_;
+};
+
+// Small values every path reduces exactly: sums of a few ranks' 1..5, products of 1s and 2s,
+// bools as 0/1, any bits for bitwise ops.
+void fill(std::byte* out, size_t count, DataType type, ReduceOp op, int rank, int salt) {
+  for (size_t i = 0; i < count; ++i) {
+    const int v = op == ReduceOp::kProd   ? 1 + static_cast<int>((i + rank + salt) % 2)
+                  : tutti::is_bitwise(op) ? static_cast<int>((i * 37 + rank * 11 + salt) % 127)
+                                          : 1 + static_cast<int>((i * 7 + rank * 3 + salt) % 5);
+    std::byte* at = out + i * tutti::element_size(type);
+    switch (type) {
+      case DataType::kFloat32: {
+        float f = static_cast<float>(v);
+        std::memcpy(at, &f, 4);
+        break;
+      }
+      case DataType::kFloat64: {
+        double d = v;
+        std::memcpy(at, &d, 8);
+        break;
+      }
+      case DataType::kFloat16: {
+        uint16_t h = tutti::reduce::float_to_f16(static_cast<float>(v));
+        std::memcpy(at, &h, 2);
+        break;
+      }
+      case DataType::kBFloat16: {
+        uint16_t h = tutti::reduce::float_to_bf16(static_cast<float>(v));
+        std::memcpy(at, &h, 2);
+        break;
+      }
+      case DataType::kInt32: {
+        int32_t x = v;
+        std::memcpy(at, &x, 4);
+        break;
+      }
+      case DataType::kInt64: {
+        int64_t x = v;
+        std::memcpy(at, &x, 8);
+        break;
+      }
+      case DataType::kInt16: {
+        int16_t x = static_cast<int16_t>(v);
+        std::memcpy(at, &x, 2);
+        break;
+      }
+      case DataType::kUInt8:
+      case DataType::kInt8: {
+        auto x = static_cast<uint8_t>(v);
+        std::memcpy(at, &x, 1);
+        break;
+      }
+      case DataType::kBool: {
+        auto x = static_cast<uint8_t>(v % 2);
+        std::memcpy(at, &x, 1);
+        break;
+      }
+    }
+  }
+}
+
+double value_at(const std::byte* p, size_t i, DataType type) {
+  const std::byte* at = p + i * tutti::element_size(type);
+  uint16_t h = 0;
+  switch (type) {
+    case DataType::kFloat32: {
+      float f;
+      std::memcpy(&f, at, 4);
+      return f;
+    }
+    case DataType::kFloat64: {
+      double d;
+      std::memcpy(&d, at, 8);
+      return d;
+    }
+    case DataType::kFloat16:
+      std::memcpy(&h, at, 2);
+      return tutti::reduce::f16_to_float(h);
+    case DataType::kBFloat16:
+      std::memcpy(&h, at, 2);
+      return tutti::reduce::bf16_to_float(h);
+    default:
+      return 0;
+  }
+}
+
+// Exact, except avg on floating types: NCCL (and the stand-in's fold) multiplies each input by
+// 1/size before summing where the host path divides the sum, so the last bit may differ.
+bool same(const std::byte* got, const std::byte* want, size_t count, DataType type, ReduceOp op,
+          std::string& first_difference) {
+  const bool approximate = op == ReduceOp::kAvg && tutti::is_floating(type);
+  const size_t element = tutti::element_size(type);
+  for (size_t i = 0; i < count; ++i) {
+    bool equal = std::memcmp(got + i * element, want + i * element, element) == 0;
+    if (!equal && approximate) {
+      const double g = value_at(got, i, type), w = value_at(want, i, type);
+      const double tolerance = element <= 2 ? 1e-2 : element == 4 ? 1e-6 : 1e-12;
+      equal = std::fabs(g - w) <= tolerance * std::max(1.0, std::fabs(w));
+    }
+    if (!equal) {
+      first_difference = fmt::format("element {} of {}", i, count);
+      if (approximate || tutti::is_floating(type))
+        first_difference +=
+            fmt::format(": got {} want {}", value_at(got, i, type), value_at(want, i, type));
+      return false;
+    }
+  }
+  return true;
+}
+
+struct World {
+  std::shared_ptr<HostDeviceApi> api;
+  std::shared_ptr<tutti::comm::Communicator> comm;
+};
+
+std::shared_ptr<tutti::Store> stand_in_store(const tutti::bootstrap::WorldInfo& info) {
+  std::string address = info.store_address;
+  const size_t colon = address.rfind(':');
+  std::string host = address.substr(0, colon);
+  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  const auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+  return tutti::connect_tcp_store(host, port, info.job_token);
+}
+
+// ---- sweep -----------------------------------------------------------------------------------
+
+std::vector<DataType> all_types() {
+  return {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
+          DataType::kInt32,   DataType::kInt64,   DataType::kUInt8,   DataType::kInt8,
+          DataType::kInt16,   DataType::kBool};
+}
+
+std::vector<ReduceOp> all_ops() {
+  return {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
+          ReduceOp::kAvg, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+}
+
+DataType type_named(const std::string& s) {
+  for (DataType t : all_types())
+    if (tutti::to_string(t) == s) return t;
+  throw std::runtime_error("unknown dtype " + s);
+}
+
+ReduceOp op_named(const std::string& s) {
+  for (ReduceOp o : all_ops())
+    if (tutti::to_string(o) == s) return o;
+  throw std::runtime_error("unknown op " + s);
+}
+
+size_t count_named(const std::string& s, int size) {
+  if (s == "N-1") return static_cast<size_t>(size - 1);
+  return std::stoul(s);
+}
+
+// Which path a device allreduce took, from the stand-in's counters.
+struct PathCounts {
+  int all_reduces, reduce_scatters, all_gathers, p2p_groups;
+};
+
+PathCounts path_counts(HostDeviceApi& api) {
+  auto& c = api.counters();
+  return {c.all_reduces, c.reduce_scatters, c.all_gathers, c.p2p_groups};
+}
+
+// The path TUTTI_DEVICE_ALLREDUCE asks for (with auto's and hier's fallbacks) is the one taken.
+void check_path(World& w, const PathCounts& before, DataType type, ReduceOp op,
+                const std::string& what) {
+  const int size = w.comm->size();
+  if (size == 1) return;  // a lone rank's ring is a copy
+  const char* env = std::getenv("TUTTI_DEVICE_ALLREDUCE");
+  std::string path = env ? env : "auto";
+  const bool nccl_reduces = type != DataType::kInt16 && !tutti::is_bitwise(op);
+  const auto& topology = w.comm->topology();
+  const bool uniform_hosts =
+      size % topology.local_size == 0 && topology.local_size * topology.cross_size == size;
+  if (path == "auto") path = nccl_reduces ? "nccl" : "ring";
+  if (path == "hier" &&
+      (!nccl_reduces || !uniform_hosts || (op == ReduceOp::kAvg && !tutti::is_floating(type))))
+    path = "ring";
+  const PathCounts after = path_counts(*w.api);
+  const bool took = path == "nccl"   ? after.all_reduces == before.all_reduces + 1
+                    : path == "ring" ? after.p2p_groups > before.p2p_groups &&
+                                           after.all_reduces == before.all_reduces
+                                     : after.reduce_scatters == before.reduce_scatters + 1 &&
+                                           after.all_gathers == before.all_gathers + 1;
+  if (!took) fail(fmt::format("{}: did not take the {} path", what, path));
+}
+
+void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataType>& types,
+           const std::vector<ReduceOp>& ops) {
+  auto& comm = *w.comm;
+  const int rank = comm.rank();
+  int checked = 0;
+  for (size_t count : counts) {
+    for (DataType type : types) {
+      const size_t bytes = count * tutti::element_size(type);
+      for (ReduceOp op : ops) {
+        if (!tutti::supports(type, op)) continue;
+        const bool scalable =
+            tutti::is_floating(type) && (op == ReduceOp::kSum || op == ReduceOp::kAvg);
+        for (int scaled = 0; scaled <= (scalable ? 1 : 0); ++scaled) {
+          tutti::CallOptions call;
+          if (scaled) {
+            call.prescale = 0.5;
+            call.postscale = 4.0;
+          }
+          for (int in_place = 0; in_place <= 1; ++in_place) {
+            const std::string what = fmt::format(
+                "allreduce {} x {} {}{}{}", count, tutti::to_string(type), tutti::to_string(op),
+                scaled ? " scaled" : "", in_place ? " in place" : "");
+            std::vector<std::byte> input(bytes), want(bytes), got(bytes);
+            fill(input.data(), count, type, op, rank, checked);
+            comm.allreduce(input.data(), want.data(), count, type, op, call);
+            DeviceVector send(bytes), recv(bytes);
+            std::memcpy(send.data(), input.data(), bytes);
+            std::byte* out = in_place ? send.data() : recv.data();
+            const PathCounts before = path_counts(*w.api);
+            comm.allreduce(send.data(), out, count, type, op, call);
+            if (count > 0) check_path(w, before, type, op, what);
+            std::memcpy(got.data(), out, bytes);
+            std::string difference;
+            if (!same(got.data(), want.data(), count, type, op, difference))
+              fail(fmt::format("{}: {}", what, difference));
+            ++checked;
+          }
+        }
+      }
+      // broadcast from the last rank, allgather, and reduce_scatter (sum; NCCL's types).
+      {
+        std::vector<std::byte> input(bytes), want(bytes);
+        fill(input.data(), count, type, ReduceOp::kSum, rank, checked);
+        want = input;
+        comm.broadcast(want.data(), count, type, comm.size() - 1);
+        DeviceVector buf(bytes);
+        std::memcpy(buf.data(), input.data(), bytes);
+        comm.broadcast(buf.data(), count, type, comm.size() - 1);
+        if (bytes > 0 && std::memcmp(buf.data(), want.data(), bytes) != 0)
+          fail(fmt::format("broadcast {} x {}", count, tutti::to_string(type)));
+        const size_t all = bytes * static_cast<size_t>(comm.size());
+        std::vector<std::byte> gathered(all);
+        comm.allgather(input.data(), gathered.data(), count, type);
+        DeviceVector dsend(bytes), drecv(all);
+        std::memcpy(dsend.data(), input.data(), bytes);
+        comm.allgather(dsend.data(), drecv.data(), count, type);
+        if (all > 0 && std::memcmp(drecv.data(), gathered.data(), all) != 0)
+          fail(fmt::format("allgather {} x {}", count, tutti::to_string(type)));
+        ++checked;
+      }
+      if (type != DataType::kInt16) {
+        const size_t all = bytes * static_cast<size_t>(comm.size());
+        std::vector<std::byte> input(all), want(bytes);
+        fill(input.data(), count * static_cast<size_t>(comm.size()), type, ReduceOp::kSum, rank,
+             checked);
+        comm.reduce_scatter(input.data(), want.data(), count, type, ReduceOp::kSum);
+        DeviceVector dsend(all), drecv(bytes);
+        std::memcpy(dsend.data(), input.data(), all);
+        comm.reduce_scatter(dsend.data(), drecv.data(), count, type, ReduceOp::kSum);
+        std::string difference;
+        if (!same(drecv.data(), want.data(), count, type, ReduceOp::kSum, difference))
+          fail(
+              fmt::format("reduce_scatter {} x {}: {}", count, tutti::to_string(type), difference));
+        ++checked;
+      }
+    }
+  }
+  ok(fmt::format("sweep: {} device calls match the host path on {} ranks", checked, comm.size()));
+}
+
+// ---- order -----------------------------------------------------------------------------------
+
+void order(World& w) {
+  auto& comm = *w.comm;
+  const size_t count = 1001;
+  DeviceVector buf(count * 4);
+  std::vector<float> zeros(count, 0.0f);
+  std::memcpy(buf.data(), zeros.data(), count * 4);
+  tutti::device::Stream caller(0);
+  // The caller's "kernel": sleeps, then writes the input. The call must read after it.
+  float* data = reinterpret_cast<float*>(buf.data());
+  const int rank = comm.rank();
+  w.api->enqueue(caller.id(), [data, rank, count] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (size_t i = 0; i < count; ++i) data[i] = static_cast<float>(rank + 1);
+  });
+  tutti::CallOptions call;
+  call.stream = caller.id();
+  comm.allreduce(data, data, count, DataType::kFloat32, ReduceOp::kSum, call);
+  // Work enqueued on the caller's stream after the call sees the result.
+  std::vector<float> seen(count);
+  w.api->enqueue(caller.id(), [&] { std::memcpy(seen.data(), data, count * 4); });
+  tutti::device::Event marker(0);
+  tutti::device::api().record(marker.id(), caller.id());
+  while (!tutti::device::api().query(marker.id()))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const float want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
+  for (size_t i = 0; i < count; ++i)
+    if (seen[i] != want) {
+      fail(
+          fmt::format("order: element {} is {}, want {} (the caller's write was not ordered "
+                      "before the allreduce)",
+                      i, seen[i], want));
+      return;
+    }
+  ok("order: the caller's slow write is in the result, and the caller's stream sees it");
+}
+
+// ---- dispatch --------------------------------------------------------------------------------
+
+template <typename F>
+void expect_code(tutti::ErrorCode code, const std::string& what, F&& f) {
+  try {
+    f();
+    fail(fmt::format("{}: no error, want {}", what, static_cast<int>(code)));
+  } catch (const tutti::Error& e) {
+    if (e.code() != code)
+      fail(fmt::format("{}: code {} ({}), want {}", what, static_cast<int>(e.code()), e.what(),
+                       static_cast<int>(code)));
+    else
+      ok(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+void dispatch(World& w) {
+  auto& comm = *w.comm;
+  auto& counters = w.api->counters();
+  std::vector<float> host(100, 1.0f), host_out(100);
+  comm.allreduce(host.data(), host_out.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  comm.broadcast(host.data(), 100, DataType::kFloat32, 0);
+  comm.allgather(host.data(), std::vector<float>(100 * comm.size()).data(), 100,
+                 DataType::kFloat32);
+  if (counters.streams != 0 || counters.nccl_inits != 0 || counters.nccl_ops != 0 ||
+      counters.device_locates != 0)
+    fail(
+        fmt::format("dispatch: host calls reached the device path (streams {}, inits {}, ops "
+                    "{}, device locates {})",
+                    counters.streams.load(), counters.nccl_inits.load(), counters.nccl_ops.load(),
+                    counters.device_locates.load()));
+  else
+    ok("dispatch: host buffers never reach the device path");
+  DeviceVector dev(400);
+  std::memcpy(dev.data(), host.data(), 400);
+  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  const int ops = counters.nccl_ops;
+  if (ops < 1 || counters.nccl_inits != 1)
+    fail(fmt::format("dispatch: a device allreduce made {} NCCL ops, {} inits", ops,
+                     counters.nccl_inits.load()));
+  else
+    ok("dispatch: device buffers take the device path");
+  // TUTTI_ALGO ring/tree reaches NCCL as NCCL_ALGO when the NCCL communicator is made, unless the
+  // user set NCCL_ALGO (the test passes WANT_NCCL_ALGO: what NCCL_ALGO must be by now).
+  if (const char* want = std::getenv("WANT_NCCL_ALGO")) {
+    const char* got = std::getenv("NCCL_ALGO");
+    if (got == nullptr || std::string(got) != want)
+      fail(fmt::format("dispatch: NCCL_ALGO is {}, want {}", got ? got : "unset", want));
+    else
+      ok(fmt::format("dispatch: NCCL_ALGO={}", got));
+  }
+  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  if (counters.nccl_ops <= ops || counters.nccl_inits != 1)
+    fail("dispatch: a second device allreduce did not reuse the NCCL communicator");
+  expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: host send, device recv", [&] {
+    comm.allreduce(host.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  });
+  if (comm.size() > 1) {
+    const int peer = (comm.rank() + 1) % comm.size();
+    expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device send",
+                [&] { comm.send(dev.data(), 100, DataType::kFloat32, peer, 0); });
+    expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device recv",
+                [&] { comm.recv(dev.data(), 100, DataType::kFloat32, peer, 0); });
+  }
+  expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device gather",
+              [&] { comm.gather(dev.data(), host_out.data(), 1, DataType::kFloat32, 0); });
+  expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device alltoall",
+              [&] { comm.alltoall(dev.data(), dev.data(), 1, DataType::kFloat32); });
+  // The refusals left the communicator usable.
+  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  comm.barrier();
+  ok("dispatch: the communicator works after the refusals");
+}
+
+// ---- failures --------------------------------------------------------------------------------
+
+void mismatch(World& w) {
+  auto& comm = *w.comm;
+  DeviceVector dev(4 * 1001);
+  const size_t count = comm.rank() == comm.size() - 1 ? 1001 : 1000;
+  tutti::CallOptions call;
+  call.timeout = std::chrono::seconds(60);
+  const auto began = Clock::now();
+  expect_code(tutti::ErrorCode::kMismatch, "mismatch: device allreduce with another count", [&] {
+    comm.allreduce(dev.data(), dev.data(), count, DataType::kFloat32, ReduceOp::kSum, call);
+  });
+  if (seconds_since(began) > 10) fail(fmt::format("mismatch took {:.1f} s", seconds_since(began)));
+}
+
+// One rank passes host buffers, the others device buffers, to the same collective: every rank
+// must fail soon (not hang, not compute), whichever side it is on.
+void mixed_sides(World& w, const std::string& collective) {
+  auto& comm = *w.comm;
+  const size_t count = 1000;
+  DeviceVector dev(4 * count * static_cast<size_t>(comm.size()));
+  std::vector<float> host(count * static_cast<size_t>(comm.size()));
+  std::byte* buf = comm.rank() == 0 ? reinterpret_cast<std::byte*>(host.data()) : dev.data();
+  tutti::CallOptions call;
+  call.timeout = std::chrono::seconds(60);
+  const auto began = Clock::now();
+  try {
+    if (collective == "allreduce")
+      comm.allreduce(buf, buf, count, DataType::kFloat32, ReduceOp::kSum, call);
+    else if (collective == "broadcast")
+      comm.broadcast(buf, count, DataType::kFloat32, 0, call);
+    else if (collective == "allgather")
+      comm.allgather(buf, buf + 4 * count, count, DataType::kFloat32, call);
+    else
+      comm.reduce_scatter(buf, buf, count / 2, DataType::kFloat32, ReduceOp::kSum, call);
+    fail(
+        fmt::format("mixed sides: {} ran with host buffers on rank 0 and device buffers "
+                    "elsewhere",
+                    collective));
+  } catch (const tutti::Error& e) {
+    if (e.code() != tutti::ErrorCode::kMismatch)
+      fail(fmt::format("mixed sides: {}: code {} ({}), want kMismatch", collective,
+                       static_cast<int>(e.code()), e.what()));
+    else
+      ok(fmt::format("mixed sides: {}: {}", collective, e.what()));
+  }
+  if (seconds_since(began) > 10)
+    fail(fmt::format("mixed sides: {} took {:.1f} s", collective, seconds_since(began)));
+}
+
+void hang(World& w) {
+  auto& comm = *w.comm;
+  DeviceVector dev(4 * 100);
+  // Made first, so the hang hits the allreduce and not anything before it.
+  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  w.api->inject_hang();
+  tutti::CallOptions call;
+  call.timeout = std::chrono::seconds(2);
+  const auto began = Clock::now();
+  try {
+    comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum, call);
+    fail("hang: no error");
+  } catch (const tutti::Error& e) {
+    const std::string text = e.what();
+    if (e.code() != tutti::ErrorCode::kTimeout)
+      fail(fmt::format("hang: code {} ({}), want kTimeout", static_cast<int>(e.code()), text));
+    if (w.api->counters().aborts < 1) fail("hang: the NCCL communicator was not aborted");
+    if (text.find(fmt::format("rank {}", comm.rank())) == std::string::npos ||
+        text.find("NCCL") == std::string::npos)
+      fail("hang: the error does not name the rank and NCCL: " + text);
+    ok("hang: " + text);
+  }
+  if (seconds_since(began) > 15) fail(fmt::format("hang took {:.1f} s", seconds_since(began)));
+  // The communicator is broken now, as for host failures.
+  expect_code(tutti::ErrorCode::kTimeout, "hang: later calls rethrow", [&] { comm.barrier(); });
+}
+
+void async_error(World& w) {
+  auto& comm = *w.comm;
+  DeviceVector dev(4 * 100);
+  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  const bool failing = comm.rank() == comm.size() - 1;
+  if (failing) w.api->inject_hang("unhandled cuda error (injected)");
+  tutti::CallOptions call;
+  call.timeout = std::chrono::seconds(60);
+  const auto began = Clock::now();
+  try {
+    comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum, call);
+    if (failing || comm.size() > 1) fail("async: no error");
+  } catch (const tutti::Error& e) {
+    const std::string text = e.what();
+    if (failing &&
+        (e.code() != tutti::ErrorCode::kDevice || text.find("injected") == std::string::npos))
+      fail(fmt::format("async: code {} ({}), want kDevice naming the NCCL error",
+                       static_cast<int>(e.code()), text));
+    if (failing) std::printf("ok: async: rank %d: %s\n", comm.rank(), text.c_str());
+  }
+  if (seconds_since(began) > 10)
+    fail(fmt::format("async: the failure took {:.1f} s", seconds_since(began)));
+}
+
+void abort_from_thread(World& w) {
+  auto& comm = *w.comm;
+  DeviceVector dev(4 * 100);
+  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  w.api->inject_hang();
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    comm.abort("test: abort from another thread");
+  });
+  const auto began = Clock::now();
+  tutti::CallOptions call;
+  call.timeout = std::chrono::seconds(60);
+  try {
+    comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum, call);
+    fail("abort: no error");
+  } catch (const tutti::Error& e) {
+    // This rank's abort, or a peer's notice of its own.
+    if (e.code() != tutti::ErrorCode::kAborted)
+      fail(fmt::format("abort: code {} ({})", static_cast<int>(e.code()), e.what()));
+    else
+      ok(fmt::format("abort: {}", e.what()));
+  }
+  aborter.join();
+  if (w.api->counters().aborts < 1) fail("abort: the NCCL communicator was not aborted");
+  if (seconds_since(began) > 10) fail(fmt::format("abort took {:.1f} s", seconds_since(began)));
+}
+
+// ---- split -----------------------------------------------------------------------------------
+
+bool check_float_sum(tutti::comm::Communicator& comm, size_t count) {
+  DeviceVector dev(4 * count);
+  auto* f = reinterpret_cast<float*>(dev.data());
+  for (size_t i = 0; i < count; ++i) f[i] = static_cast<float>(comm.rank() + 1);
+  comm.allreduce(f, f, count, DataType::kFloat32, ReduceOp::kSum);
+  const float want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
+  for (size_t i = 0; i < count; ++i)
+    if (f[i] != want) return false;
+  return true;
+}
+
+void split(World& w) {
+  auto& comm = *w.comm;
+  auto& counters = w.api->counters();
+  if (!check_float_sum(comm, 777)) fail("split: the world's sum");
+  auto dup = comm.dup();
+  const int splits = counters.nccl_splits;
+  if (splits != 1) fail(fmt::format("split: dup made {} NCCL splits, want 1", splits));
+  if (!check_float_sum(*dup, 777)) fail("split: the dup's sum");
+  auto half = comm.split(comm.rank() % 2, comm.rank());
+  if (!check_float_sum(*half, 333)) fail("split: the half's sum");
+  if (counters.nccl_inits != 1)
+    fail(fmt::format("split: {} NCCL inits, want 1 (the children split the world's)",
+                     counters.nccl_inits.load()));
+  // A group cannot split (only its members call it): it makes its own on first use.
+  std::vector<int> everyone(static_cast<size_t>(comm.size()));
+  for (int r = 0; r < comm.size(); ++r) everyone[static_cast<size_t>(r)] = r;
+  auto group = comm.group(everyone);
+  if (!check_float_sum(*group, 55)) fail("split: the group's sum");
+  if (counters.nccl_inits != 2) fail("split: the group did not make its own NCCL communicator");
+  ok("split: dup and split use ncclCommSplit, a group makes its own");
+}
+
+// ---- engine ----------------------------------------------------------------------------------
+
+void engine(HostDeviceApi& api, int tensors, size_t count) {
+  tutti::Communicator& world = tutti::init();
+  std::vector<DeviceVector> buffers;
+  for (int t = 0; t < tensors; ++t) buffers.emplace_back(4 * (count + t));
+  std::vector<tutti::Handle> handles;
+  for (int t = 0; t < tensors; ++t) {
+    auto* f = reinterpret_cast<float*>(buffers[t].data());
+    for (size_t i = 0; i < count + t; ++i) f[i] = static_cast<float>(world.rank() + t + 1);
+    handles.push_back(world.allreduce_async(fmt::format("grad{}", t), f, f, count + t,
+                                            DataType::kFloat32, ReduceOp::kSum));
+  }
+  for (auto& h : handles) h.wait();
+  const int n = world.size();
+  for (int t = 0; t < tensors; ++t) {
+    auto* f = reinterpret_cast<float*>(buffers[t].data());
+    const float want = static_cast<float>(n * (n + 1) / 2 + n * t);
+    for (size_t i = 0; i < count + t; ++i)
+      if (f[i] != want) {
+        fail(fmt::format("engine: tensor {} element {} is {}, want {}", t, i, f[i], want));
+        break;
+      }
+  }
+  // The engine fuses what is ready together: the fused batches are packed into the device fusion
+  // buffer with copies on our stream (allreduce_segments); a batch of one runs in place.
+  if (api.counters().nccl_ops < 1) fail("engine: the device path was not used");
+  if (api.counters().copies < 2) fail("engine: no fused batch was packed on the device");
+  std::printf("ok: engine: rank %d: %d NCCL ops, %d copies on the device\n", world.rank(),
+              api.counters().nccl_ops.load(), api.counters().copies.load());
+  ok(fmt::format("engine: {} device tensors through allreduce_async", tensors));
+  buffers.clear();
+  tutti::finalize();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: device_check MODE [--counts ..] [--dtypes ..] [--ops ..]\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  std::string counts = "0,1,N-1,1001", dtypes = "every", ops = "every";
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--counts") counts = argv[i + 1];
+    if (flag == "--dtypes") dtypes = argv[i + 1];
+    if (flag == "--ops") ops = argv[i + 1];
+  }
+  try {
+    const auto info = tutti::bootstrap::world_info_from_env();
+    g_rank = info.rank;
+    auto api = std::make_shared<HostDeviceApi>(stand_in_store(info));
+    tutti::device::ScopedDeviceApi scoped(api);
+    if (mode == "engine") {
+      engine(*api, 7, 1000);
+    } else {
+      World w{api, tutti::comm::Communicator::create(info, tutti::Options::from_env())};
+      if (mode == "sweep") {
+        std::vector<size_t> c;
+        for (auto& s : split_list(counts)) c.push_back(count_named(s, w.comm->size()));
+        std::vector<DataType> t;
+        if (dtypes == "every")
+          t = all_types();
+        else
+          for (auto& s : split_list(dtypes)) t.push_back(type_named(s));
+        std::vector<ReduceOp> o;
+        if (ops == "every")
+          o = all_ops();
+        else
+          for (auto& s : split_list(ops)) o.push_back(op_named(s));
+        sweep(w, c, t, o);
+      } else if (mode == "order") {
+        order(w);
+      } else if (mode == "dispatch") {
+        dispatch(w);
+      } else if (mode == "mismatch") {
+        mismatch(w);
+      } else if (mode.starts_with("mixed_")) {
+        mixed_sides(w, mode.substr(6));
+      } else if (mode == "hang") {
+        hang(w);
+      } else if (mode == "async") {
+        async_error(w);
+      } else if (mode == "abort") {
+        abort_from_thread(w);
+      } else if (mode == "split") {
+        split(w);
+      } else {
+        std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+        return 2;
+      }
+    }
+  } catch (const std::exception& e) {
+    fail(fmt::format("{}: {}", mode, e.what()));
+  }
+  return g_failures == 0 ? 0 : 1;
+}

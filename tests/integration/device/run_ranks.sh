@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# run_ranks.sh TUTTIRUN NP PATH CHECK ARGS...: runs the device check on NP ranks; for the
+# hierarchical path the ranks are spread over two fake hosts (TUTTI_HOST: the first half and the
+# second), so that NCCL's on-host steps and the host ring across hosts both run.
+set -euo pipefail
+tuttirun=$1 np=$2 path=$3
+shift 3
+if [ "$path" = hier ] && [ "$np" -ge 2 ]; then
+  # Each rank picks its fake host from its rank (tuttirun sets TUTTI_RANK).
+  exec "$tuttirun" -np "$np" -- bash -c \
+    'export TUTTI_HOST=fakehost$(( TUTTI_RANK * 2 / '"$np"' )); exec "$@"' _ "$@"
+fi
+exec "$tuttirun" -np "$np" -- "$@"
