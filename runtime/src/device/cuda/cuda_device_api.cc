@@ -59,6 +59,11 @@ class CudaDeviceApi final : public DeviceApi {
     check_cuda(cudaSetDevice(device), fmt::format("cudaSetDevice({})", device));
   }
 
+  // The device a call is about to use; the message says which call wanted it.
+  static void set_device_for(int device, std::string_view call) {
+    check_cuda(cudaSetDevice(device), fmt::format("cudaSetDevice({}) for {}", device, call));
+  }
+
   int current_device() override {
     int device = -1;
     check_cuda(cudaGetDevice(&device), "cudaGetDevice");
@@ -66,7 +71,7 @@ class CudaDeviceApi final : public DeviceApi {
   }
 
   StreamId create_stream(int device) override {
-    set_device(device);
+    set_device_for(device, "cudaStreamCreateWithFlags");
     cudaStream_t stream = nullptr;
     check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                "cudaStreamCreateWithFlags");
@@ -79,7 +84,7 @@ class CudaDeviceApi final : public DeviceApi {
   }
 
   EventId create_event(int device) override {
-    set_device(device);
+    set_device_for(device, "cudaEventCreateWithFlags");
     cudaEvent_t event = nullptr;
     check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     return event;
@@ -112,7 +117,7 @@ class CudaDeviceApi final : public DeviceApi {
   }
 
   void* alloc(size_t bytes, int device) override {
-    set_device(device);
+    set_device_for(device, "cudaMalloc");
     void* p = nullptr;
     check_cuda(cudaMalloc(&p, bytes), fmt::format("cudaMalloc({} bytes on device {})", bytes, device));
     return p;
