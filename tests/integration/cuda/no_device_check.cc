@@ -88,6 +88,12 @@ int main() {
   bitwise.op = tutti::ReduceOp::kBxor;
   expect_error("reduce_async(bxor float32)", ErrorCode::kInvalidArgument, {"bitwise"},
                [&] { api.reduce_async(bitwise, nullptr); });
+  device::ReduceArgs scaled_int = avg;
+  scaled_int.op = tutti::ReduceOp::kSum;
+  scaled_int.type = tutti::DataType::kInt32;
+  scaled_int.post = 0.5;
+  expect_error("reduce_async(scaled int32)", ErrorCode::kInvalidArgument, {"scales"},
+               [&] { api.reduce_async(scaled_int, nullptr); });
   device::ReduceArgs launch = avg;
   launch.op = tutti::ReduceOp::kSum;
   expect_error("reduce_async(launch)", ErrorCode::kDevice, {"reduce kernel", "cudaError"},
