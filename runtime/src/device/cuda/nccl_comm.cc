@@ -339,7 +339,7 @@ class CudaNcclComm final : public NcclComm {
   // without holding the mutex so that abort() from another thread gets in.
   void settle(std::unique_lock<std::mutex>& lock, std::string_view name) {
     const Deadline deadline = Deadline::after(timeout_);
-    for (;;) {
+    for (int polls = 0;; ++polls) {
       ncclComm_t comm = live(name);
       ncclResult_t state = ncclSuccess;
       const ncclResult_t status = ncclCommGetAsyncError(comm, &state);
@@ -358,8 +358,13 @@ class CudaNcclComm final : public NcclComm {
                          "communicator. A peer is missing or stuck",
                          name, rank_, size_, timeout_.count());
       }
+      // As poll_state: an enqueue usually settles within microseconds; a first call that sets up
+      // connections takes longer and should not keep a core spinning.
       lock.unlock();
-      std::this_thread::yield();
+      if (polls < 1000)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       lock.lock();
     }
   }
