@@ -44,6 +44,11 @@ macro(tutti_find_cuda)
     tutti_cuda_missing("the CUDA toolkit (libcudart_static) was not found next to ${CMAKE_CUDA_COMPILER}")
     return()
   endif()
+  # The kernels are C++20 (tutti's headers), which nvcc accepts from 12.0.
+  if(CUDAToolkit_VERSION VERSION_LESS 12.0)
+    tutti_cuda_missing("CUDA ${CUDAToolkit_VERSION} is older than 12.0 (nvcc's first with C++20)")
+    return()
+  endif()
   find_path(TUTTI_NCCL_INCLUDE_DIR nccl.h
     HINTS ${NCCL_ROOT} ENV NCCL_ROOT ${CUDAToolkit_INCLUDE_DIRS}
     PATH_SUFFIXES include)
@@ -61,10 +66,17 @@ macro(tutti_find_cuda)
   # 3.25 predates CUDA 13, so `all-major` would ask for architectures nvcc 13 refuses: the list is
   # spelled out. Real code for every generation from T4 (75) through A100 (80), A10/A40 (86),
   # L4/L40 (89), H100/H200 (90), B200 (100) to RTX 50xx (120), and compute_120 PTX that the driver
-  # JIT-compiles on anything newer. reduce_kernels.cu takes about 14 s for this list on one core
-  # (5 s for one architecture), so CI's 2-core budget does not need a shorter one.
+  # JIT-compiles on anything newer. reduce_kernels.cu takes about 14 s for this list on one idle
+  # core (25 s beside a parallel build; 5 s for one architecture), so CI's 2-core, 45-minute budget
+  # does not need a shorter list.
+  # Before 12.8 nvcc knows no Blackwell (100, 120): the list ends at H100 with compute_90 PTX.
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
-    set(CMAKE_CUDA_ARCHITECTURES "75-real;80-real;86-real;89-real;90-real;100-real;120-real;120-virtual"
+    if(CUDAToolkit_VERSION VERSION_GREATER_EQUAL 12.8)
+      set(tutti_archs "75-real;80-real;86-real;89-real;90-real;100-real;120-real;120-virtual")
+    else()
+      set(tutti_archs "75-real;80-real;86-real;89-real;90-real;90-virtual")
+    endif()
+    set(CMAKE_CUDA_ARCHITECTURES "${tutti_archs}"
         CACHE STRING "CUDA architectures libtutti's kernels are built for")
   endif()
   if(CCACHE_PROGRAM)
