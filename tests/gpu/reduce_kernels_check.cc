@@ -23,9 +23,9 @@ using tutti::DataType;
 using tutti::ReduceOp;
 namespace device = tutti::device;
 
-constexpr DataType kTypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
-                               DataType::kBFloat16, DataType::kInt32,  DataType::kInt64,
-                               DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,
+constexpr DataType kTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
+                               DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
+                               DataType::kUInt8,    DataType::kInt8,    DataType::kInt16,
                                DataType::kBool};
 constexpr ReduceOp kOps[] = {ReduceOp::kSum,  ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
                              ReduceOp::kBand, ReduceOp::kBor,  ReduceOp::kBxor};
@@ -45,30 +45,32 @@ void fill(DataType type, ReduceOp op, std::vector<std::byte>& bytes, size_t coun
   for (size_t i = 0; i < count; ++i) {
     std::byte* at = bytes.data() + i * size;
     const uint64_t r = rng();
-    const bool nan = tutti::is_floating(type) && (op == ReduceOp::kMin || op == ReduceOp::kMax) &&
-                     r % 97 == 0;
+    const bool nan =
+        tutti::is_floating(type) && (op == ReduceOp::kMin || op == ReduceOp::kMax) && r % 97 == 0;
     switch (type) {
       case DataType::kFloat32: {
-        const float v = nan ? NAN : static_cast<float>(static_cast<int64_t>(r % 20001) - 10000) / 64;
+        const float v =
+            nan ? NAN : static_cast<float>(static_cast<int64_t>(r % 20001) - 10000) / 64;
         std::memcpy(at, &v, 4);
         break;
       }
       case DataType::kFloat64: {
-        const double v = nan ? NAN : static_cast<double>(static_cast<int64_t>(r % 2000001) - 1000000) / 1024;
+        const double v =
+            nan ? NAN : static_cast<double>(static_cast<int64_t>(r % 2000001) - 1000000) / 1024;
         std::memcpy(at, &v, 8);
         break;
       }
       case DataType::kFloat16: {  // exponents 10..20 of 31: finite, no overflow in a product
         const uint16_t v = nan ? 0x7e00
-                               : static_cast<uint16_t>(((r >> 20) & 0x8000) | ((10 + r % 11) << 10) |
-                                                       ((r >> 8) & 0x3ff));
+                               : static_cast<uint16_t>(((r >> 20) & 0x8000) |
+                                                       ((10 + r % 11) << 10) | ((r >> 8) & 0x3ff));
         std::memcpy(at, &v, 2);
         break;
       }
       case DataType::kBFloat16: {  // exponents 120..134 of 255
         const uint16_t v = nan ? 0x7fc0
-                               : static_cast<uint16_t>(((r >> 20) & 0x8000) | ((120 + r % 15) << 7) |
-                                                       ((r >> 8) & 0x7f));
+                               : static_cast<uint16_t>(((r >> 20) & 0x8000) |
+                                                       ((120 + r % 15) << 7) | ((r >> 8) & 0x7f));
         std::memcpy(at, &v, 2);
         break;
       }
@@ -163,11 +165,12 @@ void check(device::DeviceApi& api, device::StreamId stream, int dev, DataType ty
     const std::byte* g = got.data() + i * size;
     const std::byte* w = want.data() + i * size;
     if (std::memcmp(g, w, size) == 0 || (is_nan(type, g) && is_nan(type, w))) continue;
-    std::printf("FAIL: %s %s scales (%g, %g, %g) count %zu offsets (%zu, %zu, %zu)%s: element %zu "
-                "differs from the CPU's\n",
-                std::string(tutti::to_string(type)).c_str(), std::string(tutti::to_string(op)).c_str(),
-                scales.a, scales.b, scales.post, count, off.out, off.a, off.b,
-                in_place ? " in place" : "", i);
+    std::printf(
+        "FAIL: %s %s scales (%g, %g, %g) count %zu offsets (%zu, %zu, %zu)%s: element %zu "
+        "differs from the CPU's\n",
+        std::string(tutti::to_string(type)).c_str(), std::string(tutti::to_string(op)).c_str(),
+        scales.a, scales.b, scales.post, count, off.out, off.a, off.b, in_place ? " in place" : "",
+        i);
     ++failures;
     return;
   }

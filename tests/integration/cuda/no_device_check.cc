@@ -50,8 +50,9 @@ int main() {
     return 1;
   }
   if (const int count = api.device_count(); count > 0) {
-    std::printf("SKIP: this host has %d CUDA device(s); the no-device test is for hosts without one\n",
-                count);
+    std::printf(
+        "SKIP: this host has %d CUDA device(s); the no-device test is for hosts without one\n",
+        count);
     return 77;
   }
   // Asked twice: the answer is cached and stays 0.

@@ -9,9 +9,9 @@
 
 namespace tutti::device::cuda {
 
-// Throws Error(kDevice) unless `status` is cudaSuccess: "<call> failed: <name> (<string>); <advice>".
-// Clears the runtime's sticky last error first, so a later cudaGetLastError() does not report it
-// again.
+// Throws Error(kDevice) unless `status` is cudaSuccess: "<call> failed: <name> (<string>);
+// <advice>". Clears the runtime's sticky last error first, so a later cudaGetLastError() does not
+// report it again.
 void check_cuda(cudaError_t status, std::string_view call, std::string_view advice = {});
 
 // The advice for a status: what usually causes it (no driver, out of memory, ...) and what to do.

@@ -86,7 +86,8 @@ class CudaDeviceApi final : public DeviceApi {
   EventId create_event(int device) override {
     set_device_for(device, "cudaEventCreateWithFlags");
     cudaEvent_t event = nullptr;
-    check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+               "cudaEventCreateWithFlags");
     return event;
   }
 
@@ -100,9 +101,9 @@ class CudaDeviceApi final : public DeviceApi {
   }
 
   void wait(StreamId stream, EventId event) override {
-    check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
-                                   static_cast<cudaEvent_t>(event), 0),
-               "cudaStreamWaitEvent");
+    check_cuda(
+        cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0),
+        "cudaStreamWaitEvent");
   }
 
   bool query(EventId event) override {
@@ -119,7 +120,8 @@ class CudaDeviceApi final : public DeviceApi {
   void* alloc(size_t bytes, int device) override {
     set_device_for(device, "cudaMalloc");
     void* p = nullptr;
-    check_cuda(cudaMalloc(&p, bytes), fmt::format("cudaMalloc({} bytes on device {})", bytes, device));
+    check_cuda(cudaMalloc(&p, bytes),
+               fmt::format("cudaMalloc({} bytes on device {})", bytes, device));
     return p;
   }
 
@@ -140,17 +142,18 @@ class CudaDeviceApi final : public DeviceApi {
 
   void copy_async(void* dst, const void* src, size_t bytes, StreamId stream) override {
     if (bytes == 0) return;
-    check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
-               fmt::format("cudaMemcpyAsync({} bytes)", bytes));
+    check_cuda(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
+        fmt::format("cudaMemcpyAsync({} bytes)", bytes));
   }
 
   void reduce_async(const ReduceArgs& args, StreamId stream) override {
-    const reduce::cuda::DeviceReduce r{args.out,  args.a,       args.b,       args.count, args.type,
-                                       args.op,   args.scale_a, args.scale_b, args.post};
+    const reduce::cuda::DeviceReduce r{args.out, args.a,       args.b,       args.count, args.type,
+                                       args.op,  args.scale_a, args.scale_b, args.post};
     reduce::cuda::validate(r);
     const auto status = static_cast<cudaError_t>(reduce::cuda::launch_reduce(r, stream));
-    check_cuda(status, fmt::format("the reduce kernel launch ({} elements of {}, op {})", args.count,
-                                   to_string(args.type), to_string(args.op)));
+    check_cuda(status, fmt::format("the reduce kernel launch ({} elements of {}, op {})",
+                                   args.count, to_string(args.type), to_string(args.op)));
   }
 
   UniqueId nccl_unique_id() override {

@@ -120,25 +120,23 @@ class CudaNcclComm final : public NcclComm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  bool supports(DataType type, ReduceOp op) const override {
-    return nccl_op(type, op).has_value();
-  }
+  bool supports(DataType type, ReduceOp op) const override { return nccl_op(type, op).has_value(); }
 
   void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                   double scale, StreamId stream) override {
-    reduction("ncclAllReduce", type, op, scale, [&](ncclComm_t comm, ncclDataType_t t,
-                                                    ncclRedOp_t o) {
-      return ncclAllReduce(send, recv, count, t, o, comm, static_cast<cudaStream_t>(stream));
-    });
+    reduction(
+        "ncclAllReduce", type, op, scale, [&](ncclComm_t comm, ncclDataType_t t, ncclRedOp_t o) {
+          return ncclAllReduce(send, recv, count, t, o, comm, static_cast<cudaStream_t>(stream));
+        });
   }
 
   void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op,
                       double scale, StreamId stream) override {
-    reduction("ncclReduceScatter", type, op, scale, [&](ncclComm_t comm, ncclDataType_t t,
-                                                        ncclRedOp_t o) {
-      return ncclReduceScatter(send, recv, recv_count, t, o, comm,
-                               static_cast<cudaStream_t>(stream));
-    });
+    reduction("ncclReduceScatter", type, op, scale,
+              [&](ncclComm_t comm, ncclDataType_t t, ncclRedOp_t o) {
+                return ncclReduceScatter(send, recv, recv_count, t, o, comm,
+                                         static_cast<cudaStream_t>(stream));
+              });
   }
 
   void all_gather(const void* send, void* recv, size_t send_count, DataType type,
@@ -172,7 +170,8 @@ class CudaNcclComm final : public NcclComm {
     --group_depth_;
     set_device_for(device_, "ncclGroupEnd");
     const ncclResult_t status = ncclGroupEnd();
-    if (status != ncclSuccess && status != ncclInProgress) check_nccl(status, "ncclGroupEnd", comm_);
+    if (status != ncclSuccess && status != ncclInProgress)
+      check_nccl(status, "ncclGroupEnd", comm_);
     if (group_depth_ == 0) {
       settle(lock, "ncclGroupEnd");
       destroy_pending_ops();
@@ -217,7 +216,8 @@ class CudaNcclComm final : public NcclComm {
     const ncclResult_t status =
         ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &raw, &config);
     PendingComm child(raw);
-    if (status != ncclSuccess && status != ncclInProgress) check_nccl(status, "ncclCommSplit", comm_);
+    if (status != ncclSuccess && status != ncclInProgress)
+      check_nccl(status, "ncclCommSplit", comm_);
     const Deadline deadline = Deadline::after(timeout);
     // The parent is busy until every rank joined; then the child (when this rank has a color)
     // finishes its own init.
@@ -225,7 +225,8 @@ class CudaNcclComm final : public NcclComm {
     if (state == ncclSuccess && child) state = poll_state(child.get(), deadline);
     if (aborted_.load()) {
       abort_locked();
-      throw make_error(ErrorCode::kAborted, "ncclCommSplit: the communicator was aborted meanwhile");
+      throw make_error(ErrorCode::kAborted,
+                       "ncclCommSplit: the communicator was aborted meanwhile");
     }
     if (state == ncclInProgress) {
       // The parent cannot leave the split it is stuck in: abort it too.
@@ -248,8 +249,8 @@ class CudaNcclComm final : public NcclComm {
   // The communicator, unless aborted (then Error(kAborted)). Called with mutex_ held.
   ncclComm_t live(std::string_view call) {
     if (aborted_.load())
-      throw make_error(ErrorCode::kAborted,
-                       "{}: the NCCL communicator was aborted; make a new one", call);
+      throw make_error(ErrorCode::kAborted, "{}: the NCCL communicator was aborted; make a new one",
+                       call);
     return comm_;
   }
 

@@ -144,10 +144,18 @@ struct Plain {
 // reduce::combine_scaled's arithmetic. Only for floating sums whose scales are not all 1. The
 // explicitly rounded intrinsics keep nvcc from contracting a multiply and an add into one fma,
 // whose single rounding would differ from the CPU's result in the last bit.
-__device__ __forceinline__ float mul(float x, float y) { return __fmul_rn(x, y); }
-__device__ __forceinline__ float add(float x, float y) { return __fadd_rn(x, y); }
-__device__ __forceinline__ double mul(double x, double y) { return __dmul_rn(x, y); }
-__device__ __forceinline__ double add(double x, double y) { return __dadd_rn(x, y); }
+__device__ __forceinline__ float mul(float x, float y) {
+  return __fmul_rn(x, y);
+}
+__device__ __forceinline__ float add(float x, float y) {
+  return __fadd_rn(x, y);
+}
+__device__ __forceinline__ double mul(double x, double y) {
+  return __dmul_rn(x, y);
+}
+__device__ __forceinline__ double add(double x, double y) {
+  return __dadd_rn(x, y);
+}
 
 template <typename T>
 struct ScaledSum {
@@ -156,7 +164,8 @@ struct ScaledSum {
   S scale_b;
   S post;
   __device__ T operator()(T a, T b) const {
-    const S sum = add(mul(static_cast<S>(widen(a)), scale_a), mul(static_cast<S>(widen(b)), scale_b));
+    const S sum =
+        add(mul(static_cast<S>(widen(a)), scale_a), mul(static_cast<S>(widen(b)), scale_b));
     return narrow<T>(static_cast<WidenedT<T>>(mul(sum, post)));
   }
 };
