@@ -45,6 +45,14 @@ install(TARGETS tutti_static EXPORT tuttiStaticTargets
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/tutti
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
+# With CUDA, libtutti.a also needs the static CUDA runtime (and what it uses: dl, rt) and libnccl.
+set(TUTTI_PC_LIBS_PRIVATE_CUDA "")
+set(TUTTI_CUDA_ROOT "")
+if(TUTTI_HAVE_CUDA)
+  set(TUTTI_PC_LIBS_PRIVATE_CUDA
+      " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt -L${TUTTI_NCCL_LIBRARY_DIR} -lnccl")
+  get_filename_component(TUTTI_CUDA_ROOT ${CUDAToolkit_BIN_DIR} DIRECTORY)
+endif()
 install(EXPORT tuttiTargets NAMESPACE tutti:: DESTINATION ${TUTTI_CMAKE_DIR})
 install(EXPORT tuttiStaticTargets NAMESPACE tutti:: DESTINATION ${TUTTI_CMAKE_DIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/tuttiConfig.cmake.in

@@ -35,6 +35,9 @@ packages=(
   libtorch-dev python3-torch pybind11-dev
   # examples/plain_sgd trains on the real Fashion-MNIST (its .gz files read with zlib).
   dataset-fashion-mnist zlib1g-dev
+  # Not here: the CUDA toolkit and NCCL (TUTTI_WITH_CUDA, GPU buffers) come from NVIDIA (its apt
+  # repository, the CUDA images, or the nvidia-* pip wheels under /usr/local/cuda), not Debian.
+  # With TUTTI_WITH_CUDA=AUTO (the default) a machine without them builds libtutti without CUDA.
 )
 
 missing=()

@@ -34,6 +34,17 @@ fi
 # The installed programs find the installed library, not the build tree's.
 lib=$(env -u LD_LIBRARY_PATH ldd "$PREFIX/bin/tutti-bench" | awk '/libtutti\.so/ { print $3 }')
 [ "$lib" = "$PREFIX/bin/../lib/libtutti.so.0" ] || fail "installed tutti-bench loads libtutti from '$lib'"
+# Built with CUDA: libtutti needs libnccl, and finds it through its own RUNPATH (libnccl's folder
+# is rarely on the loader's path), so no program that links libtutti needs LD_LIBRARY_PATH.
+if objdump -p "$PREFIX/lib/libtutti.so" | grep -q 'NEEDED.*libnccl'; then
+  nccl=$(objdump -p "$PREFIX/lib/libtutti.so" | awk '$1 == "NEEDED" && $2 ~ /^libnccl/ { print $2 }')
+  found=""
+  for dir in $(objdump -p "$PREFIX/lib/libtutti.so" | awk '$1 == "RUNPATH" || $1 == "RPATH" { print $2 }' | tr ':' ' '); do
+    [ -e "$dir/$nccl" ] && found=$dir
+  done
+  [ -n "$found" ] || fail "libtutti.so needs $nccl but no folder of its RUNPATH holds it"
+  echo "cuda: $nccl through libtutti's RUNPATH ($found)"
+fi
 echo "layout: $(cd "$PREFIX" && find . -type f | wc -l) files, soname $soname"
 
 # run_consumer NAME PROGRAM LABEL: 2 ranks under the installed tuttirun, both report correct.

@@ -1,0 +1,109 @@
+# TUTTI_WITH_CUDA (ON|OFF|AUTO) -> TUTTI_HAVE_CUDA, the CUDA language, TUTTI_NCCL_INCLUDE_DIR and
+# TUTTI_NCCL_LIBRARY. AUTO turns CUDA on when nvcc, the toolkit (libcudart) and NCCL (nccl.h and
+# libnccl) are all found; ON insists and names what is missing. Included by the root CMakeLists.txt
+# before the runtime, so that enable_language(CUDA) happens at the top level.
+#
+# Where things are looked for: nvcc on PATH, in $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin
+# (or CMAKE_CUDA_COMPILER); NCCL under NCCL_ROOT (variable or environment), then the toolkit's
+# include and library folders (NVIDIA's wheels and the CUDA images put it there).
+set(TUTTI_HAVE_CUDA OFF)
+
+function(tutti_cuda_missing what)
+  if(TUTTI_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TUTTI_WITH_CUDA=ON but ${what}. Install it (or point CMake at it: "
+                        "CMAKE_CUDA_COMPILER, CUDAToolkit_ROOT, NCCL_ROOT), or configure with "
+                        "-DTUTTI_WITH_CUDA=OFF or AUTO.")
+  endif()
+  message(STATUS "tutti: CUDA off: ${what}")
+endfunction()
+
+macro(tutti_find_cuda)
+  # ASan/TSan and libcudart do not mix (the CUDA runtime's allocations and driver threads trip both),
+  # so a sanitizer build leaves CUDA out unless the caller insists.
+  if(TUTTI_SANITIZE AND TUTTI_WITH_CUDA STREQUAL "AUTO")
+    message(STATUS "tutti: CUDA off: sanitizer build (TUTTI_SANITIZE=${TUTTI_SANITIZE})")
+    return()
+  endif()
+  if(NOT CMAKE_CUDA_COMPILER)
+    find_program(TUTTI_NVCC nvcc
+      HINTS ENV CUDA_HOME ENV CUDA_PATH ${CUDAToolkit_ROOT}
+      PATH_SUFFIXES bin
+      PATHS /usr/local/cuda/bin)
+    if(NOT TUTTI_NVCC)
+      tutti_cuda_missing("nvcc was not found")
+      return()
+    endif()
+    set(CMAKE_CUDA_COMPILER ${TUTTI_NVCC} CACHE FILEPATH "CUDA compiler")
+  endif()
+  get_filename_component(tutti_cuda_bin ${CMAKE_CUDA_COMPILER} DIRECTORY)
+  if(NOT DEFINED CUDAToolkit_ROOT)
+    get_filename_component(CUDAToolkit_ROOT ${tutti_cuda_bin} DIRECTORY)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart_static)
+    tutti_cuda_missing("the CUDA toolkit (libcudart_static) was not found next to ${CMAKE_CUDA_COMPILER}")
+    return()
+  endif()
+  # The kernels are C++20 (tutti's headers), which nvcc accepts from 12.0.
+  if(CUDAToolkit_VERSION VERSION_LESS 12.0)
+    tutti_cuda_missing("CUDA ${CUDAToolkit_VERSION} is older than 12.0 (nvcc's first with C++20)")
+    return()
+  endif()
+  find_path(TUTTI_NCCL_INCLUDE_DIR nccl.h
+    HINTS ${NCCL_ROOT} ENV NCCL_ROOT ${CUDAToolkit_INCLUDE_DIRS}
+    PATH_SUFFIXES include)
+  find_library(TUTTI_NCCL_LIBRARY nccl
+    HINTS ${NCCL_ROOT} ENV NCCL_ROOT ${CUDAToolkit_LIBRARY_DIR}
+    PATH_SUFFIXES lib lib64)
+  if(NOT TUTTI_NCCL_INCLUDE_DIR OR NOT TUTTI_NCCL_LIBRARY)
+    tutti_cuda_missing("NCCL (nccl.h and libnccl) was not found under NCCL_ROOT or the CUDA toolkit "
+                       "(${CUDAToolkit_LIBRARY_DIR})")
+    return()
+  endif()
+
+  # The GPUs libtutti's kernels run on, when the caller named none (-DCMAKE_CUDA_ARCHITECTURES=...,
+  # or CUDAARCHS in the environment). CUDA 13 builds for 7.5 (Turing) and newer only, and CMake
+  # 3.25 predates CUDA 13, so `all-major` would ask for architectures nvcc 13 refuses: the list is
+  # spelled out. Real code for every generation from T4 (75) through A100 (80), A10/A40 (86),
+  # L4/L40 (89), H100/H200 (90), B200 (100) to RTX 50xx (120), and compute_120 PTX that the driver
+  # JIT-compiles on anything newer. reduce_kernels.cu takes about 14 s for this list on one idle
+  # core (25 s beside a parallel build; 5 s for one architecture), so CI's 2-core, 45-minute budget
+  # does not need a shorter list.
+  # Before 12.8 nvcc knows no Blackwell (100, 120): the list ends at H100 with compute_90 PTX.
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+    if(CUDAToolkit_VERSION VERSION_GREATER_EQUAL 12.8)
+      set(tutti_archs "75-real;80-real;86-real;89-real;90-real;100-real;120-real;120-virtual")
+    else()
+      set(tutti_archs "75-real;80-real;86-real;89-real;90-real;90-virtual")
+    endif()
+    set(CMAKE_CUDA_ARCHITECTURES "${tutti_archs}"
+        CACHE STRING "CUDA architectures libtutti's kernels are built for")
+  endif()
+  if(CCACHE_PROGRAM)
+    set(CMAKE_CUDA_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  endif()
+  # nvcc picks its own host compiler otherwise, which may not be the one the rest is built with.
+  if(NOT CMAKE_CUDA_HOST_COMPILER)
+    set(CMAKE_CUDA_HOST_COMPILER ${CMAKE_CXX_COMPILER} CACHE FILEPATH "nvcc's host compiler")
+  endif()
+  # libtutti carries the static CUDA runtime, so users need no libcudart of their own.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
+  enable_language(CUDA)
+  # The kernels share tutti's C++20 headers. CMake 3.25 predates nvcc's C++20 support (12.0) and
+  # refuses the CUDA20 dialect; nvcc 12+ spells it as g++ does, so CMake is told the flag.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  set(CMAKE_CUDA_EXTENSIONS OFF)
+  get_filename_component(TUTTI_NCCL_LIBRARY_DIR ${TUTTI_NCCL_LIBRARY} DIRECTORY)
+  set(TUTTI_HAVE_CUDA ON)
+endmacro()
+
+if(NOT TUTTI_WITH_CUDA STREQUAL "OFF")
+  # A macro, not a function: enable_language and the cache results must reach the top level. Its
+  # return() leaves this file.
+  tutti_find_cuda()
+endif()
