@@ -12,7 +12,7 @@ namespace {
 void check(cudaError_t status, const char* call) {
   if (status == cudaSuccess) return;
   throw Error(ErrorCode::kDevice,
-              fmt::format("tutti-bench --device cuda: {} failed: {} ({}); run it on a machine with "
+              fmt::format("--device cuda: {} failed: {} ({}); run it on a machine with "
                           "an NVIDIA GPU and its driver, or use --device host",
                           call, cudaGetErrorString(status), cudaGetErrorName(status)));
 }
@@ -61,7 +61,7 @@ std::unique_ptr<DeviceBuffers> make_device_buffers(size_t bytes, int local_rank)
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (count == 0)
-    throw Error(ErrorCode::kDevice, "tutti-bench --device cuda: this host has no CUDA device");
+    throw Error(ErrorCode::kDevice, "--device cuda: this host has no CUDA device");
   const int device = local_rank % count;
   check(cudaSetDevice(device), "cudaSetDevice");
   cudaDeviceProp prop{};
