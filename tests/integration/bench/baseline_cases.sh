@@ -45,7 +45,9 @@ check_results() {
   [ "$rows" -eq "$ROWS" ] || fail "$rows rows, expected $ROWS"
   # Every row: nccl-tests' 13 fields, then the baseline's time algbw busbw #wrong ratio in place
   # (against tutti's in-place column), then the same out of place.
-  awk '!/^#/ && (NF != 23 || $17 != 0 || $22 != 0 || $13 != 0 || $9 != 0 || !($18 > 0) || !($23 > 0)) { bad = 1; print "bad row: " $0 }
+  # (The text prints ratios with two decimals, so a loaded machine's 0.004 shows as 0.00: the CSV
+  # below, with six significant digits, is where they must be positive.)
+  awk '!/^#/ && (NF != 23 || $17 != 0 || $22 != 0 || $13 != 0 || $9 != 0 || $18 !~ /^[0-9]+[.][0-9]+$/ || $23 !~ /^[0-9]+[.][0-9]+$/) { bad = 1; print "bad row: " $0 }
        END { exit bad }' "$WORK/out" >&2 || fail "a row lacks a ratio or has a wrong value"
   python3 - "$WORK/r.csv" "$name" "$ROWS" <<'PY' || fail "csv"
 import csv, sys

@@ -14,6 +14,7 @@
 //   engine    device tensors through allreduce_async (fused) complete exactly
 // Prints "ok:" lines and exits 0, or "FAIL:" lines and exits 1.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -586,6 +587,44 @@ void abort_from_thread(World& w) {
   if (seconds_since(began) > 10) fail(fmt::format("abort took {:.1f} s", seconds_since(began)));
 }
 
+// ---- kill -9 of a peer -------------------------------------------------------------------------
+
+// Rank 1 waits to be killed (kill_rank_device.sh sends SIGKILL once every rank wrote its pid);
+// the others sit in a device allreduce that needs it. They must fail well before the 60 s
+// deadline, with the peer named.
+void killed_peer(World& w) {
+  auto& comm = *w.comm;
+  DeviceVector dev(4 * 100000);
+  comm.allreduce(dev.data(), dev.data(), 100000, DataType::kFloat32, ReduceOp::kSum);
+  if (const char* dir = std::getenv("DEVICE_CHECK_PID_DIR")) {
+    std::FILE* f = std::fopen(fmt::format("{}/{}.pid", dir, comm.rank()).c_str(), "w");
+    if (f != nullptr) {
+      std::fprintf(f, "%d\n", static_cast<int>(::getpid()));
+      std::fclose(f);
+    }
+  }
+  if (comm.rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    fail("kill: rank 1 was not killed");
+    return;
+  }
+  const auto began = Clock::now();
+  tutti::CallOptions call;
+  call.timeout = std::chrono::seconds(60);
+  try {
+    comm.allreduce(dev.data(), dev.data(), 100000, DataType::kFloat32, ReduceOp::kSum, call);
+    fail("kill: the allreduce finished without rank 1");
+  } catch (const tutti::Error& e) {
+    const std::string text = e.what();
+    if (text.find("rank 1") == std::string::npos)
+      fail(fmt::format("kill: the error does not name rank 1: {}", text));
+    else if (seconds_since(began) > 15)
+      fail(fmt::format("kill: took {:.1f} s: {}", seconds_since(began), text));
+    else
+      ok(fmt::format("kill: failed after {:.1f} s: {}", seconds_since(began), text));
+  }
+}
+
 // ---- split -----------------------------------------------------------------------------------
 
 bool check_float_sum(tutti::comm::Communicator& comm, size_t count) {
@@ -710,6 +749,8 @@ int main(int argc, char** argv) {
         abort_from_thread(w);
       } else if (mode == "split") {
         split(w);
+      } else if (mode == "kill") {
+        killed_peer(w);
       } else {
         std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
         return 2;
