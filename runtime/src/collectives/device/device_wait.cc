@@ -22,20 +22,23 @@ void DeviceCollectives::wait_on_host(Context& ctx, const DeviceCall& call, devic
   device::DeviceApi& api = device::api();
   const auto began = std::chrono::steady_clock::now();
   auto nap = kFirstNap;
-  for (int round = 0; !api.query(event); ++round) {
-    if (round < kSpinQueries) continue;
+  const auto check_async_error = [&] {
     device::NcclComm* comm = nullptr;
     {
       std::lock_guard lock(nccl_mutex_);
       comm = nccl_.get();
     }
-    if (comm != nullptr) {
-      if (std::string error = comm->async_error(); !error.empty())
-        fail(ErrorCode::kDevice,
-             fmt::format("rank {}: {} on device {} failed in NCCL: {}; the NCCL communicator was "
-                         "aborted and this communicator is broken (make a new one)",
-                         rank_, what, device_, error));
-    }
+    if (comm == nullptr) return comm;
+    if (std::string error = comm->async_error(); !error.empty())
+      fail(ErrorCode::kDevice,
+           fmt::format("rank {}: {} on device {} failed in NCCL: {}; the NCCL communicator was "
+                       "aborted and this communicator is broken (make a new one)",
+                       rank_, what, device_, error));
+    return comm;
+  };
+  for (int round = 0; !api.query(event); ++round) {
+    if (round < kSpinQueries) continue;
+    device::NcclComm* comm = check_async_error();
     try {
       if (call.check_interrupt) call.check_interrupt();
       // Abort notices and dead peers arrive on the host connections: one look at each.
@@ -57,6 +60,18 @@ void DeviceCollectives::wait_on_host(Context& ctx, const DeviceCall& call, devic
     }
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, kLongestNap);
+  }
+  // A failed NCCL operation still lets the stream move on (its kernels exit when the
+  // communicator breaks, and the events after them complete): a completed event alone does not
+  // mean a result, so the error (and an abort of this communicator) is looked at once more.
+  check_async_error();
+  if (call.check_interrupt) {
+    try {
+      call.check_interrupt();
+    } catch (...) {
+      abort();
+      throw;
+    }
   }
 }
 
