@@ -22,7 +22,7 @@ logs=${SANITIZE_LOGS:-$root/build-sanitize-logs}
 ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-allreduce collectives_check
   mismatch_check two_threads_check launcher_probe token_intruder idle_intruder bench_tune_test
   communicators_check c_comms_check launcher_gone_check collective_set_check engine_check
-  c_engine_check plain_sgd)
+  c_engine_check plain_sgd device_check)
 
 # The multi-threaded parts under TSan: the store server and its clients, the lifeline (bootstrap unit
 # tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
@@ -30,7 +30,7 @@ ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-all
 TSAN_TARGETS=(unit_bootstrap_tcp_store_test unit_net_handshake_test unit_launcher_output_mux_test
   unit_launcher_supervisor_test unit_transport_mesh_failure_test unit_transport_peer_death_test
   unit_transport_striped_channel_test unit_collectives_shm_allreduce_test tuttirun collectives_check
-  communicators_check collective_set_check engine_check)
+  communicators_check collective_set_check engine_check device_check)
 # ctest names the gtest cases [Prefix/]Suite.Case[/N]: these are the suites of the binaries above.
 TSAN_TESTS='^([A-Za-z0-9_]+/)?(TcpStore|StoreLifeline|TcpStoreProcesses|Handshake|HandshakeKinds|WrongToken'
 TSAN_TESTS+='|Garbage|LineSplitter|OutputMux|SplitterChunks|MuxRanks|Supervisor|MeshFailure|MissingRankTest'
@@ -43,6 +43,8 @@ TSAN_TESTS+='|^comm_(threads|abort|p2p)_(tcp|shm)(_np3)?$'
 TSAN_TESTS+='|^set_(tcp|shm)_np3$'
 # The engine: callers' threads, the engine thread, callbacks, two process sets at once, abort.
 TSAN_TESTS+='|^engine_(random_np3|random_tcp_np4|fusion_np3|mismatch_np3|kill_rank_shm|join_np2|sets_np4|misuse_np3|timeline)$'
+# The device path (host stand-in): stream worker threads, the host wait, abort from a thread.
+TSAN_TESTS+='|^device_(ring_np3|order_np2|hang_np2|async_np3|abort_np2|engine_np2|kill_rank_np2)$'
 
 reset_logs() {
   rm -rf "$logs"

@@ -54,6 +54,11 @@ void ok(const std::string& what) {
   std::fflush(stdout);
 }
 
+// memcpy's pointers must be valid even for 0 bytes, and an empty vector's data() may be null.
+void copy_bytes(void* to, const void* from, size_t bytes) {
+  if (bytes > 0) std::memcpy(to, from, bytes);
+}
+
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -293,12 +298,12 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
             fill(input.data(), count, type, op, rank, checked);
             comm.allreduce(input.data(), want.data(), count, type, op, call);
             DeviceVector send(bytes), recv(bytes);
-            std::memcpy(send.data(), input.data(), bytes);
+            copy_bytes(send.data(), input.data(), bytes);
             std::byte* out = in_place ? send.data() : recv.data();
             const PathCounts before = path_counts(*w.api);
             comm.allreduce(send.data(), out, count, type, op, call);
             if (count > 0) check_path(w, before, type, op, what);
-            std::memcpy(got.data(), out, bytes);
+            copy_bytes(got.data(), out, bytes);
             std::string difference;
             if (!same(got.data(), want.data(), count, type, op, difference))
               fail(fmt::format("{}: {}", what, difference));
@@ -313,7 +318,7 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
         want = input;
         comm.broadcast(want.data(), count, type, comm.size() - 1);
         DeviceVector buf(bytes);
-        std::memcpy(buf.data(), input.data(), bytes);
+        copy_bytes(buf.data(), input.data(), bytes);
         comm.broadcast(buf.data(), count, type, comm.size() - 1);
         if (bytes > 0 && std::memcmp(buf.data(), want.data(), bytes) != 0)
           fail(fmt::format("broadcast {} x {}", count, tutti::to_string(type)));
@@ -321,7 +326,7 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
         std::vector<std::byte> gathered(all);
         comm.allgather(input.data(), gathered.data(), count, type);
         DeviceVector dsend(bytes), drecv(all);
-        std::memcpy(dsend.data(), input.data(), bytes);
+        copy_bytes(dsend.data(), input.data(), bytes);
         comm.allgather(dsend.data(), drecv.data(), count, type);
         if (all > 0 && std::memcmp(drecv.data(), gathered.data(), all) != 0)
           fail(fmt::format("allgather {} x {}", count, tutti::to_string(type)));
@@ -334,7 +339,7 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
              checked);
         comm.reduce_scatter(input.data(), want.data(), count, type, ReduceOp::kSum);
         DeviceVector dsend(all), drecv(bytes);
-        std::memcpy(dsend.data(), input.data(), all);
+        copy_bytes(dsend.data(), input.data(), all);
         comm.reduce_scatter(dsend.data(), drecv.data(), count, type, ReduceOp::kSum);
         std::string difference;
         if (!same(drecv.data(), want.data(), count, type, ReduceOp::kSum, difference))

@@ -134,7 +134,8 @@ class HostDeviceApi::Comm final : public device::NcclComm {
   void broadcast(const void* send, void* recv, size_t count, DataType type, int root,
                  device::StreamId stream) override {
     enqueue(stream, [=](comm::Communicator& host) {
-      if (host.rank() == root && send != recv) std::memcpy(recv, send, count * element_size(type));
+      if (host.rank() == root && send != recv && count > 0)
+        std::memcpy(recv, send, count * element_size(type));
       host.broadcast(recv, count, type, root);
     });
   }
@@ -381,7 +382,9 @@ void HostDeviceApi::free_host(void* p) noexcept {
 
 void HostDeviceApi::copy_async(void* dst, const void* src, size_t bytes, device::StreamId stream) {
   ++counters_.copies;
-  worker(stream).push([=] { std::memmove(dst, src, bytes); });
+  worker(stream).push([=] {
+    if (bytes > 0) std::memmove(dst, src, bytes);
+  });
 }
 
 void HostDeviceApi::reduce_async(const device::ReduceArgs& args, device::StreamId stream) {
