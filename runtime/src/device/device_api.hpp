@@ -19,6 +19,7 @@
 #include <string_view>
 #include <utility>
 
+#include "reduce/device_reduce.hpp"
 #include "tutti/types.hpp"
 
 namespace tutti::device {
@@ -36,20 +37,9 @@ struct PointerInfo {
 // ncclUniqueId's bytes: made by one rank, carried to the others by the host path.
 using UniqueId = std::array<std::byte, 128>;
 
-// out[i] = op(a[i] * scale_a, b[i] * scale_b) * post, for `count` elements of `type`, on the
-// device. op is never kAvg (the caller turns avg into sum with post = 1/size); the scales are 1
-// except for sum on floating types. out may equal a or b.
-struct ReduceArgs {
-  void* out = nullptr;
-  const void* a = nullptr;
-  const void* b = nullptr;
-  size_t count = 0;
-  DataType type = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  double scale_a = 1.0;
-  double scale_b = 1.0;
-  double post = 1.0;
-};
+// The reduce kernel's arguments: out[i] = op(a[i] * scale_a, b[i] * scale_b) * post (never kAvg;
+// scales only for sum on floating types; reduce/device_reduce.hpp).
+using ReduceArgs = reduce::DeviceReduce;
 
 // One NCCL communicator. Every data call enqueues its work on `stream` and returns at once; its
 // completion is observed through an event recorded after it. Byte counts and element counts are

@@ -148,10 +148,8 @@ class CudaDeviceApi final : public DeviceApi {
   }
 
   void reduce_async(const ReduceArgs& args, StreamId stream) override {
-    const reduce::cuda::DeviceReduce r{args.out, args.a,       args.b,       args.count, args.type,
-                                       args.op,  args.scale_a, args.scale_b, args.post};
-    reduce::cuda::validate(r);
-    const auto status = static_cast<cudaError_t>(reduce::cuda::launch_reduce(r, stream));
+    reduce::cuda::validate(args);
+    const auto status = static_cast<cudaError_t>(reduce::cuda::launch_reduce(args, stream));
     check_cuda(status, fmt::format("the reduce kernel launch ({} elements of {}, op {})",
                                    args.count, to_string(args.type), to_string(args.op)));
   }

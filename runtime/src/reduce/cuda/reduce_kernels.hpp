@@ -10,21 +10,12 @@
 
 #include <cstddef>
 
+#include "reduce/device_reduce.hpp"
 #include "tutti/types.hpp"
 
 namespace tutti::reduce::cuda {
 
-struct DeviceReduce {
-  void* out = nullptr;
-  const void* a = nullptr;
-  const void* b = nullptr;
-  size_t count = 0;
-  DataType type = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  double scale_a = 1.0;
-  double scale_b = 1.0;
-  double post = 1.0;
-};
+using tutti::reduce::DeviceReduce;
 
 // Throws Error(kInvalidArgument) unless the kernels compute `r`: op is not kAvg, bitwise ops only
 // on integers and bool, scales other than 1 only for sum on floating types.
