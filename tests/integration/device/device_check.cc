@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -444,6 +445,16 @@ void dispatch(World& w) {
   comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
   if (counters.nccl_ops <= ops || counters.nccl_inits != 1)
     fail("dispatch: a second device allreduce did not reuse the NCCL communicator");
+  // Absurd counts on device buffers are refused as on the host, before NCCL reads past them; the
+  // communicator stays usable.
+  for (const size_t absurd : {SIZE_MAX, size_t{1} << 62}) {
+    expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device allreduce, absurd count",
+                [&] { comm.allreduce(dev.data(), dev.data(), absurd, DataType::kFloat32,
+                                     ReduceOp::kSum); });
+    expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device allgather, absurd count",
+                [&] { comm.allgather(dev.data(), dev.data(), absurd, DataType::kFloat32); });
+  }
+  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
   expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: host send, device recv", [&] {
     comm.allreduce(host.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
   });

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
 #include "collectives/hierarchy.hpp"
 #include "core/error.hpp"
@@ -214,6 +215,9 @@ void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const vo
                                   void* recv, size_t count, DataType type, ReduceOp op) {
   const std::string what =
       fmt::format("device allreduce of {} x {} ({})", count, to_string(type), to_string(op));
+  // The host path's argument checks (null buffers, counts whose bytes overflow): NCCL would read
+  // past the buffers instead of refusing.
+  check_buffers(ctx, "device allreduce", send, recv, count, type);
   // The signature carries the configured path (TUTTI_DEVICE_ALLREDUCE): the path taken follows
   // from it, the type and op, NCCL's abilities and the placement, which every rank shares.
   agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase + static_cast<int>(call.path)));
@@ -260,6 +264,7 @@ void DeviceCollectives::broadcast(Context& ctx, const DeviceCall& call, void* bu
                                   DataType type, int root) {
   const std::string what =
       fmt::format("device broadcast of {} x {} from rank {}", count, to_string(type), root);
+  check_buffers(ctx, "device broadcast", buf, buf, count, type);
   agree(ctx, kNoPath);
   if (count == 0) return;
   device::NcclComm& comm = nccl(ctx);
@@ -271,6 +276,7 @@ void DeviceCollectives::broadcast(Context& ctx, const DeviceCall& call, void* bu
 void DeviceCollectives::allgather(Context& ctx, const DeviceCall& call, const void* send,
                                   void* recv, size_t count, DataType type) {
   const std::string what = fmt::format("device allgather of {} x {}", count, to_string(type));
+  check_buffers(ctx, "device allgather", send, recv, count, type, static_cast<size_t>(size_));
   agree(ctx, kNoPath);
   if (count == 0) return;
   device::NcclComm& comm = nccl(ctx);
@@ -283,6 +289,8 @@ void DeviceCollectives::reduce_scatter(Context& ctx, const DeviceCall& call, con
                                        void* recv, size_t recv_count, DataType type, ReduceOp op) {
   const std::string what = fmt::format("device reduce_scatter of {} x {} ({}) per rank", recv_count,
                                        to_string(type), to_string(op));
+  check_buffers(ctx, "device reduce_scatter", send, recv, recv_count, type,
+                static_cast<size_t>(size_));
   agree(ctx, kNoPath);
   if (recv_count == 0) return;
   device::NcclComm& comm = nccl(ctx);
