@@ -13,8 +13,9 @@
 //
 // Every rank reduces in rank order, so all ranks get the same bits.
 //
-// Writes into the window use cached or streaming stores as ShmStoreTuner decides per size class
-// from this rank's own call times (TUTTI_SHM_STORES forces one).
+// Writes into the window, and out of place into the output, use cached or streaming stores as
+// ShmStoreTuner decides per size class from this rank's own call times (TUTTI_SHM_STORES forces
+// one).
 #include <sched.h>
 
 #include <chrono>
@@ -29,6 +30,7 @@
 #include "collectives/shm_store_tuner.hpp"
 #include "core/error.hpp"
 #include "reduce/reduce.hpp"
+#include "reduce/stream_stores.hpp"
 #include "transport/local_window.hpp"
 
 namespace tutti::collectives {
@@ -69,7 +71,7 @@ ShmState& state_of(transport::LocalWindow& window, const Settings& settings) {
 class ShmAllreduce {
  public:
   ShmAllreduce(Context& ctx, transport::LocalWindow& window, ShmState& state, const SegmentView& io,
-               DataType type, ReduceOp op, reduce::CopyStores stores)
+               DataType type, ReduceOp op, ShmStores stores)
       : ctx_(ctx),
         w_(window),
         plan_(plan_shm(window.area_bytes(), window.size(), element_size(type))),
@@ -89,6 +91,14 @@ class ShmAllreduce {
       single_step();
       return;
     }
+    pipelined();
+    // Streaming stores into the output are weakly ordered: order them before whatever the caller
+    // does next (handing the buffer to another thread).
+    if (stores_.output == reduce::CopyStores::kStreaming) reduce::store_fence();
+  }
+
+ private:
+  void pipelined() {
     // Greedy: finish the oldest chunk whose inputs are there (copy out, else reduce), else stage
     // the next one while a slot is free. A rank whose peers are off the CPU (4 ranks on 2 vCPUs,
     // or other jobs) does all the work it can before waiting, so when they run again they find
@@ -112,7 +122,6 @@ class ShmAllreduce {
     }
   }
 
- private:
   size_t es() const { return plan_.element_bytes; }
   uint64_t chunk_id(size_t j) const { return first_ + j; }
   // Single-step calls rotate through the slots by chunk counter; chunk j of a pipelined call
@@ -220,17 +229,17 @@ class ShmAllreduce {
     io_.pieces(0, count_, [&](const std::byte* in, std::byte* out, size_t at, size_t n) {
       for (int r = 0; r < w_.size(); ++r)
         sources_[static_cast<size_t>(r)] = r == w_.rank() ? in : staged(r) + at * es();
-      reduce_sources(out, nullptr, n, reduce::CopyStores::kCached);
+      reduce_sources(out, nullptr, n, {});
     });
   }
 
   // out = op over sources_ (raw inputs of every rank): prescaled as read, postscaled as stored.
-  void reduce_sources(std::byte* out, std::byte* copy, size_t n, reduce::CopyStores stores) {
+  void reduce_sources(std::byte* out, std::byte* copy, size_t n, ShmStores stores) {
     if (ctx_.scaled()) {
       reduce::reduce_many_scaled(type_, out, copy, sources_, n, ctx_.prescale, ctx_.postscale,
-                                 stores);
+                                 stores.window, stores.output);
     } else {
-      reduce::reduce_many(type_, op_, out, copy, sources_, n, stores);
+      reduce::reduce_many(type_, op_, out, copy, sources_, n, stores.window, stores.output);
     }
   }
 
@@ -245,7 +254,7 @@ class ShmAllreduce {
     const auto copy_in = [&](size_t first, size_t count) {
       io_.pieces(off + first, count, [&](const std::byte* in, std::byte*, size_t at, size_t len) {
         std::byte* to = area + (first + at) * es();
-        if (stores_ == reduce::CopyStores::kStreaming)
+        if (stores_.window == reduce::CopyStores::kStreaming)
           reduce::stream_copy(to, in, len * es());
         else
           std::memcpy(to, in, len * es());
@@ -286,7 +295,10 @@ class ShmAllreduce {
       const std::byte* from = slot(r, j) + s.first * es();
       io_.pieces(off + s.first, s.count,
                  [&](const std::byte*, std::byte* out, size_t at, size_t len) {
-                   std::memcpy(out, from + at * es(), len * es());
+                   if (stores_.output == reduce::CopyStores::kStreaming)
+                     reduce::stream_copy_unfenced(out, from + at * es(), len * es());
+                   else
+                     std::memcpy(out, from + at * es(), len * es());
                  });
     }
     w_.publish(kDone, g + 1);
@@ -299,7 +311,7 @@ class ShmAllreduce {
   const size_t count_;
   const DataType type_;
   const ReduceOp op_;
-  const reduce::CopyStores stores_;
+  const ShmStores stores_;
   ShmState& state_;
   std::vector<const void*>& sources_;
   const uint64_t first_;
@@ -335,7 +347,9 @@ void shm_allreduce_segments(Context& ctx, std::span<const Segment> segments, Dat
   }
   ShmState& state = state_of(*window, settings_of(ctx));
   const size_t bytes = io.count() * element_size(type);
-  const reduce::CopyStores stores = state.tuner.choose(bytes);
+  bool in_place = true;
+  for (const Segment& s : segments) in_place = in_place && s.send == s.recv;
+  const ShmStores stores = state.tuner.choose(bytes, in_place);
   if (!state.tuner.timed(bytes)) {
     ShmAllreduce(ctx, *window, state, io, type, op, stores).run();
     return;
@@ -343,7 +357,7 @@ void shm_allreduce_segments(Context& ctx, std::span<const Segment> segments, Dat
   const auto start = std::chrono::steady_clock::now();
   ShmAllreduce(ctx, *window, state, io, type, op, stores).run();
   state.tuner.record(
-      bytes, stores,
+      bytes, in_place, stores,
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
 }
 

@@ -1,9 +1,20 @@
-// Picks, per message size class, how the shm allreduce writes into the shared window: streaming
-// (non-temporal) stores are 2.5x faster at 1-4 MiB when the two vCPUs sit on cores that share no
-// cache and 2x slower when they do, and the host moves the vCPUs between the two within minutes.
-// So nothing is assumed: each class times calls of both kinds, keeps the faster, and keeps trying
-// the other now and then to notice when the placement changes. The choice is this rank's alone;
-// it never changes results, only speed.
+// Picks, per message size class, how the shm allreduce stores into the shared window and into the
+// caller's output.
+//
+// Window: streaming (non-temporal) stores are 2.5x faster at 1-4 MiB when the two vCPUs sit on
+// cores that share no cache and 2x slower when they do, and the host moves the vCPUs between the
+// two within minutes.
+// Output: an output line that is not in cache is read from memory before it is overwritten
+// (read-for-ownership). Out of place that is a third of the memory traffic once send, recv and the
+// window outgrow the cache (out of place ran at 0.57-0.59x in place from 8 MiB, 2 ranks); in place
+// with 4 ranks on 2 vCPUs the lines read at staging are often gone by the time the result comes
+// back (streaming was 1.15x faster at 32 MiB). Streaming stores skip that read, but where the
+// output fits in cache they push it out to memory and the next call reads it back. In place and
+// out of place are tuned apart.
+//
+// So nothing is assumed: each class times calls of every combination, keeps the fastest, and
+// keeps trying the others now and then to notice when the placement changes. The choice is this
+// rank's alone; it never changes results, only speed.
 #pragma once
 
 #include <array>
@@ -15,8 +26,14 @@
 
 namespace tutti::collectives {
 
+struct ShmStores {
+  reduce::CopyStores window = reduce::CopyStores::kCached;
+  reduce::CopyStores output = reduce::CopyStores::kCached;
+};
+
 class ShmStoreTuner {
  public:
+  // kCached and kStreaming (TUTTI_SHM_STORES) force both the window's and the output's stores.
   enum class Mode { kAuto, kCached, kStreaming };
   // Below this, the working set sits in cache on both sides and streaming only hurts.
   static constexpr size_t kMinTunedBytes = 256 << 10;
@@ -24,25 +41,30 @@ class ShmStoreTuner {
   explicit ShmStoreTuner(Mode mode) : mode_(mode) {}
 
   // The stores a call of `bytes` uses.
-  reduce::CopyStores choose(size_t bytes) {
-    if (mode_ == Mode::kCached || bytes < kMinTunedBytes) return reduce::CopyStores::kCached;
-    if (mode_ == Mode::kStreaming) return reduce::CopyStores::kStreaming;
-    Class& c = classes_[class_of(bytes)];
+  ShmStores choose(size_t bytes, bool in_place) {
+    if (mode_ == Mode::kCached || bytes < kMinTunedBytes) return {};
+    if (mode_ == Mode::kStreaming) return stores_of(kArms - 1);
+    Class& c = class_of(bytes, in_place);
     ++c.calls;
-    // Warm up both, then the faster, with every kExploreEvery-th call on the other one.
-    if (c.samples[0] < kWarmup || c.samples[1] < kWarmup)
-      return c.samples[1] < c.samples[0] ? kinds(1) : kinds(0);
-    const int best = c.ns_per_byte[1] < c.ns_per_byte[0] ? 1 : 0;
-    return kinds(c.calls % kExploreEvery == 0 ? 1 - best : best);
+    // Warm up every arm, then the fastest, with every kExploreEvery-th call on another one (each
+    // in turn).
+    for (int k = 0; k < kArms; ++k)
+      if (c.samples[k] < kWarmup) return stores_of(k);
+    int best = 0;
+    for (int k = 1; k < kArms; ++k)
+      if (c.ns_per_byte[k] < c.ns_per_byte[best]) best = k;
+    if (c.calls % kExploreEvery != 0) return stores_of(best);
+    const int other = static_cast<int>((c.calls / kExploreEvery) % uint64_t{kArms - 1});
+    return stores_of(other < best ? other : other + 1);
   }
 
   // Whether calls of `bytes` are timed at all (only auto mode, only tuned sizes).
   bool timed(size_t bytes) const { return mode_ == Mode::kAuto && bytes >= kMinTunedBytes; }
 
   // A call of `bytes` with `stores` took `ns` (the whole call, waits for peers included).
-  void record(size_t bytes, reduce::CopyStores stores, double ns) {
-    Class& c = classes_[class_of(bytes)];
-    const int k = stores == reduce::CopyStores::kStreaming ? 1 : 0;
+  void record(size_t bytes, bool in_place, ShmStores stores, double ns) {
+    Class& c = class_of(bytes, in_place);
+    const int k = arm_of(stores);
     const double v = ns / static_cast<double>(bytes);
     c.ns_per_byte[k] = c.samples[k] == 0 ? v : c.ns_per_byte[k] + kWeight * (v - c.ns_per_byte[k]);
     ++c.samples[k];
@@ -54,21 +76,30 @@ class ShmStoreTuner {
   // Weight of the newest call in the running average: recent enough to follow a vCPU move within a
   // few calls, smooth enough that one descheduled call does not flip the choice.
   static constexpr double kWeight = 0.25;
+  // Arm k: bit 0 streams into the window, bit 1 streams into the output.
+  static constexpr int kArms = 4;
 
   struct Class {
     uint64_t calls = 0;
-    int samples[2] = {0, 0};
-    double ns_per_byte[2] = {0, 0};
+    int samples[kArms] = {0, 0, 0, 0};
+    double ns_per_byte[kArms] = {0, 0, 0, 0};
   };
 
-  static reduce::CopyStores kinds(int k) {
-    return k == 1 ? reduce::CopyStores::kStreaming : reduce::CopyStores::kCached;
+  static reduce::CopyStores kind(bool streaming) {
+    return streaming ? reduce::CopyStores::kStreaming : reduce::CopyStores::kCached;
   }
-  // Power-of-two classes: 256-511 KiB, 512 KiB-1 MiB, ...
-  static size_t class_of(size_t bytes) { return static_cast<size_t>(std::bit_width(bytes)); }
+  static ShmStores stores_of(int k) { return {kind((k & 1) != 0), kind((k & 2) != 0)}; }
+  static int arm_of(ShmStores s) {
+    return (s.window == reduce::CopyStores::kStreaming ? 1 : 0) |
+           (s.output == reduce::CopyStores::kStreaming ? 2 : 0);
+  }
+  // Power-of-two classes (256-511 KiB, 512 KiB-1 MiB, ...), in place and out of place apart.
+  Class& class_of(size_t bytes, bool in_place) {
+    return classes_[in_place ? 1 : 0][static_cast<size_t>(std::bit_width(bytes))];
+  }
 
   Mode mode_;
-  std::array<Class, 65> classes_{};
+  std::array<std::array<Class, 65>, 2> classes_{};
 };
 
 }  // namespace tutti::collectives

@@ -150,18 +150,19 @@ struct Kernel {
   }
 
   // out = srcs[0] op ... op srcs[n-1] (and the same to copy), block by block: each block's partial
-  // result stays in L1 (in out itself, or in a stack buffer when out is also a later source), so
-  // every source is read once from memory and every output written once. On the stack-buffer path
-  // sources not aligned for S are copied into an aligned block first.
+  // result stays in L1 (in out itself, or in a stack buffer when out is also a later source or is
+  // written with streaming stores), so every source is read once from memory and every output
+  // written once. On the stack-buffer path sources not aligned for S are copied into an aligned
+  // block first.
   static void many(void* out, void* copy, const void* const* srcs, size_t nsrc, size_t count,
-                   bool stream) {
+                   bool stream, bool stream_out) {
     constexpr size_t kMany = kManyBlockBytes / kSize;
     alignas(64) S acc[kMany];
     alignas(64) S tmp[kMany];
     auto* o = static_cast<std::byte*>(out);
     auto* c = static_cast<std::byte*>(copy);
     // Straight into out unless out is a later source (storing a block of it before reading it).
-    bool direct = nsrc >= 2;
+    bool direct = nsrc >= 2 && !stream_out;
     for (size_t k = 2; k < nsrc; ++k) direct = direct && srcs[k] != out;
     if (direct) {
       const auto* s0 = static_cast<const std::byte*>(srcs[0]);
@@ -200,7 +201,11 @@ struct Kernel {
         if (nsrc >= 2) Elements::template accumulate<Op>(acc, source(1), n);
       }
       for (size_t k = 2; k < nsrc; ++k) Elements::template accumulate<Op>(acc, source(k), n);
-      std::memcpy(o + at, acc, bytes);
+      if (stream_out) {
+        stream_copy_unfenced(o + at, acc, bytes);
+      } else {
+        std::memcpy(o + at, acc, bytes);
+      }
       if (c != nullptr) {
         if (stream) {
           stream_copy_unfenced(c + at, acc, bytes);
@@ -209,7 +214,7 @@ struct Kernel {
         }
       }
     }
-    if (c != nullptr && stream) store_fence();
+    if (stream_out || (c != nullptr && stream)) store_fence();
   }
 
   static void divide(void* buf, size_t count, int divisor) {

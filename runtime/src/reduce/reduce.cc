@@ -62,7 +62,7 @@ struct RefusedKernel {
   }
   static void accumulate(void*, const void*, size_t) { fail(); }
   static void combine(void*, const void*, const void*, size_t) { fail(); }
-  static void many(void*, void*, const void* const*, size_t, size_t, bool) { fail(); }
+  static void many(void*, void*, const void* const*, size_t, size_t, bool, bool) { fail(); }
   static void divide(void*, size_t, int) { fail(); }
 };
 
@@ -75,7 +75,7 @@ using KernelFor =
 using AccumulateFn = void (*)(void*, const void*, size_t);
 using CombineFn = void (*)(void*, const void*, const void*, size_t);
 using DivideFn = void (*)(void*, size_t, int);
-using ManyFn = void (*)(void*, void*, const void* const*, size_t, size_t, bool);
+using ManyFn = void (*)(void*, void*, const void* const*, size_t, size_t, bool, bool);
 
 // Function tables indexed [type][op], built from the enums' values at compile time: the (type, op)
 // switch happens once per call, never per element.
@@ -172,7 +172,8 @@ void combine(DataType type, ReduceOp op, void* dst, const void* a, const void* b
 }
 
 void reduce_many(DataType type, ReduceOp op, void* out, void* copy,
-                 std::span<const void* const> srcs, size_t count, CopyStores stores) {
+                 std::span<const void* const> srcs, size_t count, CopyStores stores,
+                 CopyStores out_stores) {
   check_type("reduce_many", type);
   check_op("reduce_many", op, type);
   if (srcs.empty())
@@ -183,7 +184,8 @@ void reduce_many(DataType type, ReduceOp op, void* out, void* copy,
   check_buffer("reduce_many", "out", out, type, count);
   for (const void* src : srcs) check_buffer("reduce_many", "srcs[]", src, type, count);
   kMany[static_cast<int>(type)][static_cast<int>(op)](out, copy, srcs.data(), srcs.size(), count,
-                                                      stores == CopyStores::kStreaming);
+                                                      stores == CopyStores::kStreaming,
+                                                      out_stores == CopyStores::kStreaming);
 }
 
 void divide(DataType type, void* buf, size_t count, int divisor) {

@@ -72,9 +72,11 @@ struct Scaled {
   }
 
   static void many(std::byte* out, std::byte* copy, const void* const* srcs, size_t nsrc,
-                   size_t count, double pre, double post, bool stream) {
+                   size_t count, double pre, double post, bool stream, bool stream_out) {
     alignas(64) W acc[kBlock];
     alignas(64) W next[kBlock];
+    // With streaming out, each block is encoded here first and streamed to out and copy from here.
+    alignas(64) std::byte encoded[kBlock * Codec::kBytes];
     const W fp = static_cast<W>(pre), fo = static_cast<W>(post);
     for (size_t done = 0; done < count; done += kBlock) {
       const size_t n = std::min(kBlock, count - done), at = done * Codec::kBytes;
@@ -85,16 +87,23 @@ struct Scaled {
         for (size_t i = 0; i < n; ++i) acc[i] += next[i] * fp;
       }
       for (size_t i = 0; i < n; ++i) acc[i] *= fo;
-      Codec::store(acc, out + at, n);
+      const std::byte* result = out + at;
+      if (stream_out) {
+        Codec::store(acc, encoded, n);
+        stream_copy_unfenced(out + at, encoded, n * Codec::kBytes);
+        result = encoded;
+      } else {
+        Codec::store(acc, out + at, n);
+      }
       if (copy != nullptr) {
         if (stream) {
-          stream_copy_unfenced(copy + at, out + at, n * Codec::kBytes);
+          stream_copy_unfenced(copy + at, result, n * Codec::kBytes);
         } else {
-          std::memcpy(copy + at, out + at, n * Codec::kBytes);
+          std::memcpy(copy + at, result, n * Codec::kBytes);
         }
       }
     }
-    if (copy != nullptr && stream) store_fence();
+    if (stream_out || (copy != nullptr && stream)) store_fence();
   }
 };
 
@@ -137,7 +146,8 @@ void scale(DataType type, void* dst, const void* src, double factor, size_t coun
 }
 
 void reduce_many_scaled(DataType type, void* out, void* copy, std::span<const void* const> srcs,
-                        size_t count, double pre, double post, CopyStores stores) {
+                        size_t count, double pre, double post, CopyStores stores,
+                        CopyStores out_stores) {
   if (srcs.empty())
     throw make_error(ErrorCode::kInvalidArgument,
                      "reduce::reduce_many_scaled: no sources for {} elements; pass at least one",
@@ -145,7 +155,8 @@ void reduce_many_scaled(DataType type, void* out, void* copy, std::span<const vo
   if (count == 0) return;
   dispatch("reduce_many_scaled", type, [&]<typename Codec>() {
     Scaled<Codec>::many(static_cast<std::byte*>(out), static_cast<std::byte*>(copy), srcs.data(),
-                        srcs.size(), count, pre, post, stores == CopyStores::kStreaming);
+                        srcs.size(), count, pre, post, stores == CopyStores::kStreaming,
+                        out_stores == CopyStores::kStreaming);
   });
 }
 

@@ -499,7 +499,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypesOps, AccumulateSelfTest,
                                             ::testing::ValuesIn(kAllOps)),
                          type_op_name);
 
-// ---- reduce_many: N sources in one pass, an optional second copy, cached or streaming ----
+// ---- reduce_many: N sources in one pass, an optional second copy, cached or streaming (both out
+// and the copy) ----
 
 // Which buffer reduce_many's out is: its own, or exactly one of the sources (in place).
 enum class ManyOut { kSeparate, kFirstSource, kLastSource };
@@ -541,7 +542,7 @@ TEST_P(ReduceManyTest, FoldsSourcesLeftToRightIntoOutAndCopy) {
     std::byte* dst = out.data();
     if (out_kind == ManyOut::kFirstSource) dst = srcs.front().data();
     if (out_kind == ManyOut::kLastSource) dst = srcs.back().data();
-    reduce_many(type, op, dst, copy.data(), pointers, count, stores);
+    reduce_many(type, op, dst, copy.data(), pointers, count, stores, stores);
 
     for (size_t i = 0; i < count; ++i) {
       ASSERT_TRUE(same_element(type, op, expected.data() + i * size, dst + i * size, i));

@@ -1,0 +1,114 @@
+// ShmStoreTuner: which stores the shm allreduce uses per size class, from the times it is fed.
+#include "collectives/shm_store_tuner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <utility>
+
+namespace tutti::collectives {
+namespace {
+
+using reduce::CopyStores;
+constexpr CopyStores kC = CopyStores::kCached;
+constexpr CopyStores kS = CopyStores::kStreaming;
+constexpr size_t kBig = 32 << 20;
+
+std::pair<CopyStores, CopyStores> as_pair(ShmStores s) {
+  return {s.window, s.output};
+}
+
+// Feeds `calls` calls of `bytes` to the tuner, each taking the time `ns_of` gives for its stores,
+// and counts how often each combination was chosen.
+template <typename NsOf>
+std::map<std::pair<CopyStores, CopyStores>, int> drive(ShmStoreTuner& tuner, size_t bytes,
+                                                       bool in_place, int calls, NsOf ns_of) {
+  std::map<std::pair<CopyStores, CopyStores>, int> chosen;
+  for (int i = 0; i < calls; ++i) {
+    const ShmStores s = tuner.choose(bytes, in_place);
+    ++chosen[as_pair(s)];
+    tuner.record(bytes, in_place, s, ns_of(s));
+  }
+  return chosen;
+}
+
+TEST(ShmStoreTuner, SmallMessagesAreCachedAndUntimed) {
+  ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
+  const size_t small = ShmStoreTuner::kMinTunedBytes - 1;
+  EXPECT_FALSE(tuner.timed(small));
+  EXPECT_TRUE(tuner.timed(ShmStoreTuner::kMinTunedBytes));
+  for (bool in_place : {true, false})
+    EXPECT_EQ(as_pair(tuner.choose(small, in_place)), std::make_pair(kC, kC));
+}
+
+TEST(ShmStoreTuner, ForcedModesForceWindowAndOutput) {
+  ShmStoreTuner cached(ShmStoreTuner::Mode::kCached);
+  ShmStoreTuner streaming(ShmStoreTuner::Mode::kStreaming);
+  for (bool in_place : {true, false}) {
+    EXPECT_EQ(as_pair(cached.choose(kBig, in_place)), std::make_pair(kC, kC));
+    EXPECT_EQ(as_pair(streaming.choose(kBig, in_place)), std::make_pair(kS, kS));
+  }
+  EXPECT_FALSE(cached.timed(kBig));
+  EXPECT_FALSE(streaming.timed(kBig));
+}
+
+// Each of the four combinations in turn is the fastest: the tuner tries all, then settles on it,
+// still exploring the others now and then.
+class ShmStoreTunerBest
+    : public ::testing::TestWithParam<std::tuple<CopyStores, CopyStores, bool>> {};
+
+TEST_P(ShmStoreTunerBest, SettlesOnTheFastestCombination) {
+  const auto [window, output, in_place] = GetParam();
+  ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
+  const auto chosen = drive(tuner, kBig, in_place, 400, [&](ShmStores s) {
+    return (s.window == window && s.output == output) ? 1e6 : 2e6;
+  });
+  ASSERT_EQ(chosen.size(), 4u) << "every combination is tried";
+  const int best = chosen.at({window, output});
+  EXPECT_GE(best, 360) << "the fastest is used except when exploring";
+  for (const auto& [stores, n] : chosen) {
+    if (stores != std::make_pair(window, output)) {
+      EXPECT_GE(n, 4) << "each other one is explored";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCombinations, ShmStoreTunerBest,
+                         ::testing::Combine(::testing::Values(kC, kS), ::testing::Values(kC, kS),
+                                            ::testing::Bool()));
+
+TEST(ShmStoreTuner, FollowsAChangeOfTheFastest) {
+  ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
+  // First cached everywhere is fastest (vCPUs near each other, output in cache), then streaming
+  // everywhere (vCPUs moved apart): the explored calls notice and the choice moves.
+  drive(tuner, kBig, false, 200,
+        [](ShmStores s) { return s.window == kC && s.output == kC ? 1e6 : 3e6; });
+  const auto later = drive(tuner, kBig, false, 400, [](ShmStores s) {
+    return s.window == kS && s.output == kS ? 1e6 : 3e6;
+  });
+  EXPECT_GE(later.at({kS, kS}), 300);
+}
+
+TEST(ShmStoreTuner, SizeClassesAndPlacementsAreTunedApart) {
+  ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
+  // Out of place at 32 MiB wants streaming output; in place at 32 MiB and out of place at 1 MiB
+  // want cached output. Interleaved, as a trainer's calls are.
+  for (int i = 0; i < 300; ++i) {
+    const ShmStores a = tuner.choose(kBig, false);
+    tuner.record(kBig, false, a, a.output == kS ? 1e6 : 2e6);
+    const ShmStores b = tuner.choose(kBig, true);
+    tuner.record(kBig, true, b, b.output == kC ? 1e6 : 2e6);
+    const ShmStores c = tuner.choose(1 << 20, false);
+    tuner.record(1 << 20, false, c, c.output == kC ? 1e5 : 2e5);
+  }
+  int right = 0;
+  for (int i = 0; i < 15; ++i) {
+    right += tuner.choose(kBig, false).output == kS;
+    right += tuner.choose(kBig, true).output == kC;
+    right += tuner.choose(1 << 20, false).output == kC;
+  }
+  EXPECT_GE(right, 42);  // all but the few explored calls
+}
+
+}  // namespace
+}  // namespace tutti::collectives
