@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "baselines/gloo_baseline.hpp"
+#include "baselines/inplace_baseline.hpp"
 #include "baselines/mpi_baseline.hpp"
 #include "baselines/nccl_baseline.hpp"
 
@@ -18,13 +19,15 @@ std::string_view baseline_name(BaselineKind kind) {
       return "gloo";
     case BaselineKind::kNccl:
       return "nccl";
+    case BaselineKind::kInPlace:
+      return "inplace";
   }
   return "?";
 }
 
 std::optional<BaselineKind> parse_baseline(const std::string& name) {
-  for (BaselineKind k :
-       {BaselineKind::kNone, BaselineKind::kMpi, BaselineKind::kGloo, BaselineKind::kNccl})
+  for (BaselineKind k : {BaselineKind::kNone, BaselineKind::kMpi, BaselineKind::kGloo,
+                         BaselineKind::kNccl, BaselineKind::kInPlace})
     if (baseline_name(k) == name) return k;
   return std::nullopt;
 }
@@ -32,6 +35,7 @@ std::optional<BaselineKind> parse_baseline(const std::string& name) {
 bool baseline_built(BaselineKind kind) {
   switch (kind) {
     case BaselineKind::kNone:
+    case BaselineKind::kInPlace:
       return true;
     case BaselineKind::kMpi:
       return TUTTI_BENCH_HAVE_MPI != 0;
@@ -70,6 +74,8 @@ std::unique_ptr<BaselineSession> start_baseline_session(BaselineKind kind) {
   switch (kind) {
     case BaselineKind::kNone:
       return std::make_unique<NoSession>();
+    case BaselineKind::kInPlace:
+      return start_inplace_session();
     case BaselineKind::kMpi:
 #if TUTTI_BENCH_HAVE_MPI
       return start_mpi_session();

@@ -1,6 +1,8 @@
-// Peers tutti-bench can time side by side with tutti's allreduce (--baseline mpi|gloo|nccl): the same
-// ranks, the same buffer, the same sizes, interleaved. Each peer is optional at build time
-// (TUTTI_WITH_MPI, TUTTI_WITH_GLOO, TUTTI_WITH_CUDA for nccl); asking for one that was not built is a clear error.
+// Peers tutti-bench can time side by side with tutti's allreduce (--baseline
+// mpi|gloo|nccl|inplace): the same ranks, the same buffer, the same sizes, interleaved. Each
+// outside peer is optional at build time (TUTTI_WITH_MPI, TUTTI_WITH_GLOO, TUTTI_WITH_CUDA for
+// nccl); asking for one that was not built is a clear error. inplace (tutti's own in-place
+// allreduce) is always there.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +15,7 @@
 
 namespace tutti::bench {
 
-enum class BaselineKind { kNone, kMpi, kGloo, kNccl };
+enum class BaselineKind { kNone, kMpi, kGloo, kNccl, kInPlace };
 
 std::string_view baseline_name(BaselineKind kind);
 std::optional<BaselineKind> parse_baseline(const std::string& name);
@@ -38,6 +40,9 @@ class Baseline {
   // tutti's out-of-place column has a peer of its own kind.
   virtual void allreduce_out_of_place(const void* send, void* recv, size_t count, DataType type,
                                       ReduceOp op) = 0;
+  // Whether the out-of-place call leaves a result that the bench can check (false for a peer
+  // that runs in place on recv instead: its #wrong is then N/A).
+  virtual bool checks_out_of_place() const { return true; }
 };
 
 // Work a peer must do before tutti::init() (MPI_Init, and handing tutti a store address when the

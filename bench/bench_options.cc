@@ -1,7 +1,5 @@
 #include "bench_options.hpp"
 
-#include "device/device_buffers.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -10,6 +8,8 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+
+#include "device/device_buffers.hpp"
 
 namespace tutti::bench {
 namespace {
@@ -74,8 +74,10 @@ constexpr std::string_view kUsage =
     "                          buffer, interleaved with tutti's in-place one, and add its time,\n"
     "                          busbw, #wrong and ratio = tutti busbw / PEER busbw (median of the\n"
     "                          per-round ratios). PEER: mpi (run under Open MPI's mpirun), gloo\n"
-    "                          (Gloo ring_chunked over tcp on loopback; any launcher) or nccl\n"
+    "                          (Gloo ring_chunked over tcp on loopback; any launcher), nccl\n"
     "                          (plain ncclAllReduce on the same GPU buffers; with --device cuda)\n"
+    "                          or inplace (tutti's own in-place allreduce: the out-of-place ratio\n"
+    "                          is then tutti out of place / tutti in place)\n"
     "      --device WHERE      host (default) or cuda: the buffers live on GPU local_rank % GPUs\n"
     "                          (allreduce, allgather, broadcast, reduce_scatter; needs a build\n"
     "                          with TUTTI_WITH_CUDA and an NVIDIA GPU)\n"
@@ -114,7 +116,8 @@ std::optional<std::vector<T>> parse_list(const std::string& text, std::span<cons
 // "mpi gloo", "mpi", ... or "none": what --baseline accepts in this build.
 std::string built_baselines_text() {
   std::string out;
-  for (BaselineKind k : {BaselineKind::kMpi, BaselineKind::kGloo, BaselineKind::kNccl}) {
+  for (BaselineKind k :
+       {BaselineKind::kMpi, BaselineKind::kGloo, BaselineKind::kNccl, BaselineKind::kInPlace}) {
     if (!baseline_built(k)) continue;
     if (!out.empty()) out += ' ';
     out += baseline_name(k);
@@ -342,7 +345,8 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
 
   auto baseline_kind = parse_baseline(lower(baseline));
   if (!baseline_kind)
-    return usage_error(fmt::format("--baseline '{}': use mpi, gloo, nccl or none", baseline));
+    return usage_error(
+        fmt::format("--baseline '{}': use mpi, gloo, nccl, inplace or none", baseline));
   o.baseline = *baseline_kind;
   if (o.baseline != BaselineKind::kNone && o.collective != Collective::kAllreduce)
     return usage_error(

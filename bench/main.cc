@@ -161,8 +161,8 @@ Measurement measure_interleaved(Communicator& comm, CollectiveRunner& runner, Ba
     if (spec.in_place)
       baseline.allreduce(runner.call_recv_ptr(spec), count, spec.type, spec.op);
     else
-      baseline.allreduce_out_of_place(runner.call_send_ptr(spec), runner.call_recv_ptr(spec),
-                                      count, spec.type, spec.op);
+      baseline.allreduce_out_of_place(runner.call_send_ptr(spec), runner.call_recv_ptr(spec), count,
+                                      spec.type, spec.op);
   };
   runner.fill(spec);
   if (spec.in_place) baseline.prepare(runner.call_recv_ptr(spec), count, spec.type, spec.op);
@@ -183,9 +183,13 @@ Measurement measure_interleaved(Communicator& comm, CollectiveRunner& runner, Ba
     runner.fill(spec);
     ours();
     m.wrong = sum_over_ranks(comm, static_cast<int64_t>(runner.count_wrong(spec)));
-    runner.fill(spec);
-    theirs();
-    base.measurement.wrong = sum_over_ranks(comm, static_cast<int64_t>(runner.count_wrong(spec)));
+    if (spec.in_place || baseline.checks_out_of_place()) {
+      runner.fill(spec);
+      theirs();
+      base.measurement.wrong = sum_over_ranks(comm, static_cast<int64_t>(runner.count_wrong(spec)));
+    } else {
+      base.measurement.wrong = -1;  // N/A: this peer's out-of-place call leaves no result
+    }
   }
   return m;
 }
@@ -253,7 +257,9 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
   const std::string baseline_label = baseline ? std::string(baseline_name(o.baseline)) : "";
   if (rank == 0) {
     std::string head = header_text(o, ranks);
-    if (device) head += fmt::format("# Buffers on the GPU (--device cuda), rank 0: {}\n", device->description());
+    if (device)
+      head +=
+          fmt::format("# Buffers on the GPU (--device cuda), rank 0: {}\n", device->description());
     if (baseline)
       head += baseline_header_text(baseline_label, baseline->description(), o.rounds, o.iters);
     print(head + column_header_text(baseline_label));

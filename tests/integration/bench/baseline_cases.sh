@@ -32,9 +32,16 @@ mpirun_cmd() {
   timeout 60 "$MPIRUN" "${root_flags[@]}" --oversubscribe --bind-to none -np "$np" "$@"
 }
 
-# The run's text output and CSV agree with each other and with the baseline's name.
+# The run's text output and CSV agree with each other and with the baseline's name. With a second
+# argument the peer's out-of-place #wrong must be N/A (inplace runs in place on the receive buffer
+# instead, so it leaves no out-of-place result to check).
 check_results() {
   local name=$1
+  local oop_wrong=0 oop_csv_wrong=0
+  if [ $# -ge 2 ]; then
+    oop_wrong=N/A
+    oop_csv_wrong=
+  fi
   grep -q '^# Out of bounds values : 0 OK$' "$WORK/out" || fail "not every value validated"
   grep -qE "^# Baseline $name: " "$WORK/out" || fail "no '# Baseline $name:' header line"
   grep -qE "^#.*baseline: $name" "$WORK/out" || fail "no baseline column title"
@@ -47,11 +54,11 @@ check_results() {
   # (against tutti's in-place column), then the same out of place.
   # (The text prints ratios with two decimals, so a loaded machine's 0.004 shows as 0.00: the CSV
   # below, with six significant digits, is where they must be positive.)
-  awk '!/^#/ && (NF != 23 || $17 != 0 || $22 != 0 || $13 != 0 || $9 != 0 || $18 !~ /^[0-9]+[.][0-9]+$/ || $23 !~ /^[0-9]+[.][0-9]+$/) { bad = 1; print "bad row: " $0 }
+  awk -v oop="$oop_wrong" '!/^#/ && (NF != 23 || $17 != 0 || $22 != oop || $13 != 0 || $9 != 0 || $18 !~ /^[0-9]+[.][0-9]+$/ || $23 !~ /^[0-9]+[.][0-9]+$/) { bad = 1; print "bad row: " $0 }
        END { exit bad }' "$WORK/out" >&2 || fail "a row lacks a ratio or has a wrong value"
-  python3 - "$WORK/r.csv" "$name" "$ROWS" <<'PY' || fail "csv"
+  python3 - "$WORK/r.csv" "$name" "$ROWS" "$oop_csv_wrong" <<'PY' || fail "csv"
 import csv, sys
-path, name, rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
+path, name, rows, oop_wrong = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 table = list(csv.DictReader(open(path)))
 assert len(table) == rows, f"{len(table)} csv rows, expected {rows}"
 for row in table:
@@ -61,7 +68,7 @@ for row in table:
     assert float(row["baseline_time_us"]) > 0 and float(row["inplace_time_us"]) > 0, row
     assert float(row["oop_ratio"]) > 0 and float(row["oop_baseline_time_us"]) > 0, row
     assert row["wrong"] == row["inplace_wrong"] == row["baseline_wrong"] == "0", row
-    assert row["oop_baseline_wrong"] == "0", row
+    assert row["oop_baseline_wrong"] == oop_wrong, row
 PY
 }
 
@@ -92,6 +99,14 @@ case "$CASE" in
     # Gloo's rendezvous directory (under TMPDIR) must not outlive the run.
     left=$(find "$WORK/tmp" -mindepth 1 -name 'tutti-bench-gloo*' | head -n1)
     [ -z "$left" ] || fail "left behind: $left"
+    ;;
+  inplace_np3)
+    # tutti against its own in-place allreduce: no outside peer, any launcher, any build.
+    timeout 60 "$TUTTIRUN" -np 3 --no-tag-output -- "$BENCH" "${SWEEP[@]}" --baseline inplace \
+      --csv "$WORK/r.csv" >"$WORK/out" 2>"$WORK/err" || fail "exit $?"
+    check_results inplace oop-unchecked
+    grep -qE "^# Baseline inplace: tutti's own in-place allreduce" "$WORK/out" ||
+      fail "the header does not say what inplace runs"
     ;;
   mpi_under_tuttirun)
     # tuttirun starts no MPI job: the MPI baseline must refuse and point at mpirun.

@@ -171,7 +171,8 @@ TEST(BaselineOptions, RejectsWhatCannotWork) {
   }
   EXPECT_NE(parse({"broadcast", "--baseline", "gloo"}).message.find("allreduce only"),
             std::string::npos);
-  EXPECT_NE(parse({"allreduce", "--baseline", "rccl"}).message.find("use mpi, gloo, nccl or none"),
+  EXPECT_NE(parse({"allreduce", "--baseline", "rccl"})
+                .message.find("use mpi, gloo, nccl, inplace or none"),
             std::string::npos);
 }
 
@@ -206,7 +207,8 @@ TEST_P(BaselineAvailability, AcceptedWhenBuiltElseExplained) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Peers, BaselineAvailability,
-                         ::testing::Values(BaselineKind::kMpi, BaselineKind::kGloo),
+                         ::testing::Values(BaselineKind::kMpi, BaselineKind::kGloo,
+                                           BaselineKind::kInPlace),
                          [](const auto& info) { return std::string(baseline_name(info.param)); });
 
 // --device cuda and --baseline nccl (issue 12): what a build without CUDA says, and the pairs of
