@@ -75,6 +75,33 @@ void BM_ReduceManyFloat(benchmark::State& state) {
 
 BENCHMARK(BM_ReduceManyFloat)->ArgsProduct({{256 << 10, 64 << 20}, {2, 4}, {0, 1}});
 
+// What out of place costs against in place on this machine's memory, the bound on tutti's
+// out-of-place/in-place ratio (issue 15): out = a + b with out = a (range(1) = 0, in place), out a
+// third buffer written with cached stores (1: each out line is read before it is overwritten), or
+// with streaming stores (2). bytes/s counts one buffer's size per call.
+void BM_OutOfPlaceSum(benchmark::State& state) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  const auto how = state.range(1);
+  const size_t count = bytes / sizeof(float);
+  std::vector<float> a(count, 1.0f), b(count, 0.0f), c(count, 0.0f);
+  const void* srcs[] = {a.data(), b.data()};
+  float* out = how == 0 ? a.data() : c.data();
+  const auto stores =
+      how == 2 ? tutti::reduce::CopyStores::kStreaming : tutti::reduce::CopyStores::kCached;
+  for (auto _ : state) {
+    tutti::reduce::reduce_many(tutti::DataType::kFloat32, tutti::ReduceOp::kSum, out, nullptr, srcs,
+                               count, tutti::reduce::CopyStores::kCached, stores);
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+  state.SetLabel(how == 0   ? "in place"
+                 : how == 1 ? "out of place, cached"
+                            : "out of place, streaming");
+}
+
+BENCHMARK(BM_OutOfPlaceSum)->ArgsProduct({{1 << 20, 4 << 20, 16 << 20, 64 << 20}, {0, 1, 2}});
+
 // memcpy against stream_copy, the two ways the shm allreduce stages its input.
 void BM_Copy(benchmark::State& state) {
   const auto bytes = static_cast<size_t>(state.range(0));
