@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# pods_tcp.sh: tutti's allreduce over TCP between "pods" (network namespaces, one rank each, veth
+# into a bridge: not loopback), against what users run there instead (issue 15, item 4):
+#   mpi    Open MPI's tcp BTL, interleaved in the same processes (tutti-bench --baseline mpi under
+#          mpirun, which starts its daemons in the pods through kubexec);
+#   gloo   Gloo ring_chunked, interleaved (tutti-bench --baseline gloo under tuttirun --pods);
+#   torch  PyTorch's gloo backend (bench/torch_gloo_bench.py, one rank per pod), in whole runs
+#          alternating with tutti's own (two programs cannot be interleaved call by call).
+#
+#   bench/pods_tcp.sh BUILD OUT [--np "2 4"] [--peers "mpi gloo torch"] [--runs 2] [-- BENCH_FLAGS]
+#
+# Writes OUT/<peer>-np<N>-run<I>.txt and .csv (torch: OUT/torch-np<N>-run<I>.csv and
+# OUT/tutti-for-torch-np<N>-run<I>.csv) and prints the median ratio per size. Needs root (ip netns);
+# pods are made on subnet 198.18.251.0/24 and removed on exit. Every other address stays unused.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+BUILD=${1:?usage: bench/pods_tcp.sh BUILD OUT [--np "2 4"] [--peers "mpi gloo torch"] [--runs N] [-- FLAGS]}
+OUT=${2:?usage: bench/pods_tcp.sh BUILD OUT ...}
+shift 2
+NPS="2 4"
+PEERS="mpi gloo torch"
+RUNS=2
+FLAGS=(-b 1M -e 64M -f 4 -n 10 -w 3 --rounds 5 -c 1)
+while [ $# -gt 0 ]; do
+  case $1 in
+    --np) NPS=$2; shift 2 ;;
+    --peers) PEERS=$2; shift 2 ;;
+    --runs) RUNS=$2; shift 2 ;;
+    --) shift; FLAGS=("$@"); break ;;
+    *) echo "pods_tcp.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+BUILD=$(cd "$BUILD" && pwd)
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+BENCH=$BUILD/bin/tutti-bench
+TUTTIRUN=$BUILD/bin/tuttirun
+KUBEXEC=$BUILD/bin/kubexec
+HOSTFILE=$BUILD/bin/tutti-hostfile
+for b in "$BENCH" "$TUTTIRUN" "$KUBEXEC" "$HOSTFILE"; do
+  [ -x "$b" ] || { echo "pods_tcp.sh: $b is missing; build first (make build)" >&2; exit 2; }
+done
+K=251
+SUBNET="198.18.$K.0/24"
+HOST_ADDR="198.18.$K.1"
+PREFIX=tcpbench
+export PATH="$ROOT/tests/integration/pods:$PATH"
+export KUBEXEC_KUBECTL="$ROOT/tests/integration/pods/kubectl"  # the pods' kubectl stand-in
+# shellcheck source=../tests/integration/pods/pods.sh
+source "$ROOT/tests/integration/pods/pods.sh"
+fail() {
+  echo "pods_tcp.sh: $*" >&2
+  exit 1
+}
+
+pod_names() {
+  local i names=
+  for ((i = 0; i < $1; i++)); do names+="${names:+,}$PREFIX-worker-$i"; done
+  echo "$names"
+}
+
+MAX_NP=0
+for np in $NPS; do [ "$np" -gt "$MAX_NP" ] && MAX_NP=$np; done
+pods_up "$PREFIX" "$MAX_NP" "$K"
+
+# tutti over TCP on the pods' eth0 in every run, whatever launched it.
+TUTTI_ENV=(TUTTI_TRANSPORT=tcp TUTTI_SOCKET_IFNAME=eth0)
+
+run_mpi() {  # np run
+  local np=$1 i=$2 hostfile="$OUT/hostfile-np$1"
+  "$HOSTFILE" --pods "$(pod_names "$np")" --slots 1 --format openmpi -o "$hostfile" ||
+    fail "tutti-hostfile failed"
+  timeout 900 mpirun --allow-run-as-root --hostfile "$hostfile" -np "$np" --bind-to none \
+    --mca plm_rsh_agent "$KUBEXEC" --mca plm_rsh_no_tree_spawn 1 \
+    --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
+    -x TUTTI_TRANSPORT=tcp -x TUTTI_SOCKET_IFNAME=eth0 \
+    "$BENCH" allreduce --baseline mpi "${FLAGS[@]}" --csv "$OUT/mpi-np$np-run$i.csv" \
+    >"$OUT/mpi-np$np-run$i.txt" 2>&1 || fail "mpi np$np run $i failed: see $OUT/mpi-np$np-run$i.txt"
+}
+
+run_gloo() {  # np run
+  local np=$1 i=$2
+  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --exec kubexec --kubexec "$KUBEXEC" \
+    --store-addr "$HOST_ADDR" --no-tag-output -- \
+    env "${TUTTI_ENV[@]}" GLOO_SOCKET_IFNAME=eth0 \
+    "$BENCH" allreduce --baseline gloo "${FLAGS[@]}" --csv "$OUT/gloo-np$np-run$i.csv" \
+    >"$OUT/gloo-np$np-run$i.txt" 2>&1 || fail "gloo np$np run $i failed: see $OUT/gloo-np$np-run$i.txt"
+}
+
+# torch: one rank per pod, rank 0's pod hosts the rendezvous; then tutti alone, same sizes.
+run_torch() {  # np run
+  local np=$1 i=$2 r pids=()
+  local master
+  master="$(pod_ip "$K" 0):29650"
+  for ((r = np - 1; r >= 0; r--)); do
+    ip netns exec "$PREFIX-worker-$r" env GLOO_SOCKET_IFNAME=eth0 timeout 900 /usr/bin/python3 \
+      "$HERE/torch_gloo_bench.py" -np "$np" --rank "$r" --master "$master" \
+      -b "${TORCH_B:-1M}" -e "${TORCH_E:-64M}" -f 4 -n 10 -w 3 -c 1 \
+      --csv "$OUT/torch-np$np-run$i.csv" >"$OUT/torch-np$np-run$i.rank$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || fail "torch np$np run $i failed: see $OUT/torch-np$np-run$i.rank*.txt"; done
+  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --exec kubexec --kubexec "$KUBEXEC" \
+    --store-addr "$HOST_ADDR" --no-tag-output -- env "${TUTTI_ENV[@]}" \
+    "$BENCH" allreduce -b "${TORCH_B:-1M}" -e "${TORCH_E:-64M}" -f 4 -n 10 -w 3 -c 1 \
+    --csv "$OUT/tutti-for-torch-np$np-run$i.csv" >"$OUT/tutti-for-torch-np$np-run$i.txt" 2>&1 ||
+    fail "tutti np$np (torch pair) run $i failed"
+}
+
+for ((i = 1; i <= RUNS; i++)); do
+  for np in $NPS; do
+    for peer in $PEERS; do
+      echo "== $peer np$np run $i"
+      "run_$peer" "$np" "$i"
+    done
+  done
+done
+
+for np in $NPS; do
+  for peer in $PEERS; do
+    if [ "$peer" = torch ]; then
+      t=() p=()
+      for ((i = 1; i <= RUNS; i++)); do
+        t+=("$OUT/tutti-for-torch-np$np-run$i.csv")
+        p+=("$OUT/torch-np$np-run$i.csv")
+      done
+      echo "== tutti / PyTorch gloo, np$np (alternating runs)"
+      /usr/bin/python3 "$HERE/torch_gloo_bench.py" --ratio "$(IFS=,; echo "${t[*]}")" "$(IFS=,; echo "${p[*]}")"
+    else
+      echo "== tutti / $peer, np$np (interleaved; in place, then out of place)"
+      python3 "$HERE/ratio_table.py" --merge "$OUT/$peer-np$np-run"*.csv || true
+    fi
+  done
+done
