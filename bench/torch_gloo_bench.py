@@ -2,6 +2,7 @@
 """PyTorch's gloo allreduce (torch.distributed), timed like tutti-bench, for the issue 4 ratio.
 
     bench/torch_gloo_bench.py [-np N] [-b 1M] [-e 64M] [-f 4] [-n 10] [-w 3] [-c 1] [--csv FILE]
+    bench/torch_gloo_bench.py -np N --rank R --master ADDR:PORT [the options above]
     bench/torch_gloo_bench.py --ratio TUTTI.csv[,...] TORCH.csv[,...]
 
 The first form starts N rank processes on this host (torch.multiprocessing, rendezvous on a free
@@ -11,6 +12,13 @@ warm-up calls, then -n timed calls after a barrier; the slowest rank's time coun
 algbw * 2 (N-1) / N. With -c 1 every size is checked once against the exact sum first. --csv
 writes tutti-bench's CSV columns (size,count,type,redop,root,nranks,time_us,algbw_gbps,busbw_gbps,
 wrong), so the files line up with `tutti-bench --csv`.
+
+With --rank R --master ADDR:PORT this process runs only rank R of the -np N ranks, for ranks on
+different hosts or pods (one invocation per rank, e.g. under kubectl exec): they rendezvous at
+tcp://ADDR:PORT, which rank 0 hosts (torch's TCPStore), so ADDR must be rank 0's address as the
+others reach it. torch's gloo picks its interface from GLOO_SOCKET_IFNAME (else the address the
+hostname resolves to). Rank 0 prints the table and writes --csv as the first form does; the other
+ranks print nothing unless they fail.
 
 With --case resnet50 (or TxS, e.g. 256x16K) it measures instead, as `tutti-bench engine` does,
 steps per second of a gradient sync: (a) one blocking all_reduce per tensor in backward order and
@@ -78,12 +86,21 @@ def case_sizes(text):
     return [parse_bytes(s) // 4] * int(t)
 
 
-def steps_main(rank, args, port, queue):
+def parse_master(text):
+    """ADDR:PORT (ADDR may be a bracketed IPv6 address) for --master, as argparse's type."""
+    addr, sep, port = text.rpartition(":")
+    if not sep or not addr or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"'{text}' is not ADDR:PORT (e.g. 198.18.1.10:29500)")
+    return f"{addr}:{int(port)}"
+
+
+# rank_main and steps_main run one rank of the job; rank 0 hands its result to report(), which
+# is a queue's put under torch.multiprocessing and a local list when this process is one rank.
+def steps_main(rank, args, init_method, report):
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=args.np)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=args.np)
     sizes_ = case_sizes(args.case)
     flat = torch.ones(sum(sizes_), dtype=torch.float32)
     views, at = [], 0
@@ -114,17 +131,16 @@ def steps_main(rank, args, port, queue):
         a.append(1 / timed(per_tensor, args.n))
         c.append(1 / timed(one_buffer, args.n))
     if rank == 0:
-        queue.put((statistics.median(a), statistics.median(c), len(sizes_), sum(sizes_)))
+        report((statistics.median(a), statistics.median(c), len(sizes_), sum(sizes_)))
     dist.barrier()
     dist.destroy_process_group()
 
 
-def rank_main(rank, args, port, queue):
+def rank_main(rank, args, init_method, report):
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=args.np)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=args.np)
     n = args.np
     rows = []
     for size in sizes(args.b, args.e, args.f):
@@ -147,16 +163,21 @@ def rank_main(rank, args, port, queue):
         dist.all_reduce(stats, op=dist.ReduceOp.MAX)
         rows.append((size, count, stats[0].item(), int(stats[1].item())))
     if rank == 0:
-        queue.put(rows)
+        report(rows)
     dist.barrier()
     dist.destroy_process_group()
 
 
-def run(args):
+def spawned(target, rank, args, init_method, queue):
+    """A torch.multiprocessing child: one rank that reports through the parent's queue."""
+    target(rank, args, init_method, queue.put)
+
+
+def import_torch():
+    """torch, or None after saying on stderr why it cannot be imported."""
     try:
         import torch
         import torch.distributed as dist
-        import torch.multiprocessing as mp
     except ImportError as e:
         if os.path.isdir("/usr/lib/python3/dist-packages/torch") and \
                 sys.executable != "/usr/bin/python3":
@@ -167,16 +188,26 @@ def run(args):
             print(f"torch_gloo_bench: PyTorch is not installed ({e}). It is not a tutti "
                   "dependency; on Debian 12: apt-get install --no-install-recommends "
                   "python3-torch, then run this script with /usr/bin/python3", file=sys.stderr)
-        return 2
+        return None
     if not dist.is_available() or not dist.is_gloo_available():
         print("torch_gloo_bench: this PyTorch has no gloo backend", file=sys.stderr)
-        return 2
+        return None
     torch.set_num_threads(1)
+    return torch
+
+
+def run(args):
+    torch = import_torch()
+    if torch is None:
+        return 2
+    import torch.multiprocessing as mp
+
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
-    port = free_port()
+    init_method = f"tcp://127.0.0.1:{free_port()}"
     target = steps_main if args.case else rank_main
-    procs = [ctx.Process(target=target, args=(r, args, port, queue)) for r in range(args.np)]
+    procs = [ctx.Process(target=spawned, args=(target, r, args, init_method, queue))
+             for r in range(args.np)]
     for p in procs:
         p.start()
     rows = queue.get()
@@ -186,6 +217,24 @@ def run(args):
     if failed:
         print(f"torch_gloo_bench: ranks {failed} failed", file=sys.stderr)
         return 1
+    return print_results(args, torch, rows)
+
+
+def run_one_rank(args):
+    """--rank/--master: this process is one rank; rank 0 prints what run() prints."""
+    torch = import_torch()
+    if torch is None:
+        return 2
+    results = []
+    target = steps_main if args.case else rank_main
+    target(args.rank, args, f"tcp://{args.master}", results.append)
+    if args.rank != 0:
+        return 0
+    return print_results(args, torch, results[0])
+
+
+def print_results(args, torch, rows):
+    """Prints rank 0's result (and writes --csv); the exit code: 1 when a value was wrong."""
     n = args.np
     if args.case:
         a, c, tensors, elements = rows
@@ -251,7 +300,12 @@ def ratio(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("-np", type=int, default=2, help="ranks (processes) on this host")
+    p.add_argument("-np", type=int, default=2,
+                   help="ranks (processes): on this host, or in all with --rank")
+    p.add_argument("--rank", type=int,
+                   help="run only this rank of -np (0 <= R < N) in this process; needs --master")
+    p.add_argument("--master", type=parse_master, metavar="ADDR:PORT",
+                   help="with --rank: rendezvous at tcp://ADDR:PORT, hosted by rank 0")
     p.add_argument("-b", type=parse_bytes, default=parse_bytes("1M"), help="smallest size")
     p.add_argument("-e", type=parse_bytes, default=parse_bytes("64M"), help="largest size")
     p.add_argument("-f", type=int, default=4, help="size factor")
@@ -268,6 +322,13 @@ def main():
         return ratio(args)
     if args.np < 1:
         p.error("-np must be at least 1")
+    if (args.rank is None) != (args.master is None):
+        p.error("--rank and --master go together: each process runs one rank of -np N and "
+                "needs rank 0's ADDR:PORT")
+    if args.rank is not None:
+        if not 0 <= args.rank < args.np:
+            p.error(f"--rank {args.rank} is not a rank of -np {args.np} (0 <= R < {args.np})")
+        return run_one_rank(args)
     return run(args)
 
 

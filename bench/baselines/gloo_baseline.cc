@@ -1,24 +1,30 @@
 #include "baselines/gloo_baseline.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_ring_chunked.h>
-#include <gloo/math.h>
 #include <gloo/config.h>
+#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
+#include <netdb.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "env_value.hpp"
 
@@ -29,12 +35,34 @@ namespace {
 // peer died fails instead of hanging.
 constexpr std::chrono::seconds kGlooTimeout{120};
 
-// Rank 0 creates the rendezvous directory; every rank learns its path from a tutti broadcast.
+// The ranks whose `ok` is false, in rank order, the same list on every rank: a failure that only
+// some ranks see must still stop every rank, or the others would wait in Gloo's rendezvous until
+// kGlooTimeout.
+std::vector<int> failing_ranks(Communicator& comm, bool ok) {
+  const int32_t mine = ok ? 1 : 0;
+  std::vector<int32_t> all(static_cast<size_t>(comm.size()));
+  comm.allgather(&mine, all.data(), 1, DataType::kInt32);
+  std::vector<int> failing;
+  for (int r = 0; r < comm.size(); ++r)
+    if (all[static_cast<size_t>(r)] == 0) failing.push_back(r);
+  return failing;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ", "));
+}
+
+// Gloo's rendezvous reads and writes files here; rank 0 drops it in so the others can tell that
+// they see the directory rank 0 made, not merely one of the same name on their own filesystem.
+constexpr const char* kMarker = "made-by-rank-0";
+
+// Rank 0 creates the rendezvous directory; every rank learns its path from a tutti broadcast and
+// checks that it sees it, since a FileStore only works in a directory all ranks share.
 std::string shared_rendezvous_dir(Communicator& comm) {
   std::array<char, 512> path{};
+  const std::string tmpdir = env_value("TMPDIR").value_or("/tmp");
   if (comm.rank() == 0) {
-    std::string pattern =
-        fmt::format("{}/tutti-bench-gloo.XXXXXX", env_value("TMPDIR").value_or("/tmp"));
+    std::string pattern = fmt::format("{}/tutti-bench-gloo.XXXXXX", tmpdir);
     std::strncpy(path.data(), pattern.c_str(), path.size() - 1);
     if (::mkdtemp(path.data()) == nullptr) {
       // Still broadcast (an empty path) so the other ranks fail with rank 0 instead of waiting.
@@ -46,6 +74,8 @@ std::string shared_rendezvous_dir(Communicator& comm) {
                               "writable directory",
                               pattern, std::strerror(err)));
     }
+    if (std::FILE* f = std::fopen(fmt::format("{}/{}", path.data(), kMarker).c_str(), "w"))
+      std::fclose(f);
   }
   comm.broadcast(path.data(), path.size(), DataType::kUInt8, 0);
   if (path[0] == '\0')
@@ -53,7 +83,111 @@ std::string shared_rendezvous_dir(Communicator& comm) {
                 fmt::format("--baseline gloo: rank {} got no rendezvous directory from rank 0 "
                             "(see rank 0's error)",
                             comm.rank()));
+  std::error_code ec;
+  const bool sees = std::filesystem::exists(fmt::format("{}/{}", path.data(), kMarker), ec);
+  const std::vector<int> blind = failing_ranks(comm, sees);
+  if (!blind.empty()) {
+    // Rank 0 still owns the directory: the caller's cleanup has not been set up yet.
+    if (comm.rank() == 0) std::filesystem::remove_all(path.data(), ec);
+    throw Error(ErrorCode::kConfig,
+                fmt::format("--baseline gloo: {} cannot see {}, the rendezvous directory rank 0 "
+                            "made under its TMPDIR, so Gloo's file store cannot work; set TMPDIR "
+                            "on every rank to a directory on a filesystem all ranks share "
+                            "(reported by rank {})",
+                            rank_list(blind), path.data(), comm.rank()));
+  }
   return path.data();
+}
+
+// Where Gloo's tcp device listens, as this rank chose it.
+struct DeviceChoice {
+  gloo::transport::tcp::attr attr;
+  std::string where;  // for description(): the interface or address, and why
+};
+
+// GLOO_SOCKET_IFNAME, as PyTorch's gloo backend reads it, else loopback when every rank is on
+// this host. PyTorch takes a comma-separated list there and opens one device per interface; this
+// baseline opens one device, on the first interface listed.
+DeviceChoice choose_device(Communicator& comm) {
+  DeviceChoice choice;
+  if (auto ifname = env_value("GLOO_SOCKET_IFNAME")) {
+    std::string first = ifname->substr(0, ifname->find(','));
+    choice.attr.iface = first;
+    choice.where = fmt::format("interface {} (GLOO_SOCKET_IFNAME)", first);
+    return choice;
+  }
+  if (comm.local_size() == comm.size()) {
+    choice.attr.hostname = "127.0.0.1";
+    choice.where = "127.0.0.1 (all ranks on one host)";
+    return choice;
+  }
+  throw Error(ErrorCode::kConfig,
+              fmt::format("--baseline gloo: rank {} has {} of the {} ranks on its host, so Gloo "
+                          "cannot use 127.0.0.1; set GLOO_SOCKET_IFNAME on every rank to the "
+                          "network interface the ranks reach each other on (e.g. "
+                          "GLOO_SOCKET_IFNAME=eth0)",
+                          comm.rank(), comm.local_size(), comm.size()));
+}
+
+std::string numeric_address(const gloo::transport::tcp::attr& attr) {
+  std::array<char, NI_MAXHOST> host{};
+  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&attr.ai_addr),
+                    static_cast<socklen_t>(attr.ai_addrlen), host.data(), host.size(), nullptr, 0,
+                    NI_NUMERICHOST) != 0)
+    return "?";
+  return host.data();
+}
+
+// Opens this rank's device, then every rank learns whether all did; on any failure every rank
+// throws kConfig naming the ranks that failed (and this rank's own reason when it is one).
+// Returns the device and, for description(), where rank 0's listens.
+std::pair<std::shared_ptr<gloo::transport::Device>, std::string> open_device(Communicator& comm) {
+  std::shared_ptr<gloo::transport::Device> device;
+  std::string where;
+  std::string why;
+  try {
+    DeviceChoice choice = choose_device(comm);
+    where = choice.where;
+    if (!choice.attr.iface.empty()) {
+      // Gloo takes the interface's first address of any family, which may be an IPv6 link-local
+      // one that only works with a scope; prefer the IPv4 address when the interface has one.
+      choice.attr.ai_family = AF_INET;
+      try {
+        choice.attr = gloo::transport::tcp::CreateDeviceAttr(choice.attr);
+      } catch (const std::exception&) {
+        choice.attr.ai_family = AF_UNSPEC;
+        choice.attr = gloo::transport::tcp::CreateDeviceAttr(choice.attr);
+      }
+      where = fmt::format("{}, rank 0 at {}", where, numeric_address(choice.attr));
+    }
+    device = gloo::transport::tcp::CreateDevice(choice.attr);
+  } catch (const Error& e) {
+    why = e.what();
+  } catch (const std::exception& e) {
+    const auto ifname = env_value("GLOO_SOCKET_IFNAME");
+    why = fmt::format(
+        "--baseline gloo: rank {} cannot open Gloo's tcp device on {}: {}; {}", comm.rank(),
+        ifname ? fmt::format("interface {} (GLOO_SOCKET_IFNAME={})",
+                             ifname->substr(0, ifname->find(',')), *ifname)
+               : std::string("127.0.0.1"),
+        e.what(),
+        ifname ? "set GLOO_SOCKET_IFNAME to an interface that exists and has an address on every "
+                 "rank's host (see `ip -brief address`)"
+               : "check that loopback is up");
+  }
+  const std::vector<int> failed = failing_ranks(comm, device != nullptr);
+  if (!failed.empty()) {
+    if (!why.empty()) throw Error(ErrorCode::kConfig, why);
+    throw Error(ErrorCode::kConfig,
+                fmt::format("--baseline gloo: {} could not open Gloo's tcp device (see their "
+                            "errors); rank {} stops with them",
+                            rank_list(failed), comm.rank()));
+  }
+  // Every rank reports the same place: rank 0's.
+  std::array<char, 256> text{};
+  std::strncpy(text.data(), where.c_str(), text.size() - 1);
+  comm.broadcast(text.data(), text.size(), DataType::kUInt8, 0);
+  return {std::move(device), text.data()};
 }
 
 // Rank 0 removes the rendezvous directory when connect() ends, connected or not: by then every
@@ -218,19 +352,11 @@ class GlooBaseline final : public Baseline {
 class GlooSession final : public BaselineSession {
  public:
   std::unique_ptr<Baseline> connect(Communicator& comm) override {
-    if (comm.local_size() != comm.size())
-      throw Error(ErrorCode::kConfig,
-                  fmt::format("--baseline gloo: rank {} sees {} of {} ranks on its host; the Gloo "
-                              "baseline rendezvouses through a local directory and needs every "
-                              "rank on one host",
-                              comm.rank(), comm.local_size(), comm.size()));
+    auto [device, where] = open_device(comm);
     const std::string dir = shared_rendezvous_dir(comm);
     RemoveDirAtExit cleanup(dir, comm.rank() == 0);
-    const std::string host = "127.0.0.1";
     std::shared_ptr<gloo::Context> context;
     try {
-      gloo::transport::tcp::attr attr(host.c_str());
-      auto device = gloo::transport::tcp::CreateDevice(attr);
       auto ctx = std::make_shared<gloo::rendezvous::Context>(comm.rank(), comm.size());
       ctx->setTimeout(std::chrono::duration_cast<std::chrono::milliseconds>(kGlooTimeout));
       gloo::rendezvous::FileStore store(dir);
@@ -239,12 +365,13 @@ class GlooSession final : public BaselineSession {
     } catch (const std::exception& e) {
       throw Error(ErrorCode::kPeerFailure,
                   fmt::format("--baseline gloo: rank {} could not connect Gloo's tcp mesh on {} "
-                              "through {}: {}",
-                              comm.rank(), host, dir, e.what()));
+                              "through {}: {}; check that the ranks reach each other on that "
+                              "interface (GLOO_SOCKET_IFNAME)",
+                              comm.rank(), where, dir, e.what()));
     }
     // Everyone has read the store before rank 0's cleanup removes it.
     comm.barrier();
-    return std::make_unique<GlooBaseline>(comm, std::move(context), host);
+    return std::make_unique<GlooBaseline>(comm, std::move(context), where);
   }
 };
 

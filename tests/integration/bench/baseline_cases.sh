@@ -100,6 +100,54 @@ case "$CASE" in
     left=$(find "$WORK/tmp" -mindepth 1 -name 'tutti-bench-gloo*' | head -n1)
     [ -z "$left" ] || fail "left behind: $left"
     ;;
+  gloo_ifname_lo)
+    # GLOO_SOCKET_IFNAME picks Gloo's interface, as for ranks in pods (there eth0); on one host lo
+    # must work, and the header must say which interface and address Gloo uses.
+    mkdir "$WORK/tmp"
+    GLOO_SOCKET_IFNAME=lo TMPDIR="$WORK/tmp" timeout 60 "$TUTTIRUN" -np 2 --no-tag-output -- \
+      "$BENCH" "${SWEEP[@]}" --baseline gloo --csv "$WORK/r.csv" >"$WORK/out" 2>"$WORK/err" ||
+      fail "exit $?"
+    check_results gloo
+    grep -qE '^# Baseline gloo: .*interface lo .*127[.]0[.]0[.]1' "$WORK/out" ||
+      fail "the header does not name interface lo and its address"
+    ;;
+  gloo_ifname_missing)
+    # An interface this host lacks: every rank stops at once (not after Gloo's 120 s timeout) with
+    # an error that names the interface and the variable to fix.
+    mkdir "$WORK/tmp"
+    GLOO_SOCKET_IFNAME=tuttinosuch0 TMPDIR="$WORK/tmp" timeout 60 "$TUTTIRUN" -np 2 \
+      --no-tag-output -- "$BENCH" allreduce -b 8 -e 8 --baseline gloo >"$WORK/out" 2>"$WORK/err"
+    rc=$?
+    [ "$rc" -ne 0 ] || fail "exited 0 on an interface that does not exist"
+    [ "$rc" -ne 124 ] || fail "hung until the test's timeout"
+    grep -q "tuttinosuch0" "$WORK/err" || fail "the error does not name the interface"
+    grep -q "GLOO_SOCKET_IFNAME" "$WORK/err" || fail "the error does not name GLOO_SOCKET_IFNAME"
+    left=$(find "$WORK/tmp" -mindepth 1 -name 'tutti-bench-gloo*' | head -n1)
+    [ -z "$left" ] || fail "left behind: $left"
+    ;;
+  gloo_unshared_tmpdir)
+    # Rank 1 sees another TMPDIR than rank 0 (its own tmpfs over the same path, in a mount
+    # namespace of its own), as ranks on hosts without a shared filesystem would: every rank must
+    # stop with an error that names rank 1 and says to point TMPDIR at a shared directory.
+    if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
+      echo "SKIP: needs root and unshare -m (a mount namespace for rank 1)" >&2
+      exit 77
+    fi
+    mkdir "$WORK/tmp"
+    # shellcheck disable=SC2016
+    TMPDIR="$WORK/tmp" timeout 60 "$TUTTIRUN" -np 2 --no-tag-output -- sh -c '
+      if [ "$TUTTI_RANK" = 1 ]; then
+        exec unshare -m sh -c "mount -t tmpfs tmpfs \"\$TMPDIR\" && exec \"\$@\"" sh "$@"
+      fi
+      exec "$@"' sh "$BENCH" allreduce -b 8 -e 8 --baseline gloo >"$WORK/out" 2>"$WORK/err"
+    rc=$?
+    [ "$rc" -ne 0 ] || fail "exited 0 though rank 1 cannot see the rendezvous directory"
+    [ "$rc" -ne 124 ] || fail "hung until the test's timeout"
+    grep -q "rank 1 cannot see" "$WORK/err" || fail "the error does not name rank 1"
+    grep -q "TMPDIR" "$WORK/err" || fail "the error does not say to set TMPDIR"
+    left=$(find "$WORK/tmp" -mindepth 1 -name 'tutti-bench-gloo*' | head -n1)
+    [ -z "$left" ] || fail "left behind: $left"
+    ;;
   inplace_np3)
     # tutti against its own in-place allreduce: no outside peer, any launcher, any build.
     timeout 60 "$TUTTIRUN" -np 3 --no-tag-output -- "$BENCH" "${SWEEP[@]}" --baseline inplace \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One pod integration case: pods_cases.sh CASE K tuttirun=P kubexec=P hostfile=P check=P probe=P
-# mpi=P. K is the case's subnet index (198.18.K.0/24). Pods are network namespaces (pods.sh); the
+# mpi=P bench=P bench_gloo=ON|OFF. K is the case's subnet index (198.18.K.0/24). Pods are network namespaces (pods.sh); the
 # only stand-in is ./kubectl. Exits 0 on success, 77 when pods cannot be made here (ctest SKIPPED),
 # otherwise 1 with a message naming the failed check.
 set -u
@@ -8,7 +8,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CASE=$1
 K=$2
 shift 2
-TUTTIRUN='' KUBEXEC='' HOSTFILE='' CHECK='' PROBE='' MPI=''
+TUTTIRUN='' KUBEXEC='' HOSTFILE='' CHECK='' PROBE='' MPI='' BENCH='' BENCH_GLOO=''
 for arg in "$@"; do
   case $arg in
     tuttirun=*) TUTTIRUN=${arg#*=} ;;
@@ -17,6 +17,8 @@ for arg in "$@"; do
     check=*) CHECK=${arg#*=} ;;
     probe=*) PROBE=${arg#*=} ;;
     mpi=*) MPI=${arg#*=} ;;
+    bench=*) BENCH=${arg#*=} ;;
+    bench_gloo=*) [ "${arg#*=}" = ON ] && BENCH_GLOO=1 ;;
     *) echo "pods_cases.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -49,6 +51,7 @@ require() {
       hostfile) [ -x "$HOSTFILE" ] || fail "no tutti-hostfile binary given" ;;
       check) [ -x "$CHECK" ] || fail "no collectives_check binary given" ;;
       probe) [ -x "$PROBE" ] || fail "no launcher_probe binary given" ;;
+      bench) [ -x "$BENCH" ] || fail "no tutti-bench binary given" ;;
       mpi)
         [ -n "$MPI" ] || pods_skip "tutti was built without MPI (no mpi_pods_check)"
         command -v mpirun >/dev/null 2>&1 || pods_skip "no mpirun on PATH"
@@ -293,6 +296,53 @@ EOF
     expect_rc 7
     expect_err '^tuttirun: .*rank 1 on kill-worker-1 \(pid [0-9]+\) exited with status 7'
     expect_no_leftovers kill
+    ;;
+
+  bench_gloo_pods)
+    # tutti-bench --baseline gloo with one rank per pod: the ranks are on different hosts, so Gloo
+    # cannot use 127.0.0.1 and needs GLOO_SOCKET_IFNAME; its file store sits under TMPDIR, which
+    # the pods share (one filesystem), as it would on a shared volume.
+    require tuttirun kubexec bench remote-tuttirun
+    [ -n "$BENCH_GLOO" ] || pods_skip "tutti-bench was built without the Gloo baseline"
+    pods_up gloo 2 "$K"
+    common=(--pods "$(pod_names gloo 2)" --slots 1 --exec kubexec --kubexec "$KUBEXEC"
+            --store-addr "$HOST_ADDR" --probe-timeout 20)
+    export TUTTI_TRANSPORT=tcp
+    sweep=(allreduce -b 8 -e 64K -f 8 -n 2 -w 1 -c 1 --rounds 2 -d float -o sum --baseline gloo)
+    run 60 "$TUTTIRUN" "${common[@]}" -- "$BENCH" "${sweep[@]}"
+    note "without GLOO_SOCKET_IFNAME: exit $RC after ${ELAPSED}s"
+    show err 'GLOO_SOCKET_IFNAME'
+    expect_fail
+    expect_err "rank [01] has 1 of the 2 ranks on its host.*set GLOO_SOCKET_IFNAME on every rank"
+    expect_no_leftovers gloo
+    run 120 "$TUTTIRUN" "${common[@]}" -x GLOO_SOCKET_IFNAME=eth0 -- "$BENCH" "${sweep[@]}"
+    note "GLOO_SOCKET_IFNAME=eth0: exit $RC after ${ELAPSED}s"
+    show out '# Baseline gloo'
+    expect_rc 0
+    expect_out "# Out of bounds values : 0 OK"
+    expect_out "# Baseline gloo: .*interface eth0 \\(GLOO_SOCKET_IFNAME\\), rank 0 at 198\\.18\\.$K\\.10"
+    expect_no_leftovers gloo
+    # bench/torch_gloo_bench.py the same way, one rank per pod (--rank/--master at pod 0's
+    # address), where Debian's python3 has torch.
+    if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+      script="$HERE/../../../bench/torch_gloo_bench.py"
+      torch_args=(-np 2 --master "$(pod_ip "$K" 0):29622" -b 1M -e 4M -n 2 -w 1)
+      timeout -k 5 120 kubectl exec gloo-worker-1 -- env GLOO_SOCKET_IFNAME=eth0 /usr/bin/python3 \
+        "$script" "${torch_args[@]}" --rank 1 >"$WORK/torch1.out" 2>"$WORK/torch1.err" </dev/null &
+      rank1=$!
+      run 120 kubectl exec gloo-worker-0 -- env GLOO_SOCKET_IFNAME=eth0 /usr/bin/python3 \
+        "$script" "${torch_args[@]}" --rank 0
+      wait "$rank1" || fail "torch_gloo_bench.py rank 1 exited $?: $(cat "$WORK/torch1.err")"
+      note "torch_gloo_bench.py across pods: exit $RC after ${ELAPSED}s"
+      show out '^ +[0-9]'
+      expect_rc 0
+      [ "$(awk '!/^#/ && NF == 9 && $9 == 0' "$WORK/out" | wc -l)" -eq 2 ] ||
+        fail "torch_gloo_bench.py rank 0 did not print its 2 rows with #wrong 0"
+      [ ! -s "$WORK/torch1.out" ] || fail "torch_gloo_bench.py rank 1 printed something"
+      expect_no_leftovers gloo
+    else
+      note "no torch in /usr/bin/python3: torch_gloo_bench.py across pods not run"
+    fi
     ;;
 
   tuttirun_pods_ifname)
