@@ -128,8 +128,10 @@ for np in $NPS; do
       echo "== tutti / PyTorch gloo, np$np (alternating runs)"
       /usr/bin/python3 "$HERE/torch_gloo_bench.py" --ratio "$(IFS=,; echo "${t[*]}")" "$(IFS=,; echo "${p[*]}")"
     else
-      echo "== tutti / $peer, np$np (interleaved; in place, then out of place)"
-      python3 "$HERE/ratio_table.py" --merge "$OUT/$peer-np$np-run"*.csv || true
+      echo "== tutti / $peer, np$np (interleaved), in place"
+      python3 "$HERE/ratio_table.py" "$OUT/$peer-np$np-run"*.csv || true
+      echo "== tutti / $peer, np$np (interleaved), out of place"
+      python3 "$HERE/ratio_table.py" --oop "$OUT/$peer-np$np-run"*.csv || true
     fi
   done
 done

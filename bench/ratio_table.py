@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Markdown table of tutti-bench --baseline results, one column per run, one row per size.
 
-    bench/ratio_table.py [-t TYPE] [-o OP] [--merge] RUN.csv [RUN.csv ...]
+    bench/ratio_table.py [-t TYPE] [-o OP] [--merge] [--oop] RUN.csv [RUN.csv ...]
 
 Each cell reads "ratio (tutti / peer)" where the pair is busbw in GB/s from 1 MiB up, and the time
 per call in us below (where busbw rounds to zero in the CSV). A run is named by its file name without
 .csv; with --merge, CSVs of one run in parts (mpi-shm-np2-small.csv, mpi-shm-np2-mid.csv) become
 one column named by the part before the last '-'. Rows of one dtype and op only (default float sum).
+In place against the peer in place; with --oop, out of place against the peer out of place.
 """
 import argparse
 import csv
@@ -22,15 +23,19 @@ def size_text(n):
     return f"{n} B"
 
 
-def cell(row):
-    if not row.get("ratio"):
+def cell(row, oop=False):
+    # In place: tutti's in-place column against the peer in place; --oop: tutti's out-of-place
+    # column against the peer out of place.
+    ours, theirs, key = ("", "oop_baseline_", "oop_ratio") if oop else \
+        ("inplace_", "baseline_", "ratio")
+    if not row.get(key):
         return "n/a"
-    ratio = float(row["ratio"])
+    ratio = float(row[key])
     if int(row["size"]) < (1 << 20):
-        return f"**{ratio:.2f}x** ({float(row['inplace_time_us']):.2f} / " \
-               f"{float(row['baseline_time_us']):.2f} us)"
-    return f"**{ratio:.2f}x** ({float(row['inplace_busbw_gbps']):.2f} / " \
-           f"{float(row['baseline_busbw_gbps']):.2f} GB/s)"
+        return f"**{ratio:.2f}x** ({float(row[ours + 'time_us']):.2f} / " \
+               f"{float(row[theirs + 'time_us']):.2f} us)"
+    return f"**{ratio:.2f}x** ({float(row[ours + 'busbw_gbps']):.2f} / " \
+           f"{float(row[theirs + 'busbw_gbps']):.2f} GB/s)"
 
 
 def main():
@@ -39,6 +44,8 @@ def main():
     ap.add_argument("-o", "--op", default="sum")
     ap.add_argument("--merge", action="store_true",
                     help="merge files whose names differ only after the last '-'")
+    ap.add_argument("--oop", action="store_true",
+                    help="out of place: tutti's out-of-place column against the peer's")
     ap.add_argument("csvs", nargs="+")
     args = ap.parse_args()
 
@@ -59,7 +66,7 @@ def main():
     print("| size | " + " | ".join(runs) + " |")
     print("|---|" + "---|" * len(runs))
     for s in sizes:
-        cells = [cell(rows[s]) if s in rows else "" for rows in runs.values()]
+        cells = [cell(rows[s], args.oop) if s in rows else "" for rows in runs.values()]
         print(f"| {size_text(s)} | " + " | ".join(cells) + " |")
 
 
