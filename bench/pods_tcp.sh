@@ -72,7 +72,7 @@ run_mpi() {  # np run
   "$HOSTFILE" --pods "$(pod_names "$np")" --slots 1 --format openmpi -o "$hostfile" ||
     fail "tutti-hostfile failed"
   timeout 900 mpirun --allow-run-as-root --hostfile "$hostfile" -np "$np" --bind-to none \
-    --mca plm_rsh_agent "$KUBEXEC" --mca plm_rsh_no_tree_spawn 1 \
+    --mca plm_rsh_agent "$KUBEXEC" --mca plm_rsh_no_tree_spawn 1 --mca mpi_yield_when_idle 1 \
     --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
     -x TUTTI_TRANSPORT=tcp -x TUTTI_SOCKET_IFNAME=eth0 \
     "$BENCH" allreduce --baseline mpi "${FLAGS[@]}" --csv "$OUT/mpi-np$np-run$i.csv" \

@@ -89,6 +89,24 @@ TEST(ShmStoreTuner, FollowsAChangeOfTheFastest) {
   EXPECT_GE(later.at({kS, kS}), 300);
 }
 
+TEST(ShmStoreTuner, ANewSizeStartsFromTheNearestMeasuredOne) {
+  ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
+  drive(tuner, 16 << 20, false, 100,
+        [](ShmStores s) { return s.window == kS && s.output == kS ? 1e6 : 3e6; });
+  // 64 MiB, never seen: its first calls use what 16 MiB found best, without trying the others
+  // first (every call of a short sweep would otherwise pay for four warm-up combinations).
+  const auto first = drive(tuner, 64 << 20, false, 15, [](ShmStores) { return 4e6; });
+  EXPECT_EQ(first.size(), 1u);
+  EXPECT_EQ(first.count({kS, kS}), 1u);
+  // In place is tuned apart: nothing measured there yet, so it warms up every combination.
+  EXPECT_EQ(drive(tuner, 64 << 20, true, 8, [](ShmStores) { return 4e6; }).size(), 4u);
+  // Where this size's best differs, the explored calls find it.
+  const auto later = drive(tuner, 64 << 20, false, 400, [](ShmStores s) {
+    return s.window == kC && s.output == kS ? 2e6 : 8e6;
+  });
+  EXPECT_GE(later.at({kC, kS}), 300);
+}
+
 TEST(ShmStoreTuner, SizeClassesAndPlacementsAreTunedApart) {
   ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
   // Out of place at 32 MiB wants streaming output; in place at 32 MiB and out of place at 1 MiB
