@@ -17,7 +17,10 @@
 // first time starts from the nearest class already measured (same placement) instead of timing
 // every combination again: a combination can be 2.7x slower than the best at 64 MiB, and a
 // benchmark sweep of a few calls per size paid for that warm-up in every class. Its estimates are
-// rescaled by its own first call, and the others are still tried every kExploreEvery-th call.
+// rescaled by its own first call, and the others are still tried now and then. A try costs more
+// than its own call (streaming stores leave the buffers out of cache for the next one; at 1 MiB
+// with the vCPUs near each other, trying every 16th call halved out-of-place throughput), so a
+// combination measured far behind is tried rarely, and the calls around a try are not counted.
 // The choice is this rank's alone; it never changes results, only speed.
 #pragma once
 
@@ -51,16 +54,28 @@ class ShmStoreTuner {
     Class& c = class_of(bytes, in_place);
     if (c.calls == 0) seed_from_nearest(c, in_place);
     ++c.calls;
-    // Warm up every arm, then the fastest, with every kExploreEvery-th call on another one (each
-    // in turn).
+    // A trial runs its combination for two calls in a row and counts only the second: the first
+    // still pays for the combination before it (streaming stores leave the window and the output
+    // in memory, so the next call finds them there), and so does the first call after the trial.
+    if (c.trial >= 0) {
+      if (c.calls == c.trial_start + 1) return stores_of(c.trial);
+      c.trial = -1;
+      c.aftermath_call = c.calls;
+    }
+    // Warm up: one trial of every combination not measured yet.
     for (int k = 0; k < kArms; ++k)
-      if (c.samples[k] < kWarmup) return stores_of(k);
-    int best = 0;
-    for (int k = 1; k < kArms; ++k)
-      if (c.ns_per_byte[k] < c.ns_per_byte[best]) best = k;
+      if (c.samples[k] == 0) return start_trial(c, k);
+    const int best = best_of(c);
     if (c.calls % kExploreEvery != 0) return stores_of(best);
-    const int other = static_cast<int>((c.calls / kExploreEvery) % uint64_t{kArms - 1});
-    return stores_of(other < best ? other : other + 1);
+    // Every kExploreEvery-th call a trial of another combination, each in turn. One far behind
+    // costs most to try, so only every kRareTurns-th turn, unless its estimate is a neighbour's.
+    const uint64_t turn = c.calls / kExploreEvery;
+    int other = static_cast<int>(turn % uint64_t{kArms - 1});
+    other = other < best ? other : other + 1;
+    if (c.measured[other] && c.ns_per_byte[other] > kFarBehind * c.ns_per_byte[best] &&
+        turn % kRareTurns != 0)
+      return stores_of(best);
+    return start_trial(c, other);
   }
 
   // Whether calls of `bytes` are timed at all (only auto mode, only tuned sizes).
@@ -69,6 +84,7 @@ class ShmStoreTuner {
   // A call of `bytes` with `stores` took `ns` (the whole call, waits for peers included).
   void record(size_t bytes, bool in_place, ShmStores stores, double ns) {
     Class& c = class_of(bytes, in_place);
+    if (c.calls == c.aftermath_call || (c.trial >= 0 && c.calls == c.trial_start)) return;
     const int k = arm_of(stores);
     const double v = ns / static_cast<double>(bytes);
     if (c.seeded) {
@@ -80,11 +96,14 @@ class ShmStoreTuner {
     }
     c.ns_per_byte[k] = c.samples[k] == 0 ? v : c.ns_per_byte[k] + kWeight * (v - c.ns_per_byte[k]);
     ++c.samples[k];
+    c.measured[k] = true;
   }
 
  private:
-  static constexpr int kWarmup = 2;
   static constexpr uint64_t kExploreEvery = 16;
+  // A combination slower than the best by this factor is tried only every kRareTurns-th turn.
+  static constexpr double kFarBehind = 1.5;
+  static constexpr uint64_t kRareTurns = 8;
   // Weight of the newest call in the running average: recent enough to follow a vCPU move within a
   // few calls, smooth enough that one descheduled call does not flip the choice.
   static constexpr double kWeight = 0.25;
@@ -95,14 +114,30 @@ class ShmStoreTuner {
     uint64_t calls = 0;
     int samples[kArms] = {0, 0, 0, 0};
     double ns_per_byte[kArms] = {0, 0, 0, 0};
-    bool seeded = false;  // estimates copied from another class, not yet measured here
+    bool measured[kArms] = {false, false, false, false};  // in this class, not seeded
+    bool seeded = false;  // estimates copied from another class, not yet rescaled here
+    int trial = -1;       // the combination on trial, or -1
+    uint64_t trial_start = 0;
+    uint64_t aftermath_call = 0;  // the first call after the last trial (not recorded)
 
     bool warm() const {
       for (int n : samples)
-        if (n < kWarmup) return false;
+        if (n == 0) return false;
       return true;
     }
   };
+
+  static ShmStores start_trial(Class& c, int k) {
+    c.trial = k;
+    c.trial_start = c.calls;
+    return stores_of(k);
+  }
+  static int best_of(const Class& c) {
+    int best = 0;
+    for (int k = 1; k < kArms; ++k)
+      if (c.ns_per_byte[k] < c.ns_per_byte[best]) best = k;
+    return best;
+  }
 
   // Starts a new class from the nearest warm one of the same placement, if any.
   void seed_from_nearest(Class& c, bool in_place) {
@@ -113,7 +148,7 @@ class ShmStoreTuner {
         if (j >= table.size() || !table[j].warm()) continue;
         for (int k = 0; k < kArms; ++k) {
           c.ns_per_byte[k] = table[j].ns_per_byte[k];
-          c.samples[k] = kWarmup;
+          c.samples[k] = 1;
         }
         c.seeded = true;
         return;

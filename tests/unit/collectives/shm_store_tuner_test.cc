@@ -68,7 +68,8 @@ TEST_P(ShmStoreTunerBest, SettlesOnTheFastestCombination) {
   EXPECT_GE(best, 360) << "the fastest is used except when exploring";
   for (const auto& [stores, n] : chosen) {
     if (stores != std::make_pair(window, output)) {
-      EXPECT_GE(n, 4) << "each other one is explored";
+      // Twice to warm up, then tried again now and then (rarely: each is 2x slower).
+      EXPECT_GE(n, 3) << "each other one is explored";
     }
   }
 }
@@ -76,6 +77,38 @@ TEST_P(ShmStoreTunerBest, SettlesOnTheFastestCombination) {
 INSTANTIATE_TEST_SUITE_P(AllCombinations, ShmStoreTunerBest,
                          ::testing::Combine(::testing::Values(kC, kS), ::testing::Values(kC, kS),
                                             ::testing::Bool()));
+
+TEST(ShmStoreTuner, TriesCloseCombinationsOftenAndFarOnesRarely) {
+  ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
+  // (C, C) best; (S, C) 1.2x (close); the two with streaming output 3x (far behind).
+  const auto chosen = drive(tuner, kBig, false, 800, [](ShmStores s) {
+    if (s.output == kS) return 3e6;
+    return s.window == kC ? 1e6 : 1.2e6;
+  });
+  EXPECT_GE(chosen.at({kS, kC}), 24);  // a two-call trial every third turn of 16 calls
+  EXPECT_LE(chosen.at({kC, kS}), 8);   // 2 to warm up, then a rare trial or three
+  EXPECT_LE(chosen.at({kS, kS}), 8);
+  EXPECT_GE(chosen.at({kC, kC}), 740);
+}
+
+TEST(ShmStoreTuner, TheCallAfterATryDoesNotCount) {
+  ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
+  // (C, C) is best, but the call after any other combination runs 3x slower (that combination's
+  // streaming stores pushed the buffers out of cache). Counting those calls against (C, C) would
+  // make the close second, (S, C), look faster.
+  bool after_other = false;
+  int best = 0;
+  for (int i = 0; i < 800; ++i) {
+    const ShmStores s = tuner.choose(kBig, true);
+    const bool cc = s.window == kC && s.output == kC;
+    double ns = cc ? 1e6 : (s.output == kS ? 3e6 : 1.2e6);
+    if (cc && after_other) ns = 3e6;
+    tuner.record(kBig, true, s, ns);
+    after_other = !cc;
+    if (i >= 100) best += cc;
+  }
+  EXPECT_GE(best, 640);  // of 700
+}
 
 TEST(ShmStoreTuner, FollowsAChangeOfTheFastest) {
   ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
