@@ -66,6 +66,12 @@ class ShmStoreTuner {
     for (int k = 0; k < kArms; ++k)
       if (c.samples[k] == 0) return start_trial(c, k);
     const int best = best_of(c);
+    if (c.surprised) {
+      // The best just ran far slower than it used to (the vCPUs moved): try the runner-up now
+      // rather than at the next turn, which may be many seconds away at 256 MiB.
+      c.surprised = false;
+      return start_trial(c, runner_up(c, best));
+    }
     if (c.calls % kExploreEvery != 0) return stores_of(best);
     // Every kExploreEvery-th call a trial of another combination, each in turn. One far behind
     // costs most to try, so only every kRareTurns-th turn, unless its estimate is a neighbour's.
@@ -94,6 +100,8 @@ class ShmStoreTuner {
       for (double& e : c.ns_per_byte) e *= scale;
       c.seeded = false;
     }
+    if (c.samples[k] > 0 && k == best_of(c) && v > kFarBehind * c.ns_per_byte[k])
+      c.surprised = true;
     c.ns_per_byte[k] = c.samples[k] == 0 ? v : c.ns_per_byte[k] + kWeight * (v - c.ns_per_byte[k]);
     ++c.samples[k];
     c.measured[k] = true;
@@ -115,8 +123,9 @@ class ShmStoreTuner {
     int samples[kArms] = {0, 0, 0, 0};
     double ns_per_byte[kArms] = {0, 0, 0, 0};
     bool measured[kArms] = {false, false, false, false};  // in this class, not seeded
-    bool seeded = false;  // estimates copied from another class, not yet rescaled here
-    int trial = -1;       // the combination on trial, or -1
+    bool seeded = false;     // estimates copied from another class, not yet rescaled here
+    bool surprised = false;  // the best's last call took kFarBehind times its estimate
+    int trial = -1;          // the combination on trial, or -1
     uint64_t trial_start = 0;
     uint64_t aftermath_call = 0;  // the first call after the last trial (not recorded)
 
@@ -131,6 +140,12 @@ class ShmStoreTuner {
     c.trial = k;
     c.trial_start = c.calls;
     return stores_of(k);
+  }
+  static int runner_up(const Class& c, int best) {
+    int second = best == 0 ? 1 : 0;
+    for (int k = 0; k < kArms; ++k)
+      if (k != best && c.ns_per_byte[k] < c.ns_per_byte[second]) second = k;
+    return second;
   }
   static int best_of(const Class& c) {
     int best = 0;

@@ -140,6 +140,26 @@ TEST(ShmStoreTuner, ANewSizeStartsFromTheNearestMeasuredOne) {
   EXPECT_GE(later.at({kC, kS}), 300);
 }
 
+TEST(ShmStoreTuner, ABestThatTurnsSlowIsQuestionedAtOnce) {
+  ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
+  drive(tuner, kBig, true, 40, [](ShmStores s) {
+    if (s.output == kS) return 3e6;
+    return s.window == kC ? 1e6 : 2.5e6;
+  });
+  // The vCPUs move apart: cached window stores now cost 2.7x, streaming ones are fast. Waiting for
+  // the next turn of the explore schedule would spend up to 16 more slow calls.
+  const ShmStores a = tuner.choose(kBig, true);
+  EXPECT_EQ(a.window, kC);
+  tuner.record(kBig, true, a, 2.7e6);
+  int streaming = 0;
+  for (int i = 0; i < 6; ++i) {
+    const ShmStores s = tuner.choose(kBig, true);
+    streaming += s.window == kS;
+    tuner.record(kBig, true, s, s.output == kS ? 3e6 : s.window == kC ? 2.7e6 : 1.0e6);
+  }
+  EXPECT_GE(streaming, 4);
+}
+
 TEST(ShmStoreTuner, SizeClassesAndPlacementsAreTunedApart) {
   ShmStoreTuner tuner(ShmStoreTuner::Mode::kAuto);
   // Out of place at 32 MiB wants streaming output; in place at 32 MiB and out of place at 1 MiB
