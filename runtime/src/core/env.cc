@@ -102,9 +102,10 @@ constexpr std::array kVariables = {
              "has a CPU of its own, else 0.",
              0, 1e9},
     Variable{"TUTTI_SHM_STORES", Kind::kChoice, "auto", "auto|cached|streaming",
-             "How the `shm` allreduce writes into the shared window: non-temporal (streaming) or "
-             "ordinary "
-             "stores; auto times both per message size class and keeps the faster."},
+             "How the `shm` allreduce writes into the shared window and into the output: "
+             "non-temporal (streaming) or ordinary stores; auto times the four combinations per "
+             "message size class (in place and out of place apart) and keeps the fastest; cached "
+             "or streaming forces both."},
     Variable{"TUTTI_TCP_STREAMS", Kind::kInt, "1", "",
              "TCP connections per pair of ranks; messages of 32 KiB and more are cut across them. "
              "Every rank "
