@@ -72,6 +72,16 @@ for row in table:
 PY
 }
 
+# A Gloo set-up that must fail (exit status $1): on every rank, before Gloo's own 120 s timeout,
+# and without leaving its rendezvous directory under $WORK/tmp.
+expect_gloo_refused() {
+  [ "$1" -ne 0 ] || fail "exited 0"
+  [ "$1" -ne 124 ] || fail "hung until the test's timeout"
+  local left
+  left=$(find "$WORK/tmp" -mindepth 1 -name 'tutti-bench-gloo*' | head -n1)
+  [ -z "$left" ] || fail "left behind: $left"
+}
+
 case "$CASE" in
   mpi_shm_np2)
     mpirun_cmd 2 --mca btl self,vader "$BENCH" "${SWEEP[@]}" --baseline mpi --csv "$WORK/r.csv" \
@@ -117,13 +127,9 @@ case "$CASE" in
     mkdir "$WORK/tmp"
     GLOO_SOCKET_IFNAME=tuttinosuch0 TMPDIR="$WORK/tmp" timeout 60 "$TUTTIRUN" -np 2 \
       --no-tag-output -- "$BENCH" allreduce -b 8 -e 8 --baseline gloo >"$WORK/out" 2>"$WORK/err"
-    rc=$?
-    [ "$rc" -ne 0 ] || fail "exited 0 on an interface that does not exist"
-    [ "$rc" -ne 124 ] || fail "hung until the test's timeout"
+    expect_gloo_refused $?
     grep -q "tuttinosuch0" "$WORK/err" || fail "the error does not name the interface"
     grep -q "GLOO_SOCKET_IFNAME" "$WORK/err" || fail "the error does not name GLOO_SOCKET_IFNAME"
-    left=$(find "$WORK/tmp" -mindepth 1 -name 'tutti-bench-gloo*' | head -n1)
-    [ -z "$left" ] || fail "left behind: $left"
     ;;
   gloo_unshared_tmpdir)
     # Rank 1 sees another TMPDIR than rank 0 (its own tmpfs over the same path, in a mount
@@ -140,13 +146,9 @@ case "$CASE" in
         exec unshare -m sh -c "mount -t tmpfs tmpfs \"\$TMPDIR\" && exec \"\$@\"" sh "$@"
       fi
       exec "$@"' sh "$BENCH" allreduce -b 8 -e 8 --baseline gloo >"$WORK/out" 2>"$WORK/err"
-    rc=$?
-    [ "$rc" -ne 0 ] || fail "exited 0 though rank 1 cannot see the rendezvous directory"
-    [ "$rc" -ne 124 ] || fail "hung until the test's timeout"
+    expect_gloo_refused $?
     grep -q "rank 1 cannot see" "$WORK/err" || fail "the error does not name rank 1"
     grep -q "TMPDIR" "$WORK/err" || fail "the error does not say to set TMPDIR"
-    left=$(find "$WORK/tmp" -mindepth 1 -name 'tutti-bench-gloo*' | head -n1)
-    [ -z "$left" ] || fail "left behind: $left"
     ;;
   inplace_np3)
     # tutti against its own in-place allreduce: no outside peer, any launcher, any build.

@@ -875,6 +875,17 @@ TEST_P(ScaledTest, MatchesExactArithmetic) {
     ASSERT_EQ(as_double(type, c.data() + i * es), want) << i;
     ASSERT_EQ(as_double(type, copy.data() + i * es), want) << i;
   }
+  // The same into a separate output with streaming stores into both out and copy (the shm
+  // allreduce's out-of-place path), from an offset that is not 16-byte aligned.
+  std::vector<std::byte> streamed((count + 1) * es), streamed_copy(count * es);
+  const void* sources[] = {b.data(), b.data(), b.data()};
+  reduce_many_scaled(type, streamed.data() + es, streamed_copy.data(), sources, count, 0.5, 8.0,
+                     CopyStores::kStreaming, CopyStores::kStreaming);
+  for (size_t i = 0; i < count; ++i) {
+    const double want = 3 * (static_cast<double>(i % 5) - 2) * 0.5 * 8.0;
+    ASSERT_EQ(as_double(type, streamed.data() + (i + 1) * es), want) << i;
+    ASSERT_EQ(as_double(type, streamed_copy.data() + i * es), want) << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
