@@ -33,6 +33,7 @@ torch is not a dependency of tutti: without it the first form says how to get it
 """
 import argparse
 import csv
+import datetime
 import os
 import socket
 import statistics
@@ -100,7 +101,8 @@ def steps_main(rank, args, init_method, report):
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=args.np)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=args.np,
+                            timeout=datetime.timedelta(seconds=args.timeout))
     sizes_ = case_sizes(args.case)
     flat = torch.ones(sum(sizes_), dtype=torch.float32)
     views, at = [], 0
@@ -140,7 +142,8 @@ def rank_main(rank, args, init_method, report):
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=args.np)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=args.np,
+                            timeout=datetime.timedelta(seconds=args.timeout))
     n = args.np
     rows = []
     for size in sizes(args.b, args.e, args.f):
@@ -315,6 +318,9 @@ def main():
     p.add_argument("--csv", help="write the rows to this CSV file")
     p.add_argument("--case", help="steps/s of a gradient sync instead: resnet50 or TxS")
     p.add_argument("--rounds", type=int, default=5, help="rounds for --case (median)")
+    p.add_argument("--timeout", type=float, default=300,
+                   help="seconds a rank waits for the others (rendezvous and each all_reduce; "
+                        "torch's own default is 30 minutes)")
     p.add_argument("--ratio", nargs=2, metavar=("TUTTI_CSVS", "TORCH_CSVS"),
                    help="comma-separated CSV lists, one pair per round: print median ratios")
     args = p.parse_args()
@@ -322,6 +328,8 @@ def main():
         return ratio(args)
     if args.np < 1:
         p.error("-np must be at least 1")
+    if not 0 < args.timeout <= 86400:
+        p.error("--timeout must be more than 0 and at most 86400 seconds")
     if (args.rank is None) != (args.master is None):
         p.error("--rank and --master go together: each process runs one rank of -np N and "
                 "needs rank 0's ADDR:PORT")
