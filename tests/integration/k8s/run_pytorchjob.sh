@@ -199,7 +199,7 @@ if [ "$MODE" = run ]; then
 else
   start_pods --max-steps 100000 --log-every 5 --checkpoint-every 10 --no-eval
   victim=
-  for _ in $(seq 1 1200); do
+  for _ in $(seq 1 1800); do
     if grep -q '^\[default0\]:checkpoint saved at step' "$WORK/out.0.$ATTEMPT"; then
       # The worker's training process: the child of torchrun running train.py.
       for p in $(ip netns pids "${PODS[1]}" 2>/dev/null); do
@@ -211,7 +211,7 @@ else
     for p in "${CONTAINER_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "a container ended before the kill"; done
     sleep 0.1
   done
-  [ -n "$victim" ] || fail "no checkpoint and training process within 120 s"
+  [ -n "$victim" ] || fail "no checkpoint and training process within 180 s"
   saved=$(grep -oE '^\[default0\]:checkpoint saved at step [0-9]+' "$WORK/out.0.$ATTEMPT" | tail -1 | grep -oE '[0-9]+$')
   note "checkpoint at step $saved; killing the training process $victim in ${PODS[1]} with SIGKILL"
   kill -9 "$victim"
