@@ -166,14 +166,24 @@ int run_engine_bench(std::span<const std::string> args) {
         "%d rounds, medians\n",
         c.name.c_str(), n, static_cast<double>(total) * 4 / (1 << 20), comm.size(), steps, rounds);
     std::printf("# %-28s %12s\n", "mode", "steps/s");
-    std::printf("  %-28s %12.1f\n", "(a) allreduce per tensor", median(a));
-    std::printf("  %-28s %12.1f\n", "(b) engine", median(b));
-    std::printf("  %-28s %12.1f\n", "(c) one flat allreduce", median(cc));
+    // A mode left out by --modes shows "-", and so does a ratio that needs it.
+    const auto rate = [](const char* label, bool ran, const std::vector<double>& v) {
+      if (ran)
+        std::printf("  %-28s %12.1f\n", label, median(v));
+      else
+        std::printf("  %-28s %12s\n", label, "-");
+    };
+    const auto ratio = [](bool ran, const std::vector<double>& v) {
+      return ran ? fmt::format("{:.2f}x", median(v)) : std::string("-");
+    };
+    rate("(a) allreduce per tensor", run_a, a);
+    rate("(b) engine", run_b, b);
+    rate("(c) one flat allreduce", run_c, cc);
     std::printf(
-        "# (b)/(a) %.2fx   (b)/(c) %.2fx   engine: %llu tensors in %llu collectives, %llu "
+        "# (b)/(a) %s   (b)/(c) %s   engine: %llu tensors in %llu collectives, %llu "
         "cache hits, %llu cycles\n",
-        median(b_over_a), median(b_over_c), static_cast<unsigned long long>(s.tensors),
-        static_cast<unsigned long long>(s.collectives),
+        ratio(run_a && run_b, b_over_a).c_str(), ratio(run_b && run_c, b_over_c).c_str(),
+        static_cast<unsigned long long>(s.tensors), static_cast<unsigned long long>(s.collectives),
         static_cast<unsigned long long>(s.cache_hits), static_cast<unsigned long long>(s.cycles));
   }
   return 0;

@@ -98,7 +98,8 @@ bool Handle::poll() const {
 void Handle::wait(std::optional<std::chrono::milliseconds> timeout) const {
   engine::HandleState& s = state_of(state_);
   const auto limit = timeout ? Deadline::Clock::duration(*timeout) : s.wait_limit;
-  if (!s.wait(Deadline::after(limit)))
+  // Without a timeout this thread would only sleep: it runs the engine's cycles meanwhile.
+  if (!s.wait(Deadline::after(limit), !timeout))
     throw make_error(ErrorCode::kTimeout, "the operation has not finished after {} ms{}",
                      std::chrono::duration_cast<std::chrono::milliseconds>(limit).count(),
                      timeout ? " (it goes on: wait again or poll)" : "");

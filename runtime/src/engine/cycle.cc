@@ -124,6 +124,7 @@ void Engine::cycle() {
       std::string name = e.request.name;
       pending_.emplace(std::move(name), std::move(e));
     }
+    news_ = false;  // this cycle takes everything new (the join and shutdown requests below too)
     ++stats_.cycles;
   }
   const Clock::time_point began = Clock::now();
@@ -156,12 +157,14 @@ void Engine::cycle() {
   auto payloads = exchange(mine, quiet);
   std::vector<std::span<const std::byte>> views(payloads.begin(), payloads.end());
   auto outcome = negotiation_.process(std::span<const uint64_t>(bits).subspan(1), views);
-  if (outcome.tune) {
-    std::lock_guard lock(mutex_);  // stats() reads them
-    fusion_threshold_.store(outcome.tune->fusion_threshold);
-    cycle_time_ = std::chrono::microseconds(outcome.tune->cycle_time_us);
+  {
+    std::lock_guard lock(mutex_);  // stats() and the engine thread's wait read them
+    if (outcome.tune) {
+      fusion_threshold_.store(outcome.tune->fusion_threshold);
+      cycle_time_ = std::chrono::microseconds(outcome.tune->cycle_time_us);
+    }
+    active_ = outcome.announcements || !outcome.responses.empty();
   }
-  active_ = outcome.announcements || !outcome.responses.empty();
   if (!outcome.responses.empty() && Timeline::instance().active()) {
     const Clock::time_point now = Clock::now();
     for (const Response& r : outcome.responses) {
@@ -176,11 +179,13 @@ void Engine::cycle() {
   // A rank shut its engine down: what is still waiting here can never run.
   if (!negotiation_.shutdown_message().empty() && !pending_.empty()) {
     for (auto& [name, e] : pending_) {
-      e.handle->fail(
-          Error(ErrorCode::kAborted, fmt::format("{} before tensor '{}' ran on every rank",
-                                                 negotiation_.shutdown_message(), name)));
-      std::lock_guard lock(mutex_);
-      in_flight_.erase(name);
+      {
+        std::lock_guard lock(mutex_);
+        in_flight_.erase(name);
+      }
+      settle(e.handle,
+             Error(ErrorCode::kAborted, fmt::format("{} before tensor '{}' ran on every rank",
+                                                    negotiation_.shutdown_message(), name)));
     }
     pending_.clear();
   }

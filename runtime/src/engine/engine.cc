@@ -13,8 +13,22 @@ namespace tutti::engine {
 thread_local bool on_engine_thread = false;
 
 namespace {
-// The longest a burst of enqueues may delay the cycle it starts.
+// How long the engine thread sleeps, after the enqueue that woke it, before it looks whether the
+// burst that enqueue began (a backward pass, a trainer's loop over its gradients) is still
+// growing; it waits again while it grows, at most TUTTI_CYCLE_TIME in all.
 constexpr std::chrono::microseconds kBurstWindow{100};
+
+// Marks the calling thread as running an engine cycle, where waiting for a handle is refused.
+class OnEngineThread {
+ public:
+  OnEngineThread() : saved_(on_engine_thread) { on_engine_thread = true; }
+  ~OnEngineThread() { on_engine_thread = saved_; }
+  OnEngineThread(const OnEngineThread&) = delete;
+  OnEngineThread& operator=(const OnEngineThread&) = delete;
+
+ private:
+  bool saved_;
+};
 }  // namespace
 
 namespace {
@@ -135,6 +149,8 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
   auto handle = std::make_shared<HandleState>();
   handle->wait_limit =
       2 * (Clock::duration(settings_.stall_timeout) + Clock::duration(comm_->options().timeout));
+  handle->runner = weak_from_this();
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     if (stopped_) throw unshared(*stopped_);
@@ -156,9 +172,12 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
     e.handle = handle;
     if (Timeline::instance().active()) e.enqueued = Clock::now();
     incoming_.push_back(std::move(e));
+    // The first enqueue of a burst wakes the engine thread; the rest do not (it sleeps through
+    // the burst), nor does any while a waiting caller runs the cycles.
+    wake = !news_ && runners_ == 0;
     news_ = true;
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
   return handle;
 }
 
@@ -174,6 +193,7 @@ std::shared_ptr<HandleState> Engine::join(int* last_joined_out) {
     join_handle_ = handle;
     join_out_ = last_joined_out;
     news_ = true;
+    wake_ = true;
   }
   cv_.notify_one();
   return handle;
@@ -185,9 +205,10 @@ void Engine::shutdown(const std::string& reason) {
     shutdown_requested_ = true;
     shutdown_reason_ = reason;
     news_ = true;
+    wake_ = true;
     cv_.notify_one();
   }
-  if (thread_.get_id() == std::this_thread::get_id()) return;
+  if (thread_.get_id() == std::this_thread::get_id() || on_engine_thread) return;
   if (done_cv_.wait_for(lock, settings_.shutdown_timeout, [&] { return thread_done_; })) return;
   lock.unlock();
   // Some rank never shut down its engine: abort the engine's communicator, which ends our cycle.
@@ -205,43 +226,123 @@ EngineStats Engine::stats() const {
   return s;
 }
 
-void Engine::wait_for_cycle() {
+bool Engine::engine_thread_needed() const {
+  return news_ || pending_count_ > 0 || join_requested_ || shutdown_requested_ ||
+         !deferred_.empty();
+}
+
+// The engine thread: waits until a cycle is due and no caller's thread runs cycles, then marks
+// the cycle as its own. False once cycles are over.
+bool Engine::take_cycle() {
   std::unique_lock lock(mutex_);
-  bool pending = !pending_.empty() || join_requested_ || shutdown_requested_;
-  Clock::duration wait =
-      (pending || active_) ? Clock::duration(cycle_time_) : Clock::duration(settings_.heartbeat);
-  cv_.wait_for(lock, wait, [&] { return news_; });
-  news_ = false;
-  // A burst of enqueues (a backward pass, a trainer looping over its gradients) is still coming
-  // in: take it into this cycle instead of cutting it in two, as long as it keeps growing between
-  // two yields of this thread (so a lone tensor waits one yield), at most the cycle time.
-  const auto limit = Clock::now() + std::min<Clock::duration>(cycle_time_, kBurstWindow);
-  for (size_t seen = incoming_.size(); seen > 0 && Clock::now() < limit;) {
-    lock.unlock();
-    std::this_thread::yield();
-    lock.lock();
-    if (incoming_.size() == seen) break;
-    seen = incoming_.size();
+  for (;;) {
+    if (!deferred_.empty()) {
+      std::vector<std::shared_ptr<HandleState>> handles;
+      handles.swap(deferred_);
+      lock.unlock();
+      for (auto& h : handles) h->run_deferred_callbacks();
+      lock.lock();
+      continue;
+    }
+    if (over_) return false;
+    const bool others = runners_ > 0 || cycling_;
+    const bool pending = pending_count_ > 0 || join_requested_ || shutdown_requested_;
+    const Clock::duration wait = !others && (pending || active_)
+                                     ? Clock::duration(cycle_time_)
+                                     : Clock::duration(settings_.heartbeat);
+    const bool woken = cv_.wait_for(lock, wait, [&] {
+      return over_ || wake_ || !deferred_.empty() || (news_ && runners_ == 0 && !cycling_);
+    });
+    wake_ = false;
+    if (over_ || !deferred_.empty()) continue;
+    if (runners_ > 0 || cycling_) continue;  // a waiting caller runs the cycles meanwhile
+    if (!woken && others) continue;          // the runner left while this thread slept
+    // A burst of enqueues is still coming in: take it into this cycle instead of cutting it in
+    // two. Sleeping, not yielding: on as many cores as ranks a spinning engine thread takes the
+    // core from the thread that enqueues (or the other ranks').
+    const auto step = std::min<Clock::duration>(cycle_time_, kBurstWindow);
+    const auto cap = Clock::now() + Clock::duration(cycle_time_);
+    for (size_t seen = incoming_.size(); seen > 0 && !over_ && runners_ == 0;) {
+      cv_.wait_until(lock, std::min(Clock::now() + step, cap),
+                     [&] { return over_ || shutdown_requested_; });
+      if (incoming_.size() == seen || Clock::now() >= cap || shutdown_requested_) break;
+      seen = incoming_.size();
+    }
+    if (over_ || runners_ > 0 || cycling_) continue;
+    cycling_ = true;
+    return true;
   }
+}
+
+// One cycle, on whichever thread marked it as its own (cycling_); an error or the end of every
+// rank's engine stops the engine here.
+void Engine::run_cycle() {
+  std::optional<Error> stop;
+  try {
+    cycle();
+    if (negotiation_.all_shut_down())
+      stop = Error(ErrorCode::kAborted, negotiation_.shutdown_message().empty()
+                                            ? label_ + ": shut down"
+                                            : negotiation_.shutdown_message());
+  } catch (const Error& e) {
+    stop = Error(e.code(), fmt::format("{} stopped: {}", label_, e.what()));
+  } catch (const std::exception& e) {
+    stop = Error(ErrorCode::kInternal, fmt::format("{} stopped: internal error: {}", label_, e.what()));
+  }
+  if (stop) fail_everything(*stop);
+  std::lock_guard lock(mutex_);
+  if (stop) over_ = true;
+  pending_count_ = pending_.size();
+  cycling_ = false;
+  cycle_cv_.notify_all();
+  if (over_ || !deferred_.empty()) {
+    wake_ = true;
+    cv_.notify_one();
+  }
+}
+
+void Engine::run_cycles_until(const HandleState& handle, Deadline deadline) {
+  std::unique_lock lock(mutex_);
+  ++runners_;
+  while (!over_ && !handle.finished() && !deadline.expired()) {
+    if (cycling_) {
+      cycle_cv_.wait_until(lock, deadline.at(), [&] { return !cycling_ || over_; });
+      continue;
+    }
+    cycling_ = true;
+    lock.unlock();
+    {
+      const OnEngineThread mark;
+      run_cycle();
+    }
+    lock.lock();
+  }
+  if (--runners_ == 0 && engine_thread_needed()) {
+    wake_ = true;
+    cv_.notify_one();
+  }
+}
+
+// Completes a handle. Its callbacks run on the engine's own thread: on a caller's thread running
+// the cycle (run_cycles_until) they are handed to it.
+void Engine::settle(const std::shared_ptr<HandleState>& handle, const std::optional<Error>& error) {
+  if (thread_.get_id() == std::this_thread::get_id()) {
+    if (error)
+      handle->fail(*error);
+    else
+      handle->complete();
+    return;
+  }
+  if (!handle->finish_deferring_callbacks(error ? std::optional<Error>(unshared(*error))
+                                                : std::nullopt))
+    return;
+  std::lock_guard lock(mutex_);
+  deferred_.push_back(handle);
 }
 
 void Engine::loop() {
   on_engine_thread = true;
-  try {
-    while (!negotiation_.all_shut_down()) {
-      wait_for_cycle();
-      cycle();
-    }
-    const Error done(ErrorCode::kAborted, negotiation_.shutdown_message().empty()
-                                              ? label_ + ": shut down"
-                                              : negotiation_.shutdown_message());
-    fail_everything(done);
-  } catch (const Error& e) {
-    fail_everything(Error(e.code(), fmt::format("{} stopped: {}", label_, e.what())));
-  } catch (const std::exception& e) {
-    fail_everything(Error(ErrorCode::kInternal,
-                          fmt::format("{} stopped: internal error: {}", label_, e.what())));
-  }
+  while (take_cycle()) run_cycle();
   std::lock_guard lock(mutex_);
   thread_done_ = true;
   done_cv_.notify_all();
@@ -257,10 +358,10 @@ void Engine::fail_everything(const Error& error) {
     join_handle = std::move(join_handle_);
     in_flight_.clear();
   }
-  for (auto& [name, e] : pending_) e.handle->fail(error);
+  for (auto& [name, e] : pending_) settle(e.handle, error);
   pending_.clear();
-  for (auto& e : incoming) e.handle->fail(error);
-  if (join_handle) join_handle->fail(error);
+  for (auto& e : incoming) settle(e.handle, error);
+  if (join_handle) settle(join_handle, error);
 }
 
 }  // namespace tutti::engine

@@ -4,11 +4,18 @@
 // a fusion buffer, runs them on the engine's own communicator (a dup of the process set's, so the
 // caller's synchronous calls never mix with the engine's), and completes the handles.
 //
-// Cycles: a rank starts a negotiation cycle at once when something new happened locally (an
-// enqueue, a join, a shutdown); otherwise after TUTTI_CYCLE_TIME while it has work pending or
-// other ranks are active, and after a one-second heartbeat when idle. Every cycle is a collective
-// of the engine's communicator, so a rank that waits for others waits inside it, woken by their
-// arrival, never by a fixed sleep.
+// Cycles: a rank starts a negotiation cycle when something new happened locally (an enqueue, a
+// join, a shutdown), once the burst of enqueues it belongs to stopped growing (at most 100 us or
+// TUTTI_CYCLE_TIME); otherwise after TUTTI_CYCLE_TIME while it has work pending or other ranks are
+// active, and after a one-second heartbeat when idle. Every cycle is a collective of the engine's
+// communicator, so a rank that waits for others waits inside it, woken by their arrival, never by
+// a fixed sleep.
+//
+// Who runs a cycle: the engine's own thread, or a caller's thread blocked in Handle::wait()
+// (run_cycles_until). A trainer that enqueues its gradients and then waits would otherwise hand
+// every step to the engine thread and back: two threads per rank where one has work, which on a
+// machine with as many cores as ranks costs more than the step. One thread at a time runs cycles
+// (`cycling_`); completion callbacks always run on the engine's own thread.
 #pragma once
 
 #include <atomic>
@@ -62,12 +69,12 @@ struct EnqueueRequest {
   size_t* rows_out = nullptr;
 };
 
-class Engine {
+class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
  public:
   // `comm` is the engine's own communicator; `label` names the process set in messages, the same
   // on every rank ("tutti engine (world, 4 ranks)").
   Engine(std::shared_ptr<comm::Communicator> comm, EngineSettings settings, std::string label);
-  ~Engine();
+  ~Engine() override;
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -91,6 +98,8 @@ class Engine {
   // on every rank (the engine's communicator is aborted).
   void abort(const std::string& reason);
 
+  void run_cycles_until(const HandleState& handle, Deadline deadline) override;
+
  private:
   void check_settings_agree();
   struct Entry {
@@ -104,8 +113,11 @@ class Engine {
   };
 
   void loop();
-  void wait_for_cycle();
+  bool take_cycle();
+  void run_cycle();
   void cycle();
+  void settle(const std::shared_ptr<HandleState>& handle, const std::optional<Error>& error);
+  bool engine_thread_needed() const;
   void classify(Announcements& out, std::vector<uint64_t>& bits);
   void inspect_stalls(Announcements& out);
   std::vector<std::vector<std::byte>> exchange(const Announcements& mine, bool quiet);
@@ -139,18 +151,27 @@ class Engine {
   bool thread_done_ = false;
   std::condition_variable done_cv_;
   tutti::EngineStats stats_;
+  // Who runs cycles (run_cycle's caller sets cycling_; cycle_cv_ says when one ended).
+  bool cycling_ = false;
+  int runners_ = 0;        // callers' threads in run_cycles_until
+  bool over_ = false;      // no more cycles: every rank shut down, or the engine stopped
+  bool wake_ = false;      // the engine thread must look again (a runner left work to it)
+  size_t pending_count_ = 0;
+  bool active_ = false;    // the last cycle saw announcements or ran something
+  std::condition_variable cycle_cv_;
+  // Handles finished on a caller's thread whose callbacks the engine thread runs.
+  std::vector<std::shared_ptr<HandleState>> deferred_;
 
   // The engine thread's own.
   Negotiation negotiation_;
   std::unordered_map<std::string, Entry> pending_;
   bool join_announced_ = false;
   bool shutdown_announced_ = false;
-  bool active_ = false;  // the last cycle saw announcements or ran something
   std::unordered_map<std::string, Clock::time_point> stall_warned_;
   std::unordered_set<std::string> stall_failed_;
   std::vector<std::byte> fusion_;
   std::atomic<uint64_t> fusion_threshold_;
-  std::chrono::microseconds cycle_time_;
+  std::chrono::microseconds cycle_time_;  // written under mutex_
   std::unique_ptr<Autotuner> tuner_;               // rank 0 with TUTTI_AUTOTUNE
   std::optional<Autotuner::Choice> pending_tune_;  // rank 0: to announce in the next cycle
 

@@ -78,10 +78,7 @@ void Engine::finish(const std::string& name, const std::optional<Error>& error) 
   Timeline& timeline = Timeline::instance();
   const bool traced = timeline.active();
   const Clock::time_point began = traced ? Clock::now() : Clock::time_point{};
-  if (error)
-    e.handle->fail(*error);
-  else
-    e.handle->complete();
+  settle(e.handle, error);
   if (traced) timeline.span(label_, name, "callback", began, Clock::now());
 }
 
@@ -143,7 +140,7 @@ void Engine::run_one(const Response& r) {
     if (handle) {
       handle->last_joined = r.last_joined;
       if (join_out_ != nullptr) *join_out_ = r.last_joined;
-      handle->complete();
+      settle(handle, std::nullopt);
     }
     return;
   }

@@ -12,12 +12,19 @@ bool HandleState::finished() const {
   return finished_;
 }
 
-bool HandleState::wait(Deadline deadline) const {
+bool HandleState::wait(Deadline deadline, bool run_cycles) const {
   std::unique_lock lock(mutex_);
   if (!finished_ && on_engine_thread)
     throw Error(ErrorCode::kInvalidArgument,
                 "waiting for an operation inside an engine completion callback would stop the "
                 "engine that must finish it; chain another callback instead");
+  if (!finished_ && run_cycles) {
+    if (auto engine = runner.lock()) {
+      lock.unlock();
+      engine->run_cycles_until(*this, deadline);
+      lock.lock();
+    }
+  }
   if (!cv_.wait_until(lock, deadline.at(), [&] { return finished_; })) return false;
   if (error_) throw unshared(*error_);
   return true;
@@ -25,7 +32,7 @@ bool HandleState::wait(Deadline deadline) const {
 
 void HandleState::then(Callback callback) {
   std::unique_lock lock(mutex_);
-  if (!finished_) {
+  if (!finished_ || deferred_) {
     callbacks_.push_back(std::move(callback));
     return;
   }
@@ -53,6 +60,39 @@ void HandleState::finish(std::optional<Error> error) {
     callbacks.swap(callbacks_);
   }
   cv_.notify_all();
+  run(callbacks);
+}
+
+bool HandleState::finish_deferring_callbacks(std::optional<Error> error) {
+  bool deferred = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (finished_) return false;
+    finished_ = true;
+    error_ = std::move(error);
+    deferred = deferred_ = !callbacks_.empty();
+  }
+  cv_.notify_all();
+  return deferred;
+}
+
+void HandleState::run_deferred_callbacks() {
+  // Callbacks given meanwhile (then() queues them while deferred_) run in this same pass.
+  for (;;) {
+    std::vector<Callback> callbacks;
+    {
+      std::lock_guard lock(mutex_);
+      if (callbacks_.empty()) {
+        deferred_ = false;
+        return;
+      }
+      callbacks.swap(callbacks_);
+    }
+    run(callbacks);
+  }
+}
+
+void HandleState::run(std::vector<Callback>& callbacks) const {
   // A callback that throws must not take the engine down with it.
   for (auto& callback : callbacks) {
     try {

@@ -1,12 +1,14 @@
 // The state one asynchronous operation shares between the caller's handle and the engine: done or
 // failed, the error, the result an allgather or alltoall produces, and a completion callback.
-// Completed exactly once, by the engine thread (or by enqueue when the request is refused).
+// Completed exactly once, by whichever thread runs the engine's cycle (the engine's own, or a
+// caller's thread waiting for its handle: Engine::run_cycles_until).
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -23,18 +25,39 @@ using Callback = std::function<void(const Error*)>;
 // would stop the engine that must finish it.
 extern thread_local bool on_engine_thread;
 
+class HandleState;
+
+// What runs an engine's cycles on a waiting caller's thread (the Engine): a thread that would
+// only sleep until its handle finishes runs the cycles itself, so that on a machine with few
+// cores the engine's own thread does not compete with it for one.
+class CycleRunner {
+ public:
+  virtual ~CycleRunner() = default;
+  // Runs cycles on this thread until `handle` finished, the engine stopped or `deadline` passed.
+  virtual void run_cycles_until(const HandleState& handle, Deadline deadline) = 0;
+};
+
 class HandleState {
  public:
   // True once completed or failed.
   bool finished() const;
-  // Returns once finished (throws its error), or false when `deadline` passes first.
-  bool wait(Deadline deadline) const;
-  // Runs `callback` once finished: at once on this thread if it already is, else on the engine's
-  // thread. Several callbacks run in the order they were given.
+  // Returns once finished (throws its error), or false when `deadline` passes first. With
+  // `run_cycles`, the calling thread runs the engine's cycles meanwhile (see CycleRunner).
+  bool wait(Deadline deadline, bool run_cycles = false) const;
+  // Runs `callback` once finished: at once on this thread if it already is (and its callbacks
+  // ran), else on the engine's thread. Several callbacks run in the order they were given.
   void then(Callback callback);
 
   void complete();
   void fail(const Error& error);
+  // Finishes without running the callbacks: the engine's own thread runs them later
+  // (run_deferred_callbacks), never the caller's thread that completed the handle. True when
+  // there are callbacks to run.
+  bool finish_deferring_callbacks(std::optional<Error> error);
+  void run_deferred_callbacks();
+
+  // The engine that runs this handle's cycles, for wait(.., true); empty: none.
+  std::weak_ptr<CycleRunner> runner;
 
   // Results, written by the engine before complete(): the gathered rows of an allgather or
   // alltoall (elements of each rank, in rank order) and the rank that joined last.
@@ -46,12 +69,14 @@ class HandleState {
 
  private:
   void finish(std::optional<Error> error);
+  void run(std::vector<Callback>& callbacks) const;
 
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
   bool finished_ = false;
   std::optional<Error> error_;
   std::vector<Callback> callbacks_;
+  bool deferred_ = false;  // finished, its callbacks not yet run
 };
 
 }  // namespace tutti::engine

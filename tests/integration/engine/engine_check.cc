@@ -13,6 +13,10 @@
 //   fusion                              tensors that become ready together run as one collective
 //   misuse                              every mistake refused clearly; the engine goes on
 //   abort                               abort() on a process set fails its engine's handles
+//
+// --unbounded-waits (any scenario): every handle is waited for without a timeout, so the waiting
+// thread runs the engine's cycles itself (Engine::run_cycles_until) instead of sleeping while the
+// engine thread runs them; the scenario's own limits then come from ctest's TIMEOUT.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -39,6 +43,15 @@ using Clock = std::chrono::steady_clock;
 int g_rank = -1;
 int g_size = 0;
 std::atomic<int> g_failures{0};
+bool g_unbounded_waits = false;
+
+// Handle::wait, with this scenario's limit or (--unbounded-waits) none.
+void await(const tutti::Handle& h, int limit_seconds) {
+  if (g_unbounded_waits)
+    h.wait();
+  else
+    h.wait(std::chrono::seconds(limit_seconds));
+}
 
 void fail(const std::string& what) {
   std::printf("FAIL: rank %d: %s\n", g_rank, what.c_str());
@@ -319,7 +332,7 @@ int scenario_random(const tutti::Communicator& world, int tensors, int steps, in
     for (auto& t : pool) t.join();
     for (int i = 0; i < tensors; ++i) {
       try {
-        all[static_cast<size_t>(i)].handle.wait(std::chrono::seconds(120));
+        await(all[static_cast<size_t>(i)].handle, 120);
         check(all[static_cast<size_t>(i)], i, step);
       } catch (const tutti::Error& e) {
         fail(fmt::format("{}: {}", all[static_cast<size_t>(i)].name, e.what()));
@@ -392,7 +405,7 @@ int scenario_fusion(const tutti::Communicator& world) {
       if (h.poll()) fail("a tensor finished before its buffer was ready");
     gate->open = true;
     for (int i = 0; i < tensors; ++i) {
-      hs[static_cast<size_t>(i)].wait(std::chrono::seconds(60));
+      await(hs[static_cast<size_t>(i)], 60);
       const auto& out = i % 2 ? xs[static_cast<size_t>(i)] : ys[static_cast<size_t>(i)];
       for (size_t j = 0; j < n; ++j) {
         int32_t want = 0;
@@ -431,7 +444,7 @@ int scenario_autotune(const tutti::Communicator& world, const std::string& file,
       hs.push_back(world.allreduce_async(fmt::format("t{}", i), xs[static_cast<size_t>(i)].data(),
                                          xs[static_cast<size_t>(i)].data(), n, DataType::kFloat32,
                                          ReduceOp::kMax));
-    for (auto& h : hs) h.wait(std::chrono::seconds(60));
+    for (auto& h : hs) await(h, 60);
     int32_t written = 0;
     if (g_rank == 0) written = access(file.c_str(), R_OK) == 0 ? 1 : 0;
     world.broadcast(&written, 1, DataType::kInt32, 0);
@@ -464,8 +477,8 @@ void same_everywhere(const tutti::Communicator& world, const std::string& what,
 
 void expect_works(const tutti::Communicator& c, const std::string& name) {
   std::vector<float> x(1000, 1.0f), y(1000, 0.0f);
-  c.allreduce_async(name, x.data(), y.data(), x.size(), DataType::kFloat32, ReduceOp::kSum)
-      .wait(std::chrono::seconds(60));
+  await(c.allreduce_async(name, x.data(), y.data(), x.size(), DataType::kFloat32, ReduceOp::kSum),
+        60);
   if (y[0] != static_cast<float>(c.size()) || y[999] != static_cast<float>(c.size()))
     fail(fmt::format("{}: {} instead of {}", name, y[0], c.size()));
 }
@@ -477,8 +490,9 @@ int scenario_mismatch(const tutti::Communicator& world) {
   const auto start = Clock::now();
   std::string message;
   try {
-    world.allreduce_async("weights", x.data(), y.data(), count, DataType::kFloat32, ReduceOp::kSum)
-        .wait(std::chrono::seconds(30));
+    await(world.allreduce_async("weights", x.data(), y.data(), count, DataType::kFloat32,
+                                ReduceOp::kSum),
+          30);
     if (g_size > 1) fail("a mismatched allreduce succeeded");
   } catch (const tutti::Error& e) {
     message = e.what();
@@ -506,10 +520,9 @@ int scenario_stall(const tutti::Communicator& world) {
   std::string message;
   if (g_rank != lonely) {
     try {
-      world
-          .allreduce_async("lonely", x.data(), y.data(), x.size(), DataType::kFloat32,
-                           ReduceOp::kSum)
-          .wait(std::chrono::seconds(60));
+      await(world.allreduce_async("lonely", x.data(), y.data(), x.size(), DataType::kFloat32,
+                                  ReduceOp::kSum),
+            60);
       fail("a tensor one rank never submitted completed");
     } catch (const tutti::Error& e) {
       message = e.what();
@@ -542,7 +555,7 @@ int scenario_kill(const tutti::Communicator& world, const std::string& pid_dir) 
                                               DataType::kFloat32, ReduceOp::kSum));
     for (auto& h : handles) {
       try {
-        h.wait(std::chrono::seconds(100));
+        await(h, 100);
       } catch (const tutti::Error& e) {
         std::printf("rank %d: engine error after %d steps: %s\n", g_rank, i, e.what());
         std::fflush(stdout);
@@ -563,8 +576,8 @@ int scenario_join(const tutti::Communicator& world) {
         world.allreduce_async("grad", x.data(), y.data(), n, DataType::kFloat32, ReduceOp::kSum);
     auto h2 = world.allgather_async("rows", &one, 1, 1, DataType::kFloat32);
     try {
-      h1.wait(std::chrono::seconds(60));
-      h2.wait(std::chrono::seconds(60));
+      await(h1, 60);
+      await(h2, 60);
     } catch (const tutti::Error& e) {
       fail(fmt::format("batch {}: {}", b, e.what()));
       continue;
@@ -584,7 +597,7 @@ int scenario_join(const tutti::Communicator& world) {
   }
   try {
     auto j = world.join();
-    j.wait(std::chrono::seconds(60));
+    await(j, 60);
     if (j.last_joined() != g_size - 1)
       fail(fmt::format("last_joined {} instead of {}", j.last_joined(), g_size - 1));
   } catch (const tutti::Error& e) {
@@ -620,7 +633,7 @@ int scenario_sets(const tutti::Communicator& world) {
     }
     for (int i = 0; i < 40; ++i) {
       try {
-        hs[static_cast<size_t>(i)].wait(std::chrono::seconds(60));
+        await(hs[static_cast<size_t>(i)], 60);
       } catch (const tutti::Error& e) {
         fail(fmt::format("set {} p{}: {}", tag, i, e.what()));
         continue;
@@ -657,7 +670,7 @@ int scenario_timeline(const tutti::Communicator& world, const std::string& path)
                                        ReduceOp::kSum));
   std::atomic<int> called{0};
   hs.back().then([&](const tutti::Error*) { ++called; });
-  for (auto& h : hs) h.wait(std::chrono::seconds(60));
+  for (auto& h : hs) await(h, 60);
   expect_works(world, "traced");
   tutti::stop_timeline();
   if (called.load() != 1) fail("the completion callback did not run once");
@@ -729,13 +742,13 @@ int scenario_misuse(const tutti::Communicator& world) {
         world.allreduce_async("scaled", ix, ix, 4, DataType::kInt32, ReduceOp::kSum, o);
       },
       "prescale and postscale");
-  first.wait(std::chrono::seconds(60));
+  await(first, 60);
   // A receive buffer too small for an allgather fails this rank's handle only.
   std::vector<float> small(2 * static_cast<size_t>(g_size));  // rank 0 claims room for 1 only
   auto h = world.allgather_async("gather", x.data(), 2, 1, DataType::kFloat32, small.data(),
                                  g_rank == 0 ? 1 : 2 * static_cast<size_t>(g_size));
   try {
-    h.wait(std::chrono::seconds(60));
+    await(h, 60);
     if (g_rank == 0 && g_size > 0) fail("a too small receive buffer was accepted");
   } catch (const tutti::Error& e) {
     if (g_rank != 0 || std::string(e.what()).find("receive buffer holds 1") == std::string::npos)
@@ -754,11 +767,44 @@ int scenario_misuse(const tutti::Communicator& world) {
       ++refused_in_callback;
     }
   });
-  other.wait(std::chrono::seconds(60));
-  pending.wait(std::chrono::seconds(60));
+  await(other, 60);
+  await(pending, 60);
   if (!pending.poll()) fail("pending.late did not finish");
   // (The callback may have run after pending.late finished: then its wait returned at once.)
   (void)refused_in_callback;
+  // Completion callbacks run on the engine's own thread, also when the waiting thread runs the
+  // engine's cycles (--unbounded-waits), never on the thread that waits. Ranks other than 0 give
+  // the callback before the barrier, rank 0 submits after it: the handle cannot finish before.
+  if (g_size > 1) {
+    std::vector<float> cb(16, 1.0f);
+    tutti::Handle h;
+    std::atomic<bool> ran{false};
+    std::thread::id where;
+    const auto submit = [&] {
+      return world.allreduce_async("callback.thread", cb.data(), cb.data(), cb.size(),
+                                   DataType::kFloat32, ReduceOp::kSum);
+    };
+    if (g_rank != 0) {
+      h = submit();
+      h.then([&](const tutti::Error*) {
+        where = std::this_thread::get_id();
+        ran = true;
+      });
+    }
+    world.barrier();
+    if (g_rank == 0) h = submit();
+    await(h, 60);
+    if (g_rank != 0) {
+      const auto start = Clock::now();
+      while (!ran.load() && seconds_since(start) < 30)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (!ran.load())
+        fail("a completion callback did not run within 30 s of its handle finishing");
+      else if (where == std::this_thread::get_id())
+        fail("a completion callback ran on the thread that waited, not on the engine's");
+    }
+    if (cb[0] != static_cast<float>(g_size)) fail(fmt::format("callback.thread: {}", cb[0]));
+  }
   expect_works(world, "after.misuse");
   ok("misuse: each mistake refused with a clear message; the engine goes on");
   return 0;
@@ -784,7 +830,7 @@ int scenario_abort(const tutti::Communicator& world) {
   };
   if (h) {
     try {
-      h.wait(std::chrono::seconds(30));
+      await(h, 30);
       fail("a pending handle survived the abort");
     } catch (const tutti::Error& e) {
       check(e, "pending");
@@ -793,8 +839,9 @@ int scenario_abort(const tutti::Communicator& world) {
   // Later submissions on the aborted set fail with the same cause (once the engine has seen it).
   for (int attempt = 0;; ++attempt) {
     try {
-      set.allreduce_async("after", x.data(), x.data(), 100, DataType::kFloat32, ReduceOp::kSum)
-          .wait(std::chrono::seconds(30));
+      await(
+          set.allreduce_async("after", x.data(), x.data(), 100, DataType::kFloat32, ReduceOp::kSum),
+          30);
       fail("a submission after the abort succeeded");
       break;
     } catch (const tutti::Error& e) {
@@ -825,6 +872,7 @@ int main(int argc, char** argv) {
     tutti::World w;
     const tutti::Communicator& world = w.communicator();
     g_rank = world.rank();
+    g_unbounded_waits = std::find(args.begin(), args.end(), "--unbounded-waits") != args.end();
     g_size = world.size();
     const std::string& s = args[0];
     int rc = 2;

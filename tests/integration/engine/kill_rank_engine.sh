@@ -4,13 +4,14 @@
 # tuttirun exits non-zero, and no process of the job remains.
 set -uo pipefail
 tuttirun=$1 check=$2 transport=$3
+shift 3  # the rest: more arguments for the check (--unbounded-waits)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 job="enginekill-$transport-$$"
 victim=1
 
 TUTTI_TRANSPORT=$transport "$tuttirun" -np 3 --job-id "$job" --grace 20 -- \
-  "$check" kill --pid-dir "$work" >"$work/out" 2>&1 &
+  "$check" kill --pid-dir "$work" "$@" >"$work/out" 2>&1 &
 launcher=$!
 for _ in $(seq 1 300); do
   [ "$(ls "$work"/*.pid 2>/dev/null | wc -l)" -eq 3 ] && break
