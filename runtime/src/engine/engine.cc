@@ -183,6 +183,7 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
 
 std::shared_ptr<HandleState> Engine::join(int* last_joined_out) {
   auto handle = std::make_shared<HandleState>();
+  handle->runner = weak_from_this();
   {
     std::lock_guard lock(mutex_);
     if (stopped_) throw unshared(*stopped_);
@@ -250,13 +251,12 @@ bool Engine::take_cycle() {
     const Clock::duration wait = !others && (pending || active_)
                                      ? Clock::duration(cycle_time_)
                                      : Clock::duration(settings_.heartbeat);
-    const bool woken = cv_.wait_for(lock, wait, [&] {
+    cv_.wait_for(lock, wait, [&] {
       return over_ || wake_ || !deferred_.empty() || (news_ && runners_ == 0 && !cycling_);
     });
     wake_ = false;
     if (over_ || !deferred_.empty()) continue;
     if (runners_ > 0 || cycling_) continue;  // a waiting caller runs the cycles meanwhile
-    if (!woken && others) continue;          // the runner left while this thread slept
     // A burst of enqueues is still coming in: take it into this cycle instead of cutting it in
     // two. Sleeping, not yielding: on as many cores as ranks a spinning engine thread takes the
     // core from the thread that enqueues (or the other ranks').
