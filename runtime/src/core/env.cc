@@ -139,8 +139,8 @@ constexpr std::array kVariables = {
              "Which attempt of the job this is (set by tuttirun).", 0, 2147483647},
     Variable{"TUTTI_CYCLE_TIME", Kind::kSeconds, "1ms", "",
              "Engine: the longest a rank with work pending waits for news before its next "
-             "negotiation cycle. An enqueue starts a cycle at once; an idle engine wakes once a "
-             "second.",
+             "negotiation cycle, and the longest a burst of enqueues delays its cycle. An "
+             "enqueue wakes the engine at once; an idle engine wakes once a second.",
              1e-6, 1.0},
     Variable{"TUTTI_FUSION_THRESHOLD", Kind::kBytes, "64M", "",
              "Engine: ready allreduces of one dtype, op and scale are packed into one buffer of up "
