@@ -151,6 +151,7 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
       2 * (Clock::duration(settings_.stall_timeout) + Clock::duration(comm_->options().timeout));
   handle->runner = weak_from_this();
   bool wake = false;
+  bool pace_news = false;
   {
     std::lock_guard lock(mutex_);
     if (stopped_) throw unshared(*stopped_);
@@ -175,9 +176,11 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
     // The first enqueue of a burst wakes the engine thread; the rest do not (it sleeps through
     // the burst), nor does any while a waiting caller runs the cycles.
     wake = !news_ && runners_ == 0;
+    pace_news = !news_ && runners_ > 0;
     news_ = true;
   }
   if (wake) cv_.notify_one();
+  if (pace_news) cycle_cv_.notify_all();  // a waiting caller pacing its cycles
   return handle;
 }
 
@@ -197,6 +200,7 @@ std::shared_ptr<HandleState> Engine::join(int* last_joined_out) {
     wake_ = true;
   }
   cv_.notify_one();
+  cycle_cv_.notify_all();
   return handle;
 }
 
@@ -208,6 +212,7 @@ void Engine::shutdown(const std::string& reason) {
     news_ = true;
     wake_ = true;
     cv_.notify_one();
+    cycle_cv_.notify_all();
   }
   if (thread_.get_id() == std::this_thread::get_id() || on_engine_thread) return;
   if (done_cv_.wait_for(lock, settings_.shutdown_timeout, [&] { return thread_done_; })) return;
@@ -287,7 +292,8 @@ void Engine::run_cycle() {
   } catch (const Error& e) {
     stop = Error(e.code(), fmt::format("{} stopped: {}", label_, e.what()));
   } catch (const std::exception& e) {
-    stop = Error(ErrorCode::kInternal, fmt::format("{} stopped: internal error: {}", label_, e.what()));
+    stop = Error(ErrorCode::kInternal,
+                 fmt::format("{} stopped: internal error: {}", label_, e.what()));
   }
   if (stop) fail_everything(*stop);
   std::lock_guard lock(mutex_);
@@ -304,11 +310,21 @@ void Engine::run_cycle() {
 void Engine::run_cycles_until(const HandleState& handle, Deadline deadline) {
   std::unique_lock lock(mutex_);
   ++runners_;
+  bool ran = false;
   while (!over_ && !handle.finished() && !deadline.expired()) {
     if (cycling_) {
       cycle_cv_.wait_until(lock, deadline.at(), [&] { return !cycling_ || over_; });
       continue;
     }
+    if (ran && !active_ && !news_) {
+      // The last cycle saw nothing anywhere (every rank waits, or the others are still busy):
+      // pace like the engine thread, one cycle per TUTTI_CYCLE_TIME until something is new,
+      // instead of spinning through empty collectives on every waiting rank.
+      const auto until = std::min(deadline.at(), Clock::now() + Clock::duration(cycle_time_));
+      cycle_cv_.wait_until(lock, until, [&] { return news_ || over_ || handle.finished(); });
+      if (cycling_ || over_ || handle.finished() || deadline.expired()) continue;
+    }
+    ran = true;
     cycling_ = true;
     lock.unlock();
     {

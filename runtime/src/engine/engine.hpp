@@ -151,13 +151,14 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   bool thread_done_ = false;
   std::condition_variable done_cv_;
   tutti::EngineStats stats_;
-  // Who runs cycles (run_cycle's caller sets cycling_; cycle_cv_ says when one ended).
+  // Who runs cycles (run_cycle's caller sets cycling_). cycle_cv_: a cycle ended, or news for a
+  // waiting caller that paces its cycles.
   bool cycling_ = false;
-  int runners_ = 0;        // callers' threads in run_cycles_until
-  bool over_ = false;      // no more cycles: every rank shut down, or the engine stopped
-  bool wake_ = false;      // the engine thread must look again (a runner left work to it)
+  int runners_ = 0;    // callers' threads in run_cycles_until
+  bool over_ = false;  // no more cycles: every rank shut down, or the engine stopped
+  bool wake_ = false;  // the engine thread must look again (a runner left work to it)
   size_t pending_count_ = 0;
-  bool active_ = false;    // the last cycle saw announcements or ran something
+  bool active_ = false;  // the last cycle saw announcements or ran something
   std::condition_variable cycle_cv_;
   // Handles finished on a caller's thread whose callbacks the engine thread runs.
   std::vector<std::shared_ptr<HandleState>> deferred_;
@@ -171,7 +172,7 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   std::unordered_set<std::string> stall_failed_;
   std::vector<std::byte> fusion_;
   std::atomic<uint64_t> fusion_threshold_;
-  std::chrono::microseconds cycle_time_;  // written under mutex_
+  std::chrono::microseconds cycle_time_;           // written under mutex_
   std::unique_ptr<Autotuner> tuner_;               // rank 0 with TUTTI_AUTOTUNE
   std::optional<Autotuner::Choice> pending_tune_;  // rank 0: to announce in the next cycle
 

@@ -13,6 +13,7 @@
 //   fusion                              tensors that become ready together run as one collective
 //   misuse                              every mistake refused clearly; the engine goes on
 //   abort                               abort() on a process set fails its engine's handles
+//   pacing                              every rank waits for a name nobody else has: paced cycles
 //
 // --unbounded-waits (any scenario): every handle is waited for without a timeout, so the waiting
 // thread runs the engine's cycles itself (Engine::run_cycles_until) instead of sleeping while the
@@ -810,6 +811,36 @@ int scenario_misuse(const tutti::Communicator& world) {
   return 0;
 }
 
+// Every rank waits without a timeout (so the waiting threads run the cycles) for a name that no
+// other rank submits: nothing can run until the stall timeout fails them all. Meanwhile the
+// cycles must be paced, about one per TUTTI_CYCLE_TIME (1 ms), not spun back to back by every
+// rank (which ran ~300,000 empty cycles a second and took every core).
+int scenario_pacing(const tutti::Communicator& world) {
+  expect_works(world, "before");
+  const uint64_t before = world.engine_stats().cycles;
+  std::vector<float> x(10, 1.0f);
+  const auto start = Clock::now();
+  auto h = world.allreduce_async(fmt::format("alone.{}", g_rank), x.data(), x.data(), x.size(),
+                                 DataType::kFloat32, ReduceOp::kSum);
+  try {
+    h.wait();
+    if (g_size > 1) fail("a name only this rank submitted completed");
+  } catch (const tutti::Error& e) {
+    if (e.code() != tutti::ErrorCode::kTimeout)
+      fail(fmt::format("not the stall timeout: {}", e.what()));
+  }
+  const double took = seconds_since(start);
+  const uint64_t cycles = world.engine_stats().cycles - before;
+  // At most one quiet cycle per millisecond, three times over for the active ones and slack.
+  const auto limit = static_cast<uint64_t>(took * 3000) + 100;
+  if (cycles > limit)
+    fail(fmt::format("{} cycles in {:.1f} s of waiting: spinning, not paced (limit {})", cycles,
+                     took, limit));
+  expect_works(world, "after");
+  ok(fmt::format("pacing: {} cycles in {:.1f} s while every rank waited", cycles, took));
+  return 0;
+}
+
 // abort() on a communicator reaches its engine: every rank's pending handles fail with kAborted
 // naming the aborting rank and the reason, and later submissions are refused with that cause.
 int scenario_abort(const tutti::Communicator& world) {
@@ -893,6 +924,8 @@ int main(int argc, char** argv) {
       rc = scenario_autotune(world, option("--file", ""), std::stod(option("--seconds", "30")));
     else if (s == "abort")
       rc = scenario_abort(world);
+    else if (s == "pacing")
+      rc = scenario_pacing(world);
     else if (s == "fusion")
       rc = scenario_fusion(world);
     else if (s == "misuse")
