@@ -75,6 +75,13 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
     count += s.count;
   }
   const size_t bytes = count * es;
+  if (ctx.size == 1 && count > 0) {
+    // Alone, each tensor is its own result: copied (or scaled) where it is, never packed. The
+    // checks and the scaling are those of one allreduce per tensor.
+    for (const Segment& s : segments)
+      if (s.count > 0) allreduce(ctx, algorithm, s.send, s.recv, s.count, type, op);
+    return {};
+  }
   if (algorithm == Algorithm::kAuto && ctx.size > 1 && count > 0)
     algorithm = select_allreduce(ctx, bytes);
   const bool in_place = algorithm == Algorithm::kShm && ctx.size > 1 && count > 0 &&

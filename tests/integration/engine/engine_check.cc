@@ -427,6 +427,58 @@ int scenario_fusion(const tutti::Communicator& world) {
     fail(fmt::format("{} fused, {} expected", s.fused, 2 * tensors));
   if (s.cache_hits != static_cast<uint64_t>(tensors))
     fail(fmt::format("{} cache hits in the second step, {} expected", s.cache_hits, tensors));
+  // Scaled and averaged batches (also at 1 rank, where a fused batch is copied tensor by tensor,
+  // never packed): float32 sum with prescale 2 and postscale 0.25, and float64 avg, half of each
+  // out of place. Exact: the inputs are small integers, the scales powers of two, and avg divides
+  // the exact sum once, as the reference does.
+  {
+    auto gate = std::make_shared<Gate>();
+    tutti::AsyncOptions scaled;
+    scaled.ready = gate;
+    scaled.prescale = 2.0;
+    scaled.postscale = 0.25;
+    tutti::AsyncOptions plain;
+    plain.ready = gate;
+    const int k = 8;
+    std::vector<std::vector<float>> fx(k, std::vector<float>(n)), fy = fx;
+    std::vector<std::vector<double>> dx(k, std::vector<double>(n)), dy = dx;
+    std::vector<tutti::Handle> hs;
+    for (int i = 0; i < k; ++i) {
+      const auto u = static_cast<size_t>(i);
+      for (size_t j = 0; j < n; ++j) {
+        fx[u][j] = static_cast<float>(value(g_rank, i, j));
+        dx[u][j] = static_cast<double>(value(g_rank, i + 1, j));
+      }
+      hs.push_back(world.allreduce_async(fmt::format("scaled{}", i), fx[u].data(),
+                                         i % 2 ? fx[u].data() : fy[u].data(), n, DataType::kFloat32,
+                                         ReduceOp::kSum, scaled));
+      hs.push_back(world.allreduce_async(fmt::format("avg{}", i), dx[u].data(),
+                                         i % 2 ? dx[u].data() : dy[u].data(), n, DataType::kFloat64,
+                                         ReduceOp::kAvg, plain));
+    }
+    gate->open = true;
+    for (auto& h : hs) await(h, 60);
+    for (int i = 0; i < k; ++i) {
+      const auto u = static_cast<size_t>(i);
+      const auto& f = i % 2 ? fx[u] : fy[u];
+      const auto& d = i % 2 ? dx[u] : dy[u];
+      for (size_t j = 0; j < n; ++j) {
+        int sum_f = 0, sum_d = 0;
+        for (int r = 0; r < g_size; ++r) sum_f += value(r, i, j), sum_d += value(r, i + 1, j);
+        const float want_f = static_cast<float>(sum_f) * 0.5f;
+        const double want_d = static_cast<double>(sum_d) / g_size;
+        if (f[j] != want_f || d[j] != want_d) {
+          fail(fmt::format("scaled{} / avg{} element {}: {} / {} instead of {} / {}", i, i, j, f[j],
+                           d[j], want_f, want_d));
+          break;
+        }
+      }
+    }
+    const tutti::EngineStats after = world.engine_stats();
+    if (fusion && after.fused != s.fused + 2 * k)
+      fail(fmt::format("the scaled and averaged batches: {} fused, {} expected",
+                       after.fused - s.fused, 2 * k));
+  }
   ok(fmt::format("fusion: 2 x {} tensors ready together ran in {} collectives", tensors,
                  s.collectives));
   return 0;
