@@ -13,8 +13,8 @@
 //
 // Who runs a cycle: the engine's own thread, or a caller's thread blocked in Handle::wait()
 // (run_cycles_until). A trainer that enqueues its gradients and then waits would otherwise hand
-// every step to the engine thread and back: two threads per rank where one has work, which on a
-// machine with as many cores as ranks costs more than the step. One thread at a time runs cycles
+// every step to the engine thread and back: two threads per rank where one has work, competing
+// for one core where there are as many cores as ranks. One thread at a time runs cycles
 // (`cycling_`); completion callbacks always run on the engine's own thread.
 #pragma once
 
@@ -163,7 +163,7 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   // Handles finished on a caller's thread whose callbacks the engine thread runs.
   std::vector<std::shared_ptr<HandleState>> deferred_;
 
-  // The engine thread's own.
+  // The cycle's own: touched only by the thread that holds the cycle (cycling_).
   Negotiation negotiation_;
   std::unordered_map<std::string, Entry> pending_;
   bool join_announced_ = false;
@@ -172,7 +172,7 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   std::unordered_set<std::string> stall_failed_;
   std::vector<std::byte> fusion_;
   std::atomic<uint64_t> fusion_threshold_;
-  std::chrono::microseconds cycle_time_;           // written under mutex_
+  std::chrono::microseconds cycle_time_;           // read and written under mutex_
   std::unique_ptr<Autotuner> tuner_;               // rank 0 with TUTTI_AUTOTUNE
   std::optional<Autotuner::Choice> pending_tune_;  // rank 0: to announce in the next cycle
 
