@@ -18,6 +18,8 @@
 // one).
 #include <sched.h>
 
+#include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -29,6 +31,7 @@
 #include "collectives/shm_plan.hpp"
 #include "collectives/shm_store_tuner.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "reduce/reduce.hpp"
 #include "reduce/stream_stores.hpp"
 #include "transport/local_window.hpp"
@@ -318,6 +321,39 @@ class ShmAllreduce {
   const uint64_t fingerprint_;
 };
 
+const char* stores_name(reduce::CopyStores stores) {
+  return stores == reduce::CopyStores::kStreaming ? "streaming" : "cached";
+}
+
+// Rank 0 publishes the time of each tuned call for every rank's ShmStoreTuner, in its kDone
+// line's bank `call % 2` (bytes: the call and the combination; word: the nanoseconds). Tuned call
+// t's bank is read at the start of tuned call t + 2 and written again at the end of t + 2: every
+// rank read it before staging t + 2, and rank 0 ends t + 2 only after every rank staged it. It
+// was written before rank 0 staged t + 1, which every rank waited for.
+void publish_rank0_time(transport::LocalWindow& w, const ShmChoice& choice, double ns) {
+  const int bank = static_cast<int>(choice.call % 2);
+  auto* words = reinterpret_cast<uint64_t*>(w.inline_bytes(0, kDone, bank));
+  const uint64_t arm = (choice.stores.window == reduce::CopyStores::kStreaming ? 1u : 0u) |
+                       (choice.stores.output == reduce::CopyStores::kStreaming ? 2u : 0u);
+  std::atomic_ref<uint64_t>(words[0]).store(choice.call, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(words[1]).store(arm, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(w.inline_word(0, kDone, bank))
+      .store(std::bit_cast<uint64_t>(ns), std::memory_order_relaxed);
+}
+
+void learn_rank0_time(transport::LocalWindow& w, uint64_t call, ShmStoreTuner& tuner) {
+  const int bank = static_cast<int>(call % 2);
+  auto* words = reinterpret_cast<uint64_t*>(w.inline_bytes(0, kDone, bank));
+  if (std::atomic_ref<uint64_t>(words[0]).load(std::memory_order_relaxed) != call) return;
+  const uint64_t arm = std::atomic_ref<uint64_t>(words[1]).load(std::memory_order_relaxed);
+  const double ns = std::bit_cast<double>(
+      std::atomic_ref<uint64_t>(w.inline_word(0, kDone, bank)).load(std::memory_order_relaxed));
+  const ShmStores used{
+      (arm & 1) != 0 ? reduce::CopyStores::kStreaming : reduce::CopyStores::kCached,
+      (arm & 2) != 0 ? reduce::CopyStores::kStreaming : reduce::CopyStores::kCached};
+  tuner.learn(call, used, ns);
+}
+
 }  // namespace
 
 void shm_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
@@ -349,15 +385,21 @@ void shm_allreduce_segments(Context& ctx, std::span<const Segment> segments, Dat
   const size_t bytes = io.count() * element_size(type);
   bool in_place = true;
   for (const Segment& s : segments) in_place = in_place && s.send == s.recv;
-  const ShmStores stores = state.tuner.choose(bytes, in_place);
-  if (!state.tuner.timed(bytes)) {
-    ShmAllreduce(ctx, *window, state, io, type, op, stores).run();
+  if (bytes >= ShmStoreTuner::kMinTunedBytes && state.tuner.tuned_calls() >= 2)
+    learn_rank0_time(*window, state.tuner.tuned_calls() - 1, state.tuner);
+  const ShmChoice choice = state.tuner.choose(bytes, in_place);
+  if (choice.call != 0 && log::enabled(log::Level::kTrace))
+    log::trace("shm allreduce, tuned call {} ({} bytes, {}): window {}, output {}", choice.call,
+               bytes, in_place ? "in place" : "out of place", stores_name(choice.stores.window),
+               stores_name(choice.stores.output));
+  if (choice.call == 0 || window->rank() != 0) {
+    ShmAllreduce(ctx, *window, state, io, type, op, choice.stores).run();
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  ShmAllreduce(ctx, *window, state, io, type, op, stores).run();
-  state.tuner.record(
-      bytes, in_place, stores,
+  ShmAllreduce(ctx, *window, state, io, type, op, choice.stores).run();
+  publish_rank0_time(
+      *window, choice,
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
 }
 

@@ -104,8 +104,9 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_SHM_STORES", Kind::kChoice, "auto", "auto|cached|streaming",
              "How the `shm` allreduce writes into the shared window and into the output: "
              "non-temporal (streaming) or ordinary stores; auto times the four combinations per "
-             "message size class (in place and out of place apart) and keeps the fastest; cached "
-             "or streaming forces both."},
+             "message size class (in place and out of place apart) and keeps the fastest, the "
+             "same on every rank (all learn from rank 0's times); cached or streaming forces "
+             "both. Set it alike on every rank."},
     Variable{"TUTTI_TCP_STREAMS", Kind::kInt, "1", "",
              "TCP connections per pair of ranks; messages of 32 KiB and more are cut across them. "
              "Every rank "
