@@ -17,8 +17,8 @@
 // first time starts from the nearest class already measured (same placement) instead of timing
 // every combination again: a combination can be 2.7x slower than the best at 64 MiB, and a
 // benchmark sweep of a few calls per size paid for that warm-up in every class. Its estimates are
-// rescaled by its own first call; the neighbour's runner-up is tried at once, and if it wins
-// here the neighbour's order does not hold (64 MiB's best ran 2x slower than another at 256
+// rescaled by its own first call; the neighbour's runner-up, if close, is tried at once, and if it
+// wins here the neighbour's order does not hold (64 MiB's best ran 2x slower than another at 256
 // MiB), so the combinations not measured here are warmed up as in a new class. The others are
 // still tried now and then. A try costs more than its own call (streaming stores leave the buffers
 // out of cache for the next one; at 1 MiB with the vCPUs near each other, trying every 16th call
@@ -121,7 +121,10 @@ class ShmStoreTuner {
           }
       c.verify_arm = -1;
     }
-    c.ns_per_byte[k] = c.samples[k] == 0 ? v : c.ns_per_byte[k] + kWeight * (v - c.ns_per_byte[k]);
+    // A first time here replaces the neighbour's estimate rather than averaging with it.
+    c.ns_per_byte[k] = c.samples[k] == 0 || !c.measured[k]
+                           ? v
+                           : c.ns_per_byte[k] + kWeight * (v - c.ns_per_byte[k]);
     ++c.samples[k];
     c.measured[k] = true;
   }
@@ -234,7 +237,9 @@ class ShmStoreTuner {
           c.samples[k] = 1;
         }
         c.seeded = true;
-        c.verify_arm = runner_up(c, best_of(c));
+        // Its runner-up is tried early where the neighbour measured it close to its best.
+        const int best = best_of(c), second = runner_up(c, best);
+        if (c.ns_per_byte[second] <= kFarBehind * c.ns_per_byte[best]) c.verify_arm = second;
         return;
       }
     }
