@@ -17,13 +17,14 @@
 // first time starts from the nearest class already measured (same placement) instead of timing
 // every combination again: a combination can be 2.7x slower than the best at 64 MiB, and a
 // benchmark sweep of a few calls per size paid for that warm-up in every class. Its estimates are
-// rescaled by its own first call; the neighbour's runner-up, if close, is tried at once, and if it
-// wins here the neighbour's order does not hold (64 MiB's best ran 2x slower than another at 256
-// MiB), so the combinations not measured here are warmed up as in a new class. The others are
-// still tried now and then. A try costs more than its own call (streaming stores leave the buffers
-// out of cache for the next one; at 1 MiB with the vCPUs near each other, trying every 16th call
-// halved out-of-place throughput), so a combination measured far behind is tried rarely, and the
-// calls around a try are not counted.
+// rescaled by its own first call, unless that call ran far slower per byte than the neighbour's
+// (the size left the cache: all four are then warmed up); the neighbour's runner-up, if close, is
+// tried at once, and if it wins here the neighbour's order does not hold (64 MiB's best ran 2x
+// slower than another at 256 MiB), so the combinations not measured here are warmed up as in a new
+// class. The others are still tried now and then. A try costs more than its own call (streaming
+// stores leave the buffers out of cache for the next one; at 1 MiB with the vCPUs near each other,
+// trying every 16th call halved out-of-place throughput), so a combination measured far behind is
+// tried rarely, and the calls around a try are not counted.
 //
 // Every rank makes the same choice: the ranks of one call wait for each other, so a rank that tuned
 // alone timed the slowest rank's combination, not its own, and ranks that had settled on different
@@ -101,6 +102,17 @@ class ShmStoreTuner {
       const double scale = c.ns_per_byte[k] > 0 ? v / c.ns_per_byte[k] : 1.0;
       for (double& e : c.ns_per_byte) e *= scale;
       c.seeded = false;
+      if (scale > kFarBehind) {
+        // Far slower per byte than at the neighbour: this size left the cache the neighbour's
+        // best relied on (2 ranks, 64 MiB to 256 MiB in place: cached stores went from best to
+        // 3-4x slower than streaming ones), so its order says nothing here. Warm up the rest.
+        for (int j = 0; j < kArms; ++j)
+          if (j != k) {
+            c.samples[j] = 0;
+            c.tried[j] = false;
+          }
+        c.verify_arm = -1;
+      }
     }
     // A best whose call took far longer than usual, and longer than the runner-up is expected to
     // take: the vCPUs may have moved. One descheduled call (a 4 ms scheduler tick with 4 ranks on
