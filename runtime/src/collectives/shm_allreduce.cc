@@ -385,8 +385,7 @@ void shm_allreduce_segments(Context& ctx, std::span<const Segment> segments, Dat
   const size_t bytes = io.count() * element_size(type);
   bool in_place = true;
   for (const Segment& s : segments) in_place = in_place && s.send == s.recv;
-  if (bytes >= ShmStoreTuner::kMinTunedBytes && state.tuner.tuned_calls() >= 2)
-    learn_rank0_time(*window, state.tuner.tuned_calls() - 1, state.tuner);
+  if (const uint64_t due = state.tuner.time_due(bytes)) learn_rank0_time(*window, due, state.tuner);
   const ShmChoice choice = state.tuner.choose(bytes, in_place);
   if (choice.call != 0 && log::enabled(log::Level::kTrace))
     log::trace("shm allreduce, tuned call {} ({} bytes, {}): window {}, output {}", choice.call,

@@ -85,6 +85,11 @@ class ShmStoreTuner {
 
   // Tuned calls so far (the number the next one gets, minus one).
   uint64_t tuned_calls() const { return tuned_calls_; }
+  // Before choosing for a call of `bytes`: the tuned call whose time is to be learned now (two
+  // tuned calls before this one), or 0 for none.
+  uint64_t time_due(size_t bytes) const {
+    return bytes >= kMinTunedBytes && tuned_calls_ >= 2 ? tuned_calls_ - 1 : 0;
+  }
 
   // Tuned call `call` took `ns` (the whole call, waits for peers included) with `used`, as
   // measured on the rank every rank learns from. A call this tuner no longer remembers (more than
@@ -105,12 +110,8 @@ class ShmStoreTuner {
       if (scale > kFarBehind) {
         // Far slower per byte than at the neighbour: this size left the cache the neighbour's
         // best relied on (2 ranks, 64 MiB to 256 MiB in place: cached stores went from best to
-        // 3-4x slower than streaming ones), so its order says nothing here. Warm up the rest.
-        for (int j = 0; j < kArms; ++j)
-          if (j != k) {
-            c.samples[j] = 0;
-            c.tried[j] = false;
-          }
+        // 3-4x slower than streaming ones), so its order says nothing here.
+        warm_up_unmeasured(c, k);
         c.verify_arm = -1;
       }
     }
@@ -125,12 +126,7 @@ class ShmStoreTuner {
       // The seed's runner-up, measured here. Faster than the seed's best: the neighbour's order
       // does not hold at this size, so the combinations not measured here get warm-up trials.
       const int best = best_of(c);
-      if (best != k && c.measured[best] && v < c.ns_per_byte[best])
-        for (int j = 0; j < kArms; ++j)
-          if (j != k && !c.measured[j]) {
-            c.samples[j] = 0;
-            c.tried[j] = false;
-          }
+      if (best != k && c.measured[best] && v < c.ns_per_byte[best]) warm_up_unmeasured(c, k);
       c.verify_arm = -1;
     }
     // A first time here replaces the neighbour's estimate rather than averaging with it.
@@ -161,9 +157,8 @@ class ShmStoreTuner {
     double ns_per_byte[kArms] = {0, 0, 0, 0};
     bool measured[kArms] = {false, false, false, false};  // in this class, not seeded
     bool tried[kArms] = {false, false, false, false};     // its warm-up trial was started
-    bool seeded = false;  // estimates copied from another class, not yet rescaled here
-    int verify_arm = -1;  // the seed's runner-up, to be measured here early (-1: none)
-    bool verify_started = false;
+    bool seeded = false;     // estimates copied from another class, not yet rescaled here
+    int verify_arm = -1;     // the seed's runner-up, tried on the class's second call (-1: none)
     bool surprised = false;  // the best's last call took kFarBehind times its estimate
     int trial = -1;          // the combination on trial, or -1
     uint64_t trial_start = 0;
@@ -196,10 +191,10 @@ class ShmStoreTuner {
         return start_trial(c, k);
       }
     const int best = best_of(c);
-    if (c.verify_arm >= 0 && !c.verify_started && c.calls >= 2) {
-      // A seeded class tries the seed's runner-up once, early: the best at 64 MiB can be 2x
-      // slower at 256 MiB, and the regular turns come every kExploreEvery calls.
-      c.verify_started = true;
+    if (c.verify_arm >= 0 && c.calls == 2) {
+      // A seeded class tries the seed's runner-up on its second call (its first ran the seed's
+      // best, no trial): the best at 64 MiB can be 2x slower at 256 MiB, and the regular turns
+      // come every kExploreEvery calls.
       return start_trial(c, c.verify_arm);
     }
     if (c.surprised) {
@@ -220,6 +215,15 @@ class ShmStoreTuner {
     return start_trial(c, other);
   }
 
+  // The neighbour's estimates of every combination but `k` not measured here are dropped: each
+  // gets a warm-up trial, as in a class met for the first time.
+  static void warm_up_unmeasured(Class& c, int k) {
+    for (int j = 0; j < kArms; ++j)
+      if (j != k && !c.measured[j]) {
+        c.samples[j] = 0;
+        c.tried[j] = false;
+      }
+  }
   static int start_trial(Class& c, int k) {
     c.trial = k;
     c.trial_start = c.calls;

@@ -12,11 +12,11 @@ TUTTI_ALGO=shm TUTTI_LOG_LEVEL=trace "$tuttirun" -np "$np" -- "$bench" allreduce
 grep -q 'Out of bounds values : 0 OK' "$log" || { cat "$log"; echo "shm_stores_agree: wrong values"; exit 1; }
 # "[R] tutti rank R trace: shm allreduce, tuned call T (B bytes, P): window W, output O"
 calls=$(grep -o 'tutti rank [0-9]* trace: shm allreduce, tuned call .*' "$log" | sed 's/^tutti rank [0-9]* trace: //')
-per_rank=$(grep -c 'trace: shm allreduce, tuned call' "$log" || true)
-[ "$per_rank" -ge $((np * 100)) ] || { echo "shm_stores_agree: only $per_rank tuned calls logged"; exit 1; }
+lines=$(grep -c 'trace: shm allreduce, tuned call' "$log" || true)
+[ "$lines" -ge $((np * 100)) ] || { echo "shm_stores_agree: only $lines tuned-call lines logged by $np ranks"; exit 1; }
 # Each call once per rank, and the same line from every rank.
 odd=$(sort <<<"$calls" | uniq -c | awk -v np="$np" '$1 != np' | head -5)
 [ -z "$odd" ] || { echo "shm_stores_agree: ranks chose differently:"; echo "$odd"; exit 1; }
 kinds=$(sed 's/.*: window/window/' <<<"$calls" | sort -u | wc -l)
 [ "$kinds" -ge 2 ] || { echo "shm_stores_agree: only one combination ever tried"; exit 1; }
-echo "shm stores agree: $((per_rank / np)) tuned calls, $kinds combinations, $np ranks"
+echo "shm stores agree: $((lines / np)) tuned calls, $kinds combinations, $np ranks"
