@@ -17,8 +17,8 @@ constexpr std::chrono::seconds kDeadline{120};
 
 void check_cuda(cudaError_t status, const char* call) {
   if (status != cudaSuccess)
-    throw Error(ErrorCode::kDevice, fmt::format("baseline nccl: {} failed: {}", call,
-                                                cudaGetErrorString(status)));
+    throw Error(ErrorCode::kDevice,
+                fmt::format("baseline nccl: {} failed: {}", call, cudaGetErrorString(status)));
 }
 
 void check_nccl(ncclResult_t status, const char* call) {
@@ -108,18 +108,25 @@ class NcclBaseline final : public Baseline {
   }
   void prepare(void*, size_t, DataType, ReduceOp) override {}
   void allreduce(void* buf, size_t count, DataType type, ReduceOp op) override {
-    check_nccl(ncclAllReduce(buf, buf, count, nccl_type(type), nccl_op(op), comm_, stream_),
-               "ncclAllReduce");
-    wait_stream();
+    allreduce_out_of_place(buf, buf, count, type, op);
   }
   void allreduce_out_of_place(const void* send, void* recv, size_t count, DataType type,
                               ReduceOp op) override {
-    check_nccl(ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm_, stream_),
-               "ncclAllReduce");
+    settle(ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm_, stream_),
+           "ncclAllReduce");
     wait_stream();
   }
 
  private:
+  // A non-blocking communicator may answer ncclInProgress from an enqueue (the first calls make
+  // their connections); NCCL refuses the next call on it ("Attempt to use communicator before the
+  // previous operation returned ncclSuccess") until its state left ncclInProgress, which broke
+  // every baseline at np >= 2 on the first H100 run.
+  void settle(ncclResult_t status, const char* call) {
+    check_nccl(status, call);
+    if (status == ncclInProgress) wait_comm(call);
+  }
+
   // Polls instead of blocking so that a dead peer (NCCL's async error) or the deadline ends it.
   void wait_comm(const char* call) {
     const auto deadline = std::chrono::steady_clock::now() + kDeadline;
@@ -130,8 +137,7 @@ class NcclBaseline final : public Baseline {
       if (std::chrono::steady_clock::now() > deadline) fail(fmt::format("{} timed out", call));
       std::this_thread::yield();
     }
-    if (state != ncclSuccess)
-      fail(fmt::format("{} failed: {}", call, ncclGetErrorString(state)));
+    if (state != ncclSuccess) fail(fmt::format("{} failed: {}", call, ncclGetErrorString(state)));
   }
   void wait_stream() {
     const auto deadline = std::chrono::steady_clock::now() + kDeadline;
@@ -148,9 +154,8 @@ class NcclBaseline final : public Baseline {
   }
   [[noreturn]] void fail(const std::string& what) {
     broken_ = true;
-    throw Error(ErrorCode::kDevice,
-                fmt::format("baseline nccl on rank {}: {} (after {} s at most)", rank_, what,
-                            kDeadline.count()));
+    throw Error(ErrorCode::kDevice, fmt::format("baseline nccl on rank {}: {} (after {} s at most)",
+                                                rank_, what, kDeadline.count()));
   }
 
   int rank_ = 0;

@@ -143,7 +143,8 @@ void expect_equal(const std::vector<std::byte>& got, const std::vector<std::byte
   if (tutti::is_floating(type)) {
     const double tolerance = es == 2 ? 1e-2 : (es == 4 ? 1e-5 : 1e-12);
     for (size_t i = 0; i < got.size() / es; ++i) {
-      const double g = as_double(got.data() + i * es, type), w = as_double(want.data() + i * es, type);
+      const double g = as_double(got.data() + i * es, type),
+                   w = as_double(want.data() + i * es, type);
       if (g == w || (std::isinf(g) && std::isinf(w) && (g > 0) == (w > 0))) continue;
       if (std::fabs(g - w) > tolerance * std::max(1.0, std::fabs(w))) {
         std::fprintf(stderr, "FAIL: %s: element %zu is %g, the host path says %g\n", what.c_str(),
@@ -156,11 +157,26 @@ void expect_equal(const std::vector<std::byte>& got, const std::vector<std::byte
   }
   size_t first = 0;
   while (first < got.size() && got[first] == want[first]) ++first;
-  std::fprintf(stderr, "FAIL: %s: differs from the host path first at element %zu\n",
-               what.c_str(), first / es);
+  std::fprintf(stderr, "FAIL: %s: differs from the host path first at element %zu\n", what.c_str(),
+               first / es);
   ++g_failures;
 }
 
+// Whether NCCL reduces (type, op) itself (device/cuda/nccl_types.cc): no int16, no bitwise ops,
+// and bool only as bytes (sum and max are or, prod and min are and).
+bool nccl_reduces(DataType type, ReduceOp op) {
+  if (type == DataType::kInt16 || tutti::is_bitwise(op)) return false;
+  if (type == DataType::kBool) return op != ReduceOp::kAvg;
+  return true;
+}
+
+int g_refused = 0;
+
+// Inputs go in, and results come out, through the caller's stream (cudaMemcpyAsync there, then
+// cudaStreamSynchronize), as the API's contract says: a plain cudaMemcpy from pageable memory runs
+// on the legacy default stream and may return before its last chunk reached the device, and a
+// non-blocking stream is not ordered after it. The first H100 runs wrote inputs that way and read
+// stale bytes after the first MiB, in about one sweep of six.
 void allreduce_case(tutti::Communicator& comm, DataType type, ReduceOp op, size_t count,
                     bool in_place, cudaStream_t stream) {
   const size_t bytes = count * tutti::element_size(type);
@@ -169,16 +185,43 @@ void allreduce_case(tutti::Communicator& comm, DataType type, ReduceOp op, size_
   want = input;
   comm.allreduce(want.data(), want.data(), count, type, op);  // the host path's answer
   DeviceBytes send = device_bytes(bytes), recv = device_bytes(bytes);
-  check_cuda(cudaMemcpy(send.get(), input.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  check_cuda(cudaMemcpyAsync(send.get(), input.data(), bytes, cudaMemcpyHostToDevice, stream),
+             "cudaMemcpyAsync");
   void* out = in_place ? send.get() : recv.get();
   tutti::CallOptions call;
   call.stream = stream;
-  comm.allreduce(send.get(), out, count, type, op, call);
+  const std::string what =
+      fmt::format("allreduce {} {} count {} {}", tutti::to_string(type), tutti::to_string(op),
+                  count, in_place ? "in place" : "out of place");
+  const char* path = std::getenv("TUTTI_DEVICE_ALLREDUCE");
+  const bool nccl_only = path != nullptr && std::strcmp(path, "nccl") == 0;
+  try {
+    comm.allreduce(send.get(), out, count, type, op, call);
+  } catch (const tutti::Error& e) {
+    // The nccl path refuses what NCCL cannot reduce, alike on every rank, before any work (a
+    // count of 0 is done before the path is chosen); everything else must succeed.
+    if (nccl_only && count > 0 && !nccl_reduces(type, op) &&
+        e.code() == tutti::ErrorCode::kInvalidArgument) {
+      ++g_refused;
+      check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      return;
+    }
+    std::fprintf(stderr, "FAIL: %s: %s\n", what.c_str(), e.what());
+    ++g_failures;
+    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    return;
+  }
+  if (nccl_only && count > 0 && !nccl_reduces(type, op)) {
+    std::fprintf(stderr,
+                 "FAIL: %s: TUTTI_DEVICE_ALLREDUCE=nccl took a type and op NCCL cannot "
+                 "reduce\n",
+                 what.c_str());
+    ++g_failures;
+  }
+  check_cuda(cudaMemcpyAsync(got.data(), out, bytes, cudaMemcpyDeviceToHost, stream),
+             "cudaMemcpyAsync");
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  check_cuda(cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  expect_equal(got, want, type,
-               fmt::format("allreduce {} {} count {} {}", tutti::to_string(type),
-                           tutti::to_string(op), count, in_place ? "in place" : "out of place"));
+  expect_equal(got, want, type, what);
 }
 
 // The caller's stream: an input written by a kernel-side memset still queued on it must be what
@@ -212,14 +255,17 @@ void scale_case(tutti::Communicator& comm, cudaStream_t stream) {
   const size_t count = 4099;
   std::vector<float> input(count, 2.0f), got(count);
   DeviceBytes buf = device_bytes(count * 4);
-  check_cuda(cudaMemcpy(buf.get(), input.data(), count * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+  check_cuda(cudaMemcpyAsync(buf.get(), input.data(), count * 4, cudaMemcpyHostToDevice, stream),
+             "cudaMemcpyAsync");
   tutti::CallOptions call;
   call.stream = stream;
   call.prescale = 0.5;
   call.postscale = 3.0;
   comm.allreduce(buf.get(), buf.get(), count, DataType::kFloat32, ReduceOp::kSum, call);
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  check_cuda(cudaMemcpy(got.data(), buf.get(), count * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check_cuda(cudaMemcpyAsync(got.data(), buf.get(), count * 4, cudaMemcpyDeviceToHost, stream),
+             "cudaMemcpyAsync");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   const float want = 3.0f * static_cast<float>(comm.size());  // sum(2 * 0.5) * 3
   for (size_t i = 0; i < count; ++i) {
     if (std::fabs(got[i] - want) > 1e-4f * want) {
@@ -237,13 +283,16 @@ void other_collectives_case(tutti::Communicator& comm, cudaStream_t stream) {
   std::vector<int32_t> mine(count), all(count * static_cast<size_t>(n));
   for (size_t i = 0; i < count; ++i) mine[i] = comm.rank() * 100000 + static_cast<int32_t>(i);
   DeviceBytes send = device_bytes(count * 4), recv = device_bytes(all.size() * 4);
-  check_cuda(cudaMemcpy(send.get(), mine.data(), count * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+  check_cuda(cudaMemcpyAsync(send.get(), mine.data(), count * 4, cudaMemcpyHostToDevice, stream),
+             "cudaMemcpyAsync");
   tutti::CallOptions call;
   call.stream = stream;
   comm.allgather(send.get(), recv.get(), count, DataType::kInt32, call);
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  check_cuda(cudaMemcpy(all.data(), recv.get(), all.size() * 4, cudaMemcpyDeviceToHost),
-             "cudaMemcpy");
+  check_cuda(
+      cudaMemcpyAsync(all.data(), recv.get(), all.size() * 4, cudaMemcpyDeviceToHost, stream),
+      "cudaMemcpyAsync");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   for (int r = 0; r < n; ++r)
     for (size_t i = 0; i < count; ++i)
       if (all[static_cast<size_t>(r) * count + i] != r * 100000 + static_cast<int32_t>(i)) {
@@ -254,7 +303,9 @@ void other_collectives_case(tutti::Communicator& comm, cudaStream_t stream) {
   // broadcast from the last rank
   comm.broadcast(send.get(), count, DataType::kInt32, n - 1, call);
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  check_cuda(cudaMemcpy(mine.data(), send.get(), count * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check_cuda(cudaMemcpyAsync(mine.data(), send.get(), count * 4, cudaMemcpyDeviceToHost, stream),
+             "cudaMemcpyAsync");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   for (size_t i = 0; i < count; ++i)
     if (mine[i] != (n - 1) * 100000 + static_cast<int32_t>(i)) {
       std::fprintf(stderr, "FAIL: broadcast: element %zu\n", i);
@@ -263,11 +314,14 @@ void other_collectives_case(tutti::Communicator& comm, cudaStream_t stream) {
     }
   // reduce_scatter of every rank's `all` (ones): each block sums to n
   std::vector<int32_t> ones(count * static_cast<size_t>(n), 1), block(count);
-  check_cuda(cudaMemcpy(recv.get(), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice),
-             "cudaMemcpy");
+  check_cuda(
+      cudaMemcpyAsync(recv.get(), ones.data(), ones.size() * 4, cudaMemcpyHostToDevice, stream),
+      "cudaMemcpyAsync");
   comm.reduce_scatter(recv.get(), send.get(), count, DataType::kInt32, ReduceOp::kSum, call);
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  check_cuda(cudaMemcpy(block.data(), send.get(), count * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check_cuda(cudaMemcpyAsync(block.data(), send.get(), count * 4, cudaMemcpyDeviceToHost, stream),
+             "cudaMemcpyAsync");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   for (size_t i = 0; i < count; ++i)
     if (block[i] != n) {
       std::fprintf(stderr, "FAIL: reduce_scatter: element %zu is %d\n", i, block[i]);
@@ -311,7 +365,8 @@ int main(int argc, char** argv) {
         const auto op = static_cast<ReduceOp>(o);
         if (!tutti::supports(type, op)) continue;
         for (size_t count : counts)
-          for (bool in_place : {false, true}) allreduce_case(comm, type, op, count, in_place, stream);
+          for (bool in_place : {false, true})
+            allreduce_case(comm, type, op, count, in_place, stream);
       }
     stream_order_case(comm, stream);
     scale_case(comm, stream);
@@ -322,8 +377,10 @@ int main(int argc, char** argv) {
     if (comm.rank() == 0) {
       const char* path = std::getenv("TUTTI_DEVICE_ALLREDUCE");
       if (failures == 0)
-        std::printf("device collectives OK (%d ranks, TUTTI_DEVICE_ALLREDUCE=%s)\n", n,
-                    path ? path : "auto");
+        std::printf(
+            "device collectives OK (%d ranks, TUTTI_DEVICE_ALLREDUCE=%s, %d refusals of "
+            "what NCCL cannot reduce, each checked)\n",
+            n, path ? path : "auto", g_refused);
     }
     return failures == 0 ? 0 : 1;
   } catch (const tutti::Error& e) {

@@ -124,6 +124,7 @@ void synchronize(device::DeviceApi& api, device::StreamId stream, int dev) {
 
 struct Scales {
   double a, b, post;
+  int divisor = 1;  // integer sum only: an integer avg's last step
 };
 
 void check(device::DeviceApi& api, device::StreamId stream, int dev, DataType type, ReduceOp op,
@@ -149,6 +150,7 @@ void check(device::DeviceApi& api, device::StreamId stream, int dev, DataType ty
   args.scale_a = scales.a;
   args.scale_b = scales.b;
   args.post = scales.post;
+  args.divisor = scales.divisor;
   api.reduce_async(args, stream);
   std::vector<std::byte> got(count * size);
   api.copy_async(got.data(), pout, got.size(), stream);
@@ -161,6 +163,7 @@ void check(device::DeviceApi& api, device::StreamId stream, int dev, DataType ty
                                   scales.post, count);
   else
     tutti::reduce::combine(type, op, want.data(), a.data(), b.data(), count);
+  if (scales.divisor != 1) tutti::reduce::divide(type, want.data(), count, scales.divisor);
   for (size_t i = 0; i < count; ++i) {
     const std::byte* g = got.data() + i * size;
     const std::byte* w = want.data() + i * size;
@@ -169,8 +172,8 @@ void check(device::DeviceApi& api, device::StreamId stream, int dev, DataType ty
         "FAIL: %s %s scales (%g, %g, %g) count %zu offsets (%zu, %zu, %zu)%s: element %zu "
         "differs from the CPU's\n",
         std::string(tutti::to_string(type)).c_str(), std::string(tutti::to_string(op)).c_str(),
-        scales.a, scales.b, scales.post, count, off.out, off.a, off.b, in_place ? " in place" : "",
-        i);
+        scales.a, scales.b, scales.post, count, off.out, off.a, off.b,
+        scales.divisor != 1 ? " divided" : (in_place ? " in place" : ""), i);
     ++failures;
     return;
   }
@@ -195,6 +198,9 @@ int main() {
         std::vector<Scales> scale_sets = {{1, 1, 1}};
         if (op == ReduceOp::kSum && tutti::is_floating(type))
           scale_sets.push_back({0.5, 2.0, 0.25}), scale_sets.push_back({1, 1, 1.0 / 3});
+        // The device ring's integer avg: the sum divided by the world size, truncating.
+        if (op == ReduceOp::kSum && !tutti::is_floating(type) && type != DataType::kBool)
+          scale_sets.push_back({1, 1, 1, 3}), scale_sets.push_back({1, 1, 1, 7});
         for (const Scales& scales : scale_sets)
           for (size_t count : kCounts)
             for (const Offsets& off : kOffsets) {

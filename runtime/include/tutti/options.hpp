@@ -49,6 +49,9 @@ struct TUTTI_OPTIONS_API Options {
   std::string job_token;  // TUTTI_JOB_TOKEN: every connection of the job must present it
   // TUTTI_DEVICE_ALLREDUCE: how an allreduce on device buffers runs.
   DeviceAllreduce device_allreduce = DeviceAllreduce::kAuto;
+  // TUTTI_DEVICE_CHUNK_BYTES: the most bytes one step of the device ring moves in one grouped
+  // NCCL send/recv (larger blocks go in chunks of this size).
+  size_t device_chunk_bytes = 64 << 20;
 
   // The engine (the *_async calls: named tensors negotiated, fused and run by a background
   // thread of each communicator that uses them).

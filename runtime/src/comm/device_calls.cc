@@ -74,6 +74,7 @@ collectives::DeviceCall Communicator::device_call(const CallOptions& call) {
   d.prescale = call.prescale;
   d.postscale = call.postscale;
   d.path = options_.device_allreduce;
+  d.chunk_bytes = options_.device_chunk_bytes;
   d.check_interrupt = [] { CallScope::check(); };
   return d;
 }

@@ -69,6 +69,12 @@ constexpr std::array kVariables = {
              "reduce-scatter on each host, tutti's host ring across hosts, NCCL allgather; auto = "
              "nccl where NCCL reduces the type and op itself (not int16, not bitwise ops), else "
              "ring."},
+    Variable{"TUTTI_DEVICE_CHUNK_BYTES", Kind::kBytes, "64M", "",
+             "The device ring's chunk: the most bytes one ring step moves in one grouped NCCL "
+             "send/recv (and reduces in one kernel). Each NCCL operation costs a fixed latency "
+             "(milliseconds where NCCL goes over sockets), so the ring moves whole blocks up to "
+             "this size; two chunks of device scratch are kept per communicator.",
+             1, 4 * kGiB},
     Variable{
         "TUTTI_TUNE_FILE", Kind::kString, "", "",
         "Tuning file from `tutti-bench allreduce --tune FILE`: fitted latency/bandwidth lines that "

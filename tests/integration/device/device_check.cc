@@ -1,7 +1,11 @@
 // device_check: the device path (collectives/device, comm's dispatch) under tuttirun, with real
 // rank processes and the host-memory stand-in for the device runtime (host_device_api.hpp: the
 // one fake the project allows, since no GPU exists here). The first argument picks the scenario:
-//   sweep     every dtype x op x count, in place and not, against the host path's results
+//   sweep     every dtype x op x count, in place and not, against the host path's results; inputs
+//             and results go through the caller's own stream
+//   stale_inputs  inputs written by a plain cudaMemcpy (the legacy stream), the call on another
+//             stream: some calls must read stale inputs, as on a GPU (the stand-in is unkind)
+//   duplicate_gpu  two ranks on one device of one host: refused on every rank (NCCL_HOSTID)
 //   order     a slow write enqueued on the caller's stream before the call is in the result
 //   dispatch  host buffers never reach the device path, device buffers always do; mixed calls
 //             and device buffers on host-only calls are refused
@@ -43,6 +47,7 @@ using tutti::testing::HostDeviceApi;
 
 int g_rank = 0;
 int g_failures = 0;
+int g_device = 0;  // this rank's device: its local rank modulo the stand-in's devices
 
 void fail(const std::string& what) {
   std::printf("FAIL: rank %d: %s\n", g_rank, what.c_str());
@@ -78,7 +83,7 @@ std::vector<std::string> split_list(const std::string& s) {
 // Device memory of the stand-in, freed with the object.
 class DeviceVector {
  public:
-  DeviceVector(size_t bytes) : buffer_(bytes, 0), bytes_(bytes) {}
+  DeviceVector(size_t bytes) : buffer_(bytes, g_device), bytes_(bytes) {}
   std::byte* data() const { return static_cast<std::byte*>(buffer_.data()); }
   size_t bytes() const { return bytes_; }
 
@@ -273,11 +278,31 @@ void check_path(World& w, const PathCounts& before, DataType type, ReduceOp op,
   if (!took) fail(fmt::format("{}: did not take the {} path", what, path));
 }
 
+// How the sweep moves its inputs into device memory before a call on its own (non-blocking)
+// stream: through that stream (cudaMemcpyAsync there: right), or with a plain cudaMemcpy
+// (memcpy_legacy: the legacy default stream, which the call's stream is not ordered after: what
+// the first GPU check did, and a GPU then read stale inputs now and then).
+enum class Inputs { kOnCallerStream, kLegacyMemcpy };
+
 void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataType>& types,
-           const std::vector<ReduceOp>& ops) {
+           const std::vector<ReduceOp>& ops, Inputs inputs = Inputs::kOnCallerStream) {
   auto& comm = *w.comm;
   const int rank = comm.rank();
   int checked = 0;
+  int stale = 0;
+  HostDeviceApi& api = *w.api;
+  tutti::device::Stream caller(g_device);
+  const auto to_device = [&](std::byte* dst, const std::byte* src, size_t bytes) {
+    if (inputs == Inputs::kLegacyMemcpy)
+      api.memcpy_legacy(dst, src, bytes);
+    else
+      api.copy_async(dst, src, bytes, caller.id());
+  };
+  // The result through the caller's stream, then cudaStreamSynchronize.
+  const auto to_host = [&](std::byte* dst, const std::byte* src, size_t bytes) {
+    api.copy_async(dst, src, bytes, caller.id());
+    api.synchronize(caller.id());
+  };
   for (size_t count : counts) {
     for (DataType type : types) {
       const size_t bytes = count * tutti::element_size(type);
@@ -287,6 +312,7 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
             tutti::is_floating(type) && (op == ReduceOp::kSum || op == ReduceOp::kAvg);
         for (int scaled = 0; scaled <= (scalable ? 1 : 0); ++scaled) {
           tutti::CallOptions call;
+          call.stream = caller.id();
           if (scaled) {
             call.prescale = 0.5;
             call.postscale = 4.0;
@@ -299,15 +325,20 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
             fill(input.data(), count, type, op, rank, checked);
             comm.allreduce(input.data(), want.data(), count, type, op, call);
             DeviceVector send(bytes), recv(bytes);
-            copy_bytes(send.data(), input.data(), bytes);
+            to_device(send.data(), input.data(), bytes);
             std::byte* out = in_place ? send.data() : recv.data();
             const PathCounts before = path_counts(*w.api);
             comm.allreduce(send.data(), out, count, type, op, call);
             if (count > 0) check_path(w, before, type, op, what);
-            copy_bytes(got.data(), out, bytes);
+            to_host(got.data(), out, bytes);
+            api.synchronize(nullptr);  // the legacy copy is done before its buffer is freed
             std::string difference;
-            if (!same(got.data(), want.data(), count, type, op, difference))
-              fail(fmt::format("{}: {}", what, difference));
+            if (!same(got.data(), want.data(), count, type, op, difference)) {
+              if (inputs == Inputs::kLegacyMemcpy)
+                ++stale;
+              else
+                fail(fmt::format("{}: {}", what, difference));
+            }
             ++checked;
           }
         }
@@ -350,7 +381,43 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
       }
     }
   }
+  if (inputs == Inputs::kLegacyMemcpy) {
+    // Every rank's own count; the calls whose inputs were stale anywhere differ everywhere.
+    if (stale == 0)
+      fail(
+          fmt::format("stale_inputs: all {} calls read their inputs although a plain cudaMemcpy "
+                      "wrote them on the legacy stream: the stand-in is kinder than a GPU",
+                      checked));
+    else
+      ok(
+          fmt::format("stale_inputs: {} of {} calls read stale inputs (inputs written by a "
+                      "plain cudaMemcpy, the call on a non-blocking stream), as on a GPU",
+                      stale, checked));
+    return;
+  }
   ok(fmt::format("sweep: {} device calls match the host path on {} ranks", checked, comm.size()));
+}
+
+// ---- duplicate_gpu ---------------------------------------------------------------------------
+
+// Two ranks on one device of one host (no NCCL_HOSTID): NCCL refuses the communicator on every
+// rank, promptly, and says what to do.
+void duplicate_gpu(World& w) {
+  const auto started = Clock::now();
+  DeviceVector dev(4 * 100);
+  try {
+    w.comm->allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    fail("duplicate_gpu: a device allreduce of two ranks on one GPU succeeded");
+  } catch (const tutti::Error& e) {
+    const std::string text = e.what();
+    if (e.code() != tutti::ErrorCode::kDevice || text.find("Duplicate GPU") == std::string::npos ||
+        text.find("NCCL_HOSTID") == std::string::npos)
+      fail(fmt::format("duplicate_gpu: code {}: {}", static_cast<int>(e.code()), text));
+    else if (seconds_since(started) > 20)
+      fail(fmt::format("duplicate_gpu: refused only after {:.1f} s", seconds_since(started)));
+    else
+      ok(fmt::format("duplicate_gpu: refused on rank {}: {}", w.comm->rank(), text));
+  }
 }
 
 // ---- order -----------------------------------------------------------------------------------
@@ -361,7 +428,7 @@ void order(World& w) {
   DeviceVector buf(count * 4);
   std::vector<float> zeros(count, 0.0f);
   std::memcpy(buf.data(), zeros.data(), count * 4);
-  tutti::device::Stream caller(0);
+  tutti::device::Stream caller(g_device);
   // The caller's "kernel": sleeps, then writes the input. The call must read after it.
   float* data = reinterpret_cast<float*>(buf.data());
   const int rank = comm.rank();
@@ -375,7 +442,7 @@ void order(World& w) {
   // Work enqueued on the caller's stream after the call sees the result.
   std::vector<float> seen(count);
   w.api->enqueue(caller.id(), [&] { std::memcpy(seen.data(), data, count * 4); });
-  tutti::device::Event marker(0);
+  tutti::device::Event marker(g_device);
   tutti::device::api().record(marker.id(), caller.id());
   while (!tutti::device::api().query(marker.id()))
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -448,9 +515,10 @@ void dispatch(World& w) {
   // Absurd counts on device buffers are refused as on the host, before NCCL reads past them; the
   // communicator stays usable.
   for (const size_t absurd : {SIZE_MAX, size_t{1} << 62}) {
-    expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device allreduce, absurd count",
-                [&] { comm.allreduce(dev.data(), dev.data(), absurd, DataType::kFloat32,
-                                     ReduceOp::kSum); });
+    expect_code(
+        tutti::ErrorCode::kInvalidArgument, "dispatch: device allreduce, absurd count", [&] {
+          comm.allreduce(dev.data(), dev.data(), absurd, DataType::kFloat32, ReduceOp::kSum);
+        });
     expect_code(tutti::ErrorCode::kInvalidArgument, "dispatch: device allgather, absurd count",
                 [&] { comm.allgather(dev.data(), dev.data(), absurd, DataType::kFloat32); });
   }
@@ -730,6 +798,7 @@ int main(int argc, char** argv) {
     const auto info = tutti::bootstrap::world_info_from_env();
     g_rank = info.rank;
     auto api = std::make_shared<HostDeviceApi>(stand_in_store(info));
+    g_device = info.local_rank % api->device_count();
     tutti::device::ScopedDeviceApi scoped(api);
     if (mode == "engine") {
       engine(*api, 7, 1000);
@@ -749,6 +818,11 @@ int main(int argc, char** argv) {
         else
           for (auto& s : split_list(ops)) o.push_back(op_named(s));
         sweep(w, c, t, o);
+      } else if (mode == "stale_inputs") {
+        sweep(w, {1001, 70001}, {DataType::kFloat32, DataType::kUInt8, DataType::kInt16},
+              {ReduceOp::kSum, ReduceOp::kMax}, Inputs::kLegacyMemcpy);
+      } else if (mode == "duplicate_gpu") {
+        duplicate_gpu(w);
       } else if (mode == "order") {
         order(w);
       } else if (mode == "dispatch") {

@@ -8,7 +8,8 @@ tuttirun=$1 check=$2 np=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 victim=1
-DEVICE_CHECK_PID_DIR=$work "$tuttirun" -np "$np" --grace 20 -- "$check" kill >"$work/out" 2>&1 &
+# A host with a GPU per rank (the stand-in's TUTTI_FAKE_DEVICES; each rank takes its local rank's).
+DEVICE_CHECK_PID_DIR=$work TUTTI_FAKE_DEVICES=8 "$tuttirun" -np "$np" --grace 20 -- "$check" kill >"$work/out" 2>&1 &
 launcher=$!
 for _ in $(seq 1 300); do
   [ "$(ls "$work"/*.pid 2>/dev/null | wc -l)" -eq "$np" ] && break

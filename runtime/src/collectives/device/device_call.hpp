@@ -15,6 +15,7 @@ struct DeviceCall {
   double prescale = 1.0;
   double postscale = 1.0;
   DeviceAllreduce path = DeviceAllreduce::kAuto;
+  size_t chunk_bytes = 64 << 20;  // Options::device_chunk_bytes
   // Throws the communicator's abort error once abort() was called from another thread.
   std::function<void()> check_interrupt;
 };

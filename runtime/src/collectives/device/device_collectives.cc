@@ -201,7 +201,7 @@ void DeviceCollectives::allreduce_on_stream(Context& ctx, const DeviceCall& call
   device::NcclComm& comm = nccl(ctx);
   switch (path) {
     case DeviceAllreduce::kRing:
-      ring_allreduce(comm, call, send, recv, count, type, op, ctx.segment_bytes);
+      ring_allreduce(comm, call, send, recv, count, type, op);
       break;
     case DeviceAllreduce::kHier:
       hierarchical_allreduce(ctx, call, send, recv, count, type, op, what);

@@ -98,7 +98,7 @@ class DeviceCollectives {
                       size_t count, DataType type, ReduceOp op);
   // device_ring.cc
   void ring_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
-                      size_t count, DataType type, ReduceOp op, size_t segment_bytes);
+                      size_t count, DataType type, ReduceOp op);
   // device_hierarchical.cc
   void hierarchical_allreduce(Context& ctx, const DeviceCall& call, const void* send, void* recv,
                               size_t count, DataType type, ReduceOp op, const std::string& what);

@@ -50,6 +50,14 @@ void DeviceCollectives::hierarchical_allreduce(Context& ctx, const DeviceCall& c
     auto made = nccl_->split(ctx.host_of_rank[static_cast<size_t>(ctx.rank)], ctx.rank,
                              std::chrono::duration_cast<std::chrono::milliseconds>(
                                  Deadline::after(init_timeout_).earlier(ctx.deadline).remaining()));
+    // Every rank has a color (its host), so a split that gives none is broken, and must not be
+    // used: the first H100 run got null here and crashed in the reduce-scatter below.
+    if (!made)
+      fail(ErrorCode::kDevice,
+           fmt::format("rank {}: splitting the NCCL communicator by host (host {}) gave no "
+                       "communicator; the hierarchical path cannot run (TUTTI_DEVICE_ALLREDUCE="
+                       "ring avoids the split)",
+                       ctx.rank, ctx.host_of_rank[static_cast<size_t>(ctx.rank)]));
     std::lock_guard lock(nccl_mutex_);
     host_nccl_ = std::move(made);
     if (aborted_) host_nccl_->abort();

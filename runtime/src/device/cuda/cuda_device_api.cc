@@ -148,7 +148,7 @@ class CudaDeviceApi final : public DeviceApi {
   }
 
   void reduce_async(const ReduceArgs& args, StreamId stream) override {
-    reduce::cuda::validate(args);
+    reduce::validate(args);
     const auto status = static_cast<cudaError_t>(reduce::cuda::launch_reduce(args, stream));
     check_cuda(status, fmt::format("the reduce kernel launch ({} elements of {}, op {})",
                                    args.count, to_string(args.type), to_string(args.op)));

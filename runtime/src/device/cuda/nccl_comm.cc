@@ -212,16 +212,24 @@ class CudaNcclComm final : public NcclComm {
     live("ncclCommSplit");
     set_device_for(device_, "ncclCommSplit");
     ncclConfig_t config = non_blocking_config();
-    ncclComm_t raw = nullptr;
+    // In non-blocking mode ncclCommSplit returns with *newcomm still null and NCCL's init job
+    // writes the child there when it finishes, later, from its own thread. So the slot must
+    // outlive the wait (a member, not a local: a local's slot was written after split returned,
+    // and the split always "gave" null, on the first H100 run), and is read only once the
+    // parent left ncclInProgress.
+    std::atomic_ref<ncclComm_t> slot(split_slot_);
+    slot.store(nullptr);
     const ncclResult_t status =
-        ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &raw, &config);
-    PendingComm child(raw);
+        ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &split_slot_, &config);
     if (status != ncclSuccess && status != ncclInProgress)
       check_nccl(status, "ncclCommSplit", comm_);
     const Deadline deadline = Deadline::after(timeout);
-    // The parent is busy until every rank joined; then the child (when this rank has a color)
-    // finishes its own init.
+    // The parent is busy until every rank joined and the child's init job ended; then the child
+    // (when this rank has a color) may still be finishing its own init.
     ncclResult_t state = poll_state(comm_, deadline, [this] { return aborted_.load(); });
+    // Once the parent left ncclInProgress NCCL's job is over and the slot holds what it made
+    // (aborted on every way out but success).
+    PendingComm child(state == ncclInProgress ? nullptr : slot.exchange(nullptr));
     if (state == ncclSuccess && child) state = poll_state(child.get(), deadline);
     if (aborted_.load()) {
       abort_locked();
@@ -229,7 +237,8 @@ class CudaNcclComm final : public NcclComm {
                        "ncclCommSplit: the communicator was aborted meanwhile");
     }
     if (state == ncclInProgress) {
-      // The parent cannot leave the split it is stuck in: abort it too.
+      // The parent cannot leave the split it is stuck in: abort it too (which also ends NCCL's
+      // init job, so nothing writes split_slot_ afterwards).
       abort_locked();
       aborted_.store(true);
       throw make_error(ErrorCode::kTimeout,
@@ -241,7 +250,12 @@ class CudaNcclComm final : public NcclComm {
     if (state != ncclSuccess)
       throw make_error(ErrorCode::kDevice, "ncclCommSplit failed: {}; NCCL_DEBUG=WARN shows why",
                        nccl_detail(state, child ? child.get() : comm_));
-    if (!child) return nullptr;
+    if (color < 0) return nullptr;
+    if (!child)
+      throw make_error(ErrorCode::kDevice,
+                       "ncclCommSplit: rank {} of {} (color {}) finished the split but NCCL "
+                       "gave it no communicator; NCCL_DEBUG=WARN shows why",
+                       rank_, size_, color);
     return std::make_unique<CudaNcclComm>(std::move(child), device_, timeout_);
   }
 
@@ -379,6 +393,9 @@ class CudaNcclComm final : public NcclComm {
   int size_ = 0;
   int group_depth_ = 0;
   std::vector<ncclRedOp_t> pending_ops_;
+  // Where NCCL's split job writes the child communicator (see split()); read through atomic_ref,
+  // since that store comes from NCCL's thread (an __atomic release store).
+  alignas(std::atomic_ref<ncclComm_t>::required_alignment) ncclComm_t split_slot_ = nullptr;
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The CUDA kernels behind reduce_kernels.hpp: one grid-stride kernel template per (element type,
-// op), instantiated once for each pair the runtime can ask for (58 in all; bitwise ops exist only
-// for integers, the scaled variant only for floating sums), so the file compiles in reasonable time
-// for every architecture in CMAKE_CUDA_ARCHITECTURES.
+// op), instantiated once for each pair the runtime can ask for (63 in all; bitwise ops exist only
+// for integers, the scaled variant only for floating sums, the divided one for integer sums), so
+// the file compiles in reasonable time for every architecture in CMAKE_CUDA_ARCHITECTURES.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -170,6 +170,17 @@ struct ScaledSum {
   }
 };
 
+// An integer avg's last step: the wrapped sum, divided in at least int and truncated toward zero
+// (reduce/loops.hpp's divide_loop), so that the device ring's integer avg is the host path's.
+template <typename T>
+struct DividedSum {
+  using Wide = std::common_type_t<T, int>;
+  Wide divisor;
+  __device__ T operator()(T a, T b) const {
+    return static_cast<T>(static_cast<Wide>(Sum::apply(a, b)) / divisor);
+  }
+};
+
 // ---- The kernel. ----
 
 constexpr int kThreads = 256;
@@ -278,6 +289,9 @@ template <typename T>
 int launch_integer(const DeviceReduce& r, cudaStream_t stream) {
   switch (r.op) {
     case ReduceOp::kSum:
+      if (r.divisor != 1)
+        return launch<T>(r, stream,
+                         DividedSum<T>{static_cast<typename DividedSum<T>::Wide>(r.divisor)});
       return launch_plain<T, Sum>(r, stream);
     case ReduceOp::kProd:
       return launch_plain<T, Prod>(r, stream);

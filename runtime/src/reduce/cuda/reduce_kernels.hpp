@@ -17,12 +17,8 @@ namespace tutti::reduce::cuda {
 
 using tutti::reduce::DeviceReduce;
 
-// Throws Error(kInvalidArgument) unless the kernels compute `r`: op is not kAvg, bitwise ops only
-// on integers and bool, scales other than 1 only for sum on floating types.
-void validate(const DeviceReduce& r);
-
 // Enqueues the kernel on `stream` (a cudaStream_t; null is the legacy default stream) and returns
-// cudaGetLastError()'s value (0 is cudaSuccess). Call validate() first: an unsupported combination
+// cudaGetLastError()'s value (0 is cudaSuccess). Call reduce::validate() first: an unsupported combination
 // reaching here returns cudaErrorInvalidValue. count 0 launches nothing.
 int launch_reduce(const DeviceReduce& r, void* stream);
 

@@ -1,9 +1,11 @@
-// The host-side check of what the device kernels compute (reduce_kernels.hpp), so that a caller
-// hears kInvalidArgument from the host instead of cudaErrorInvalidValue from a launch.
-#include "core/error.hpp"
-#include "reduce/cuda/reduce_kernels.hpp"
+// The host-side check of what the device kernels compute (reduce/cuda/reduce_kernels.cu), so that
+// a caller hears kInvalidArgument from the host instead of cudaErrorInvalidValue from a launch.
+// Built without CUDA too: the tests' device stand-in refuses exactly what the kernels refuse.
+#include "reduce/device_reduce.hpp"
 
-namespace tutti::reduce::cuda {
+#include "core/error.hpp"
+
+namespace tutti::reduce {
 
 void validate(const DeviceReduce& r) {
   if (static_cast<int>(r.type) < 0 || static_cast<int>(r.type) >= kNumDataTypes)
@@ -37,9 +39,19 @@ void validate(const DeviceReduce& r) {
                      "device reduce: scales (a {}, b {}, post {}) apply to sum on floating types "
                      "only",
                      r.scale_a, r.scale_b, r.post);
+  if (r.divisor != 1) {
+    if (r.divisor < 1)
+      throw make_error(ErrorCode::kInvalidArgument, "device reduce: divisor {} (must be >= 1)",
+                       r.divisor);
+    if (r.op != ReduceOp::kSum || is_floating(r.type) || r.type == DataType::kBool || scaled)
+      throw make_error(ErrorCode::kInvalidArgument,
+                       "device reduce: a divisor ({}) applies to an unscaled sum of integers only "
+                       "(floating avg scales by post = 1/size), not {} {}",
+                       r.divisor, to_string(r.type), to_string(r.op));
+  }
   if (r.count > 0 && (r.out == nullptr || r.a == nullptr || r.b == nullptr))
     throw make_error(ErrorCode::kInvalidArgument, "device reduce: null buffer for {} elements",
                      r.count);
 }
 
-}  // namespace tutti::reduce::cuda
+}  // namespace tutti::reduce
