@@ -124,6 +124,14 @@ void Communicator::abort(const std::string& reason) {
   deliver_abort_if_idle();
 }
 
+void Communicator::abort_for_second_thread(std::string_view name) {
+  abort(
+      fmt::format("a second thread called {} while another call ran on this communicator; "
+                  "calls on one communicator must come from one thread at a time (give each "
+                  "thread its own communicator: dup)",
+                  name));
+}
+
 void Communicator::deliver_abort_if_idle() {
   if (!interrupt_->raised()) return;
   // A call in progress sees the interrupt in its wait and fails the communicator itself; only when

@@ -3,8 +3,8 @@
 // a process; those made from one world share its connections (transport/fabric.hpp), each with a
 // namespace of its own: a context id in every message tag, "<job>/c<id>/" store keys and
 // "tutti-<job>-c<id>-..." shared-memory names. One thread drives a communicator at a time
-// (another thread's call is refused); different communicators may be driven by different threads
-// at once.
+// (another thread's call is refused and aborts the communicator on every rank: exclusive_call.hpp);
+// different communicators may be driven by different threads at once.
 //
 // The first failed call aborts the peers (they fail promptly with the reason instead of at a
 // timeout) and leaves the communicator broken: every later call rethrows that error. abort() does
@@ -194,6 +194,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void check_device_scales(std::string_view name, DataType type, ReduceOp op,
                            const CallOptions& call) const;
 
+  // A second thread entered while a call ran: abort() with the reason (exclusive_call.hpp).
+  void abort_for_second_thread(std::string_view name);
   // Sends the abort notices of an abort() that found no call in progress.
   void deliver_abort_if_idle();
   // Fails the communicator with `error`: the peers get the notice, later calls rethrow it.
@@ -237,7 +239,7 @@ template <typename Body>
 void Communicator::guarded(std::string_view name, uint64_t sequence, Deadline deadline,
                            Body&& body) {
   {
-    ExclusiveCall exclusive(busy_, rank_, name);
+    ExclusiveCall exclusive(busy_, rank_, name, [&] { abort_for_second_thread(name); });
     if (!failure_ && interrupt_->raised()) fail(interrupt_->error(), "", 0);
     if (failure_) throw *failure_;
     CallScope scope(*interrupt_, deadline);

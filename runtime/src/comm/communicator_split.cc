@@ -72,7 +72,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   allgather(mine.data(), all.data(), 3, DataType::kInt64);
   uint64_t child = 0;
   {
-    ExclusiveCall exclusive(busy_, rank_, "split");
+    ExclusiveCall exclusive(busy_, rank_, "split", [&] { abort_for_second_thread("split"); });
     child = ++children_;
   }
   bool all_have_nccl = true;
@@ -128,7 +128,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   uint64_t nth = 0;
   {
     // The counts are this communicator's state: one thread at a time, like its calls.
-    ExclusiveCall exclusive(busy_, rank_, "group");
+    ExclusiveCall exclusive(busy_, rank_, "group", [&] { abort_for_second_thread("group"); });
     nth = ++groups_[listed];
   }
   const transport::ContextId context =
