@@ -66,17 +66,30 @@ void MeshContext::wait_for(std::string_view kind, const std::vector<int>& ranks,
 
 void MeshContext::wait_for(const std::vector<int>& ranks, const std::vector<std::string>& keys,
                            std::string_view action, std::string_view where) const {
-  try {
-    store.wait(keys, deadline);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kTimeout) throw;
+  const auto missing_ranks = [&] {
     std::vector<std::string> missing = store.missing(keys);
-    std::vector<int> missing_ranks;
+    std::vector<int> out;
     for (size_t i = 0; i < keys.size(); ++i)
       if (std::find(missing.begin(), missing.end(), keys[i]) != missing.end())
-        missing_ranks.push_back(ranks[i]);
-    if (missing_ranks.empty()) throw;
-    throw_missing(missing_ranks, action, where);
+        out.push_back(ranks[i]);
+    return out;
+  };
+  for (;;) {
+    // With a watch, the store is asked in slices and the watch looks between them.
+    const Deadline slice = watch ? Deadline::after(kWatchSlice).earlier(deadline) : deadline;
+    try {
+      store.wait(keys, slice);
+      return;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kTimeout) throw;
+      std::vector<int> missing = missing_ranks();
+      if (missing.empty()) {
+        if (deadline.expired()) throw;
+        continue;  // they came as the slice ended
+      }
+      if (deadline.expired()) throw_missing(missing, action, where);
+      watch(missing);
+    }
   }
 }
 

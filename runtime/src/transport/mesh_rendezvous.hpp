@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +24,12 @@ struct MeshContext {
   bootstrap::Store& store;
   Deadline deadline;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  // Called every kWatchSlice of a wait with the ranks still awaited, when set: throws to end the
+  // wait (an abort of this communicator, a peer's abort notice, an awaited peer that died). The
+  // shared-memory window is built inside a collective, where a wait that saw none of these held
+  // a rank for the whole TUTTI_TIMEOUT after its peers had failed (issue 26).
+  std::function<void(std::span<const int>)> watch = nullptr;
+  static constexpr std::chrono::milliseconds kWatchSlice{50};
 
   std::string key(std::string_view kind, int rank) const;  // "<job>/<kind>/<rank>"
 

@@ -36,6 +36,12 @@ std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Tr
                                                   std::string& why_none) {
   const MeshConfig& c = context.config;
   const std::string key = context.key("window", 0);
+  // The window is built in a collective: its waits end, as the collective's own do, on an abort,
+  // a peer's abort notice or an awaited peer's death, not only at the deadline.
+  MeshContext watched = context;
+  watched.watch = [&transport](std::span<const int> awaited) {
+    transport.check_peers(awaited, "the shared-memory window's setup");
+  };
   // Rank 0's failure to create the window, as every rank reports it.
   auto no_room = [&](const std::string& why) -> std::unique_ptr<LocalWindow> {
     if (c.shm_window_required)
@@ -73,11 +79,11 @@ std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Tr
     context.store.set(key, fmt::format("{} {}", segment->name(), area_bytes));
     std::vector<int> others;
     for (int r = 1; r < c.size; ++r) others.push_back(r);
-    context.wait_for("window-mapped", others, "map the shared-memory window",
+    watched.wait_for("window-mapped", others, "map the shared-memory window",
                      fmt::format("/dev/shm{} on host {}", segment->name(), context.host(0)));
     segment->unlink();
   } else {
-    context.wait_for({0}, {key}, "create the shared-memory window",
+    watched.wait_for({0}, {key}, "create the shared-memory window",
                      "the store (" + context.store.describe() + ")");
     std::string value = context.store.get(key, context.deadline);
     if (auto why = MeshContext::published_failure(value))
