@@ -29,13 +29,15 @@ constexpr std::array kTypeNames = {
     TypeName{"uint8", DataType::kUInt8},     TypeName{"int8", DataType::kInt8},
     TypeName{"int16", DataType::kInt16},     TypeName{"bool", DataType::kBool},
 };
-constexpr std::array kAllTypes = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
-                                  DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
-                                  DataType::kUInt8};
-constexpr std::array kAllOps = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin,
-                                ReduceOp::kAvg};
-// Parsed by name too, but not part of "all" (bitwise ops are not defined on every type).
-constexpr std::array kBitwiseOps = {ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
+// "all" is all of them, as nccl-tests users read it; the sweep skips the pairs a type does not
+// define (bitwise ops on floating types, avg on bool), saying so.
+constexpr std::array kAllTypes = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
+                                  DataType::kBFloat16, DataType::kInt32,  DataType::kInt64,
+                                  DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,
+                                  DataType::kBool};
+constexpr std::array kAllOps = {ReduceOp::kSum,  ReduceOp::kProd, ReduceOp::kMax,
+                                ReduceOp::kMin,  ReduceOp::kAvg,  ReduceOp::kBand,
+                                ReduceOp::kBor,  ReduceOp::kBxor};
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -62,9 +64,10 @@ constexpr std::string_view kUsage =
     "  -c, --check 0|1         verify results; #wrong counts mismatching elements (default 1)\n"
     "  -d, --datatype TYPE     float|double|half|bfloat16|int32|int64|uint8|int8|int16|bool\n"
     "                          (aliases float32, float64, float16, bf16, int), a comma list, or\n"
-    "                          all: the first seven (default float)\n"
-    "  -o, --op OP             sum|prod|min|max|avg|band|bor|bxor, a comma list, or all: the\n"
-    "                          first five (default sum)\n"
+    "                          all: every type (default float)\n"
+    "  -o, --op OP             sum|prod|min|max|avg|band|bor|bxor, a comma list, or all: every\n"
+    "                          op (default sum); pairs a type does not define (bitwise ops on\n"
+    "                          floating types, avg on bool) are skipped with a note\n"
     "  -r, --root N            root of broadcast, reduce, gather and scatter (default 0)\n"
     "                          sendrecv has no in-place form: both of its columns are out of "
     "place\n"
@@ -170,8 +173,6 @@ std::optional<DataType> parse_type(const std::string& name) {
 std::optional<ReduceOp> parse_op(const std::string& name) {
   std::string n = lower(name);
   for (ReduceOp op : kAllOps)
-    if (op_name(op) == n) return op;
-  for (ReduceOp op : kBitwiseOps)
     if (op_name(op) == n) return op;
   return std::nullopt;
 }
@@ -393,15 +394,23 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   auto type_list = parse_list<DataType>(types, kAllTypes, &parse_type);
   if (!type_list)
     return usage_error(
-        fmt::format("-d '{}': use float, double, half, bfloat16, int32, int64, uint8 (or float32, "
-                    "float64, float16, bf16, int), a comma list, or all",
+        fmt::format("-d '{}': use float, double, half, bfloat16, int32, int64, uint8, int8, int16, "
+                    "bool (or float32, float64, float16, bf16, int), a comma list, or all",
                     types));
   auto op_list = parse_list<ReduceOp>(ops, kAllOps, &parse_op);
   if (!op_list)
     return usage_error(
-        fmt::format("-o '{}': use sum, prod, min, max, avg, a comma list, or all", ops));
+        fmt::format("-o '{}': use sum, prod, min, max, avg, band, bor, bxor, a comma list, or all",
+                    ops));
   o.types = *type_list;
   o.ops = is_reduction(o.collective) ? *op_list : std::vector<ReduceOp>{ReduceOp::kSum};
+  const bool any_defined = std::any_of(o.types.begin(), o.types.end(), [&](DataType t) {
+    return std::any_of(o.ops.begin(), o.ops.end(), [&](ReduceOp op) { return supports(t, op); });
+  });
+  if (!any_defined)
+    return usage_error(fmt::format("-d '{}' -o '{}': no type here defines any of these ops "
+                                   "(bitwise ops take integer and bool types; bool has no avg)",
+                                   types, ops));
   return BenchParse{std::move(o), 0, ""};
 }
 

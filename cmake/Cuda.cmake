@@ -6,6 +6,13 @@
 # Where things are looked for: nvcc on PATH, in $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin
 # (or CMAKE_CUDA_COMPILER); NCCL under NCCL_ROOT (variable or environment), then the toolkit's
 # include and library folders (NVIDIA's wheels and the CUDA images put it there).
+#
+# AUTO never stops the configure: whatever makes CUDA unusable ends in "tutti: CUDA off: <reason>".
+# Most of that is a plain "not found", but some of it is a CMake error raised inside CMake's own
+# modules (a FindCUDAToolkit bug, an nvcc that cannot compile for this host compiler in
+# enable_language), which no CMake code can catch. So AUTO first runs these same steps in a child
+# CMake on a throwaway project (tutti_probe_cuda below, in CMakeFiles/tutti-cuda-probe/) and goes
+# on only when that succeeded; ON skips the trial and lets any error stop the configure.
 set(TUTTI_HAVE_CUDA OFF)
 
 function(tutti_cuda_missing what)
@@ -14,7 +21,99 @@ function(tutti_cuda_missing what)
                         "CMAKE_CUDA_COMPILER, CUDAToolkit_ROOT, NCCL_ROOT), or configure with "
                         "-DTUTTI_WITH_CUDA=OFF or AUTO.")
   endif()
+  if(TUTTI_CUDA_PROBING)
+    # Inside the trial: hand the reason to the parent configure, which prints it.
+    file(WRITE ${CMAKE_BINARY_DIR}/tutti-cuda-off.txt "${what}")
+    return()
+  endif()
   message(STATUS "tutti: CUDA off: ${what}")
+endfunction()
+
+# find_package(CUDAToolkit) with a work-around for CMake 3.25.0 and 3.25.1 (Debian 12's cmake is
+# 3.25.1). Their FindCUDAToolkit, for any CUDA >= 10, marks CUDA::nvToolsExt deprecated with
+# set_property(TARGET CUDA::nvToolsExt ...) whenever the project's cmake_minimum_required is 3.25 or
+# more, without checking that the target exists. It exists only when the toolkit has libnvToolsExt,
+# which CUDA 13 no longer ships (NVTX 3 is header-only), so the configure fails with "set_property
+# could not find TARGET CUDA::nvToolsExt". CMake 3.25.2 checks for the target first (so does a
+# patched 3.25.1: `dpkg -V cmake-data` names FindCUDAToolkit.cmake). The module reads the plain
+# variable CMAKE_MINIMUM_REQUIRED_VERSION (no policy), so for the call it is lowered to 3.24, which
+# only skips that deprecation note, and then put back. (An empty CUDA::nvToolsExt defined beforehand
+# would also do, but would hide a real libnvToolsExt where a toolkit has one.)
+macro(tutti_find_cudatoolkit)
+  if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.25 AND CMAKE_VERSION VERSION_LESS 3.25.2
+     AND CMAKE_MINIMUM_REQUIRED_VERSION VERSION_GREATER_EQUAL 3.25)
+    set(tutti_saved_minimum_required "${CMAKE_MINIMUM_REQUIRED_VERSION}")
+    set(CMAKE_MINIMUM_REQUIRED_VERSION 3.24)
+    find_package(CUDAToolkit QUIET)
+    set(CMAKE_MINIMUM_REQUIRED_VERSION "${tutti_saved_minimum_required}")
+    unset(tutti_saved_minimum_required)
+  else()
+    find_package(CUDAToolkit QUIET)
+  endif()
+endmacro()
+
+# Runs tutti_find_cuda in a child CMake (same generator, compilers, nvcc, CMAKE_MODULE_PATH and
+# CUDA/NCCL hints, TUTTI_WITH_CUDA=AUTO) and sets ok_var to TRUE when CUDA came out usable there, or
+# to FALSE with reason_var saying why not: the reason tutti_find_cuda gave, or else the first CMake
+# error of the trial (its whole output is in CMakeFiles/tutti-cuda-probe/output.log). A success is
+# remembered for this nvcc (TUTTI_CUDA_PROBED), so a re-configure does not repeat the trial; a
+# failure is not, so the next configure tries again.
+function(tutti_probe_cuda ok_var reason_var)
+  set(${ok_var} TRUE PARENT_SCOPE)
+  if(TUTTI_CUDA_PROBED STREQUAL CMAKE_CUDA_COMPILER)
+    return()
+  endif()
+  set(dir ${CMAKE_BINARY_DIR}/CMakeFiles/tutti-cuda-probe)
+  file(REMOVE_RECURSE ${dir})
+  file(WRITE ${dir}/src/CMakeLists.txt
+    "cmake_minimum_required(VERSION ${CMAKE_MINIMUM_REQUIRED_VERSION})\n"
+    "project(tutti_cuda_probe LANGUAGES C CXX)\n"
+    "include(\"${CMAKE_CURRENT_FUNCTION_LIST_FILE}\")\n")
+  # The settings go in an initial cache (-C) as bracket arguments: lists (CMAKE_MODULE_PATH,
+  # CMAKE_CUDA_ARCHITECTURES) and paths with spaces pass unchanged.
+  string(CONCAT init "set(TUTTI_CUDA_PROBING ON CACHE BOOL \"\")\n"
+                     "set(TUTTI_WITH_CUDA AUTO CACHE STRING \"\")\n")
+  foreach(var CMAKE_MAKE_PROGRAM CMAKE_TOOLCHAIN_FILE CMAKE_BUILD_TYPE
+              CMAKE_C_COMPILER CMAKE_CXX_COMPILER CMAKE_C_FLAGS CMAKE_CXX_FLAGS
+              CMAKE_CUDA_COMPILER CMAKE_CUDA_HOST_COMPILER CMAKE_CUDA_FLAGS CMAKE_CUDA_ARCHITECTURES
+              CMAKE_MODULE_PATH CMAKE_PREFIX_PATH CUDAToolkit_ROOT NCCL_ROOT)
+    if(DEFINED ${var})
+      string(APPEND init "set(${var} [==[${${var}}]==] CACHE STRING \"\")\n")
+    endif()
+  endforeach()
+  file(WRITE ${dir}/init.cmake "${init}")
+  set(generator -G "${CMAKE_GENERATOR}")
+  if(CMAKE_GENERATOR_PLATFORM)
+    list(APPEND generator -A "${CMAKE_GENERATOR_PLATFORM}")
+  endif()
+  if(CMAKE_GENERATOR_TOOLSET)
+    list(APPEND generator -T "${CMAKE_GENERATOR_TOOLSET}")
+  endif()
+  message(STATUS "tutti: trying CUDA (${CMAKE_CUDA_COMPILER}) in a trial configure")
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} ${generator} -C ${dir}/init.cmake -S ${dir}/src -B ${dir}/build
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out TIMEOUT 600)
+  file(WRITE ${dir}/output.log "${out}")
+  if(NOT rc EQUAL 0)
+    # A CMake error (tutti_find_cuda itself raises none with AUTO): the first "CMake Error at
+    # FILE:LINE (COMMAND):" and the first paragraph of its text, on one line.
+    set(reason "exit status ${rc}")
+    if(out MATCHES "CMake Error[^\n]*:\n  [^\n]*(\n  [^\n]*)*")
+      string(REGEX REPLACE "[ \n]+" " " reason "${CMAKE_MATCH_0}")
+    elseif(out MATCHES "CMake Error[^\n]*")
+      set(reason "${CMAKE_MATCH_0}")
+    endif()
+    string(STRIP "${reason}" reason)
+    string(CONCAT reason "CMake could not set CUDA up; a trial configure stopped with: ${reason} "
+                         "(its whole output: ${dir}/output.log)")
+  elseif(EXISTS ${dir}/build/tutti-cuda-off.txt)
+    file(READ ${dir}/build/tutti-cuda-off.txt reason)
+  else()
+    set(TUTTI_CUDA_PROBED "${CMAKE_CUDA_COMPILER}" CACHE INTERNAL "nvcc a CUDA trial passed with")
+    return()
+  endif()
+  set(${ok_var} FALSE PARENT_SCOPE)
+  set(${reason_var} "${reason}" PARENT_SCOPE)
 endfunction()
 
 macro(tutti_find_cuda)
@@ -39,7 +138,14 @@ macro(tutti_find_cuda)
   if(NOT DEFINED CUDAToolkit_ROOT)
     get_filename_component(CUDAToolkit_ROOT ${tutti_cuda_bin} DIRECTORY)
   endif()
-  find_package(CUDAToolkit QUIET)
+  if(TUTTI_WITH_CUDA STREQUAL "AUTO" AND NOT TUTTI_CUDA_PROBING)
+    tutti_probe_cuda(tutti_cuda_ok tutti_cuda_reason)
+    if(NOT tutti_cuda_ok)
+      tutti_cuda_missing("${tutti_cuda_reason}")
+      return()
+    endif()
+  endif()
+  tutti_find_cudatoolkit()
   if(NOT CUDAToolkit_FOUND OR NOT TARGET CUDA::cudart_static)
     tutti_cuda_missing("the CUDA toolkit (libcudart_static) was not found next to ${CMAKE_CUDA_COMPILER}")
     return()

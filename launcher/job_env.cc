@@ -59,6 +59,34 @@ std::vector<std::string> Environment::to_strings() const {
   return out;
 }
 
+std::optional<std::string_view> launcher_owned(std::string_view name) {
+  // What tuttirun sets for every rank itself (rank_environment, set_torch_identity): an export of
+  // one of these would be replaced without a word, so it is refused with what to do instead.
+  static constexpr std::pair<std::string_view, std::string_view> kOwned[] = {
+      {"TUTTI_RANK", "each rank's number comes from the hostfile's slots (-np, -H, --hostfile)"},
+      {"TUTTI_SIZE", "the world size is -np"},
+      {"TUTTI_LOCAL_RANK", "it follows from the slots of each host"},
+      {"TUTTI_LOCAL_SIZE", "it follows from the slots of each host"},
+      {"TUTTI_CROSS_RANK", "it follows from the hosts"},
+      {"TUTTI_CROSS_SIZE", "it follows from the hosts"},
+      {"TUTTI_STORE", "tuttirun serves the job's rendezvous store itself (to use a store of your "
+                      "own, start the ranks without tuttirun)"},
+      {"TUTTI_JOB_TOKEN", "tuttirun draws the job's token"},
+      {"TUTTI_JOB_ID", "use --job-id"},
+      {"TUTTI_LAUNCHER", "it says that tuttirun started the rank"},
+      {"TUTTI_RESTART_COUNT", "tuttirun counts restarts (--restarts)"},
+      {"RANK", "torch's RANK is each rank's tuttirun rank"},
+      {"WORLD_SIZE", "torch's WORLD_SIZE is -np"},
+      {"LOCAL_RANK", "torch's LOCAL_RANK follows from the slots of each host"},
+      {"LOCAL_WORLD_SIZE", "it follows from the slots of each host"},
+      {"GROUP_RANK", "it follows from the hosts"},
+      {"GROUP_WORLD_SIZE", "it follows from the hosts"},
+  };
+  for (const auto& [owned, why] : kOwned)
+    if (name == owned) return why;
+  return std::nullopt;
+}
+
 std::vector<EnvExport> resolve_exports(const std::vector<std::string>& args,
                                        const Environment& from, std::vector<std::string>* unset) {
   std::vector<EnvExport> out;
@@ -67,6 +95,11 @@ std::vector<EnvExport> resolve_exports(const std::vector<std::string>& args,
     if (eq == 0 || arg.empty())
       throw make_error(ErrorCode::kConfig,
                        "-x '{}' names no variable; write -x VAR or -x VAR=VALUE", arg);
+    const std::string name = arg.substr(0, eq);
+    if (const auto why = launcher_owned(name))
+      throw make_error(ErrorCode::kConfig,
+                       "-x {}: tuttirun sets {} for every rank itself and would replace yours ({})",
+                       arg, name, *why);
     if (eq != std::string::npos) {
       out.push_back({arg.substr(0, eq), arg.substr(eq + 1)});
     } else if (auto value = from.get(arg)) {

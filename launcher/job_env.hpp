@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,8 +43,13 @@ struct EnvExport {
   std::string value;
 };
 
+// Why tuttirun owns `name` (it sets it for every rank: TUTTI_RANK, RANK, TUTTI_STORE, ...), or
+// nullopt for a name an -x may carry.
+std::optional<std::string_view> launcher_owned(std::string_view name);
+
 // Resolves -x VAR (take VAR from `from`) and -x VAR=VALUE. A VAR that is not set in `from` is
-// skipped and reported in *unset so the caller can warn about it.
+// skipped and reported in *unset so the caller can warn about it. A launcher-owned name is
+// Error(kConfig) saying what sets it instead.
 std::vector<EnvExport> resolve_exports(const std::vector<std::string>& args,
                                        const Environment& from, std::vector<std::string>* unset);
 

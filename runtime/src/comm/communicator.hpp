@@ -194,6 +194,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void check_device_scales(std::string_view name, DataType type, ReduceOp op,
                            const CallOptions& call) const;
 
+  // group(): every member publishes its list under the set's key and compares the others':
+  // Error(kInvalidArgument) on every member when the orders differ, kTimeout naming the ranks
+  // that never called.
+  void agree_on_group_order(const std::string& purpose, std::span<const int> set,
+                            std::span<const int> listed);
   // A second thread entered while a call ran: abort() with the reason (exclusive_call.hpp).
   void abort_for_second_thread(std::string_view name);
   // Sends the abort notices of an abort() that found no call in progress.
@@ -218,7 +223,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<const collectives::Settings> settings_;
   uint64_t sequence_ = 0;
   uint64_t children_ = 0;                        // communicators made by split/dup so far
-  std::map<std::vector<int>, uint64_t> groups_;  // group() calls so far, per member list
+  std::map<std::vector<int>, uint64_t> groups_;  // group() calls so far, per member set (sorted)
   std::optional<Error> failure_;
   std::atomic<bool> busy_{false};
   std::shared_ptr<Interrupt> interrupt_ = std::make_shared<Interrupt>();

@@ -103,6 +103,44 @@ std::shared_ptr<Communicator> Communicator::dup() {
   return split(0, rank_);
 }
 
+void Communicator::agree_on_group_order(const std::string& purpose, std::span<const int> set,
+                                        std::span<const int> listed) {
+  bootstrap::Store& store = *job_->store;
+  const Deadline deadline = Deadline::after(options_.init_timeout);
+  const std::string base = fmt::format("{}/c{}/{}/order/", job_->job_id, context_, purpose);
+  const std::string mine = list(listed);
+  store.set(base + std::to_string(rank_), mine);
+  std::vector<std::string> keys;
+  for (int r : set) keys.push_back(base + std::to_string(r));
+  try {
+    store.wait(keys, deadline);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kTimeout) throw;
+    std::vector<std::string> missing = store.missing(keys);
+    std::string who;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (std::find(missing.begin(), missing.end(), keys[i]) != missing.end())
+        who += fmt::format("{}{}", who.empty() ? "" : ", ", set[i]);
+    throw make_error(ErrorCode::kTimeout,
+                     "group on rank {}: timed out after {} ms waiting for rank(s) {} to call group "
+                     "with the ranks {} too; every listed rank must call group with the same list "
+                     "(a rank that lists other ranks waits for those instead)",
+                     rank_, options_.init_timeout.count(), who.empty() ? "?" : who, mine);
+  }
+  std::string differences;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string theirs = store.get(keys[i], deadline);
+    if (theirs != mine)
+      differences += fmt::format("; rank {} listed {}", set[i], theirs.substr(0, 200));
+  }
+  if (!differences.empty())
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "group on rank {}: the members list the same ranks in different orders (rank "
+                     "{} listed {}{}); the order gives the new ranks, so every member must pass "
+                     "the same list",
+                     rank_, rank_, mine, differences);
+}
+
 std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   if (ranks.empty())
     throw make_error(ErrorCode::kInvalidArgument, "group on rank {}: no ranks listed", rank_);
@@ -123,16 +161,21 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
                      "listed ranks may call group",
                      rank_, list(ranks));
   // group() is collective over the listed ranks only, so its namespace comes from what they all
-  // know: the list itself and how often they have grouped it.
+  // know: the set of ranks and how often they have grouped it. The order (which gives the new
+  // ranks) must agree too: every member publishes its list under the set's key and reads the
+  // others', so members that list the same ranks in different orders all fail at once naming the
+  // difference (keyed by the list, they used to wait under different keys: one rank went on alone,
+  // the other timed out, and later calls hung).
   std::vector<int> listed(ranks.begin(), ranks.end());
   uint64_t nth = 0;
   {
     // The counts are this communicator's state: one thread at a time, like its calls.
     ExclusiveCall exclusive(busy_, rank_, "group", [&] { abort_for_second_thread("group"); });
-    nth = ++groups_[listed];
+    nth = ++groups_[sorted];
   }
-  const transport::ContextId context =
-      draw_context(fmt::format("group/{}/{}", list(listed), nth), listed);
+  const std::string purpose = fmt::format("group/{}/{}", list(sorted), nth);
+  agree_on_group_order(purpose, sorted, listed);
+  const transport::ContextId context = draw_context(purpose, sorted);
   std::vector<int> members;
   for (int r : listed) members.push_back(members_[r]);
   return make(job_, context, std::move(members), options_, Deadline::after(options_.init_timeout));

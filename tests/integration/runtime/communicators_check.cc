@@ -107,6 +107,26 @@ void splits(tutti::Communicator& world) {
   tutti::Communicator copy = world.dup();
   if (copy.size() != n || copy.rank() != world.rank()) fail("dup");
   check_sum<int64_t>(copy, 300001, 5, "dup");
+  // group with the same ranks listed in different orders (rank r lists them rotated by r): every
+  // member fails at once naming the difference, and the world goes on (issue 26 item 4: one rank
+  // went on alone, the other timed out, and later calls hung).
+  if (n > 1) {
+    std::vector<int> rotated(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) rotated[static_cast<size_t>(i)] = (i + world.rank()) % n;
+    const auto started = std::chrono::steady_clock::now();
+    try {
+      world.group(rotated);
+      fail("group with the members in different orders did not fail");
+    } catch (const tutti::Error& e) {
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      if (e.code() != tutti::ErrorCode::kInvalidArgument ||
+          !std::strstr(e.what(), "different orders") || waited > 10)
+        fail(fmt::format("group in different orders: code {} after {:.1f} s: {}",
+                         static_cast<int>(e.code()), waited, e.what()));
+    }
+    check_sum<float>(world, 1001, 7, "the world after a refused group");
+  }
   // group: the listed ranks only, in the order given; a rank not listed gets a clear error.
   std::vector<int> listed;
   for (int r = n - 1; r >= 0; r -= 2) listed.push_back(r);

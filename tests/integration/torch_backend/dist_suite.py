@@ -114,6 +114,15 @@ BROKEN_HERE = {
 }
 
 
+# Skips that say a test's optional dependency is missing here, not anything about the backend: each
+# lowers --min-passed by one. The machine that set 108 had Debian's python3-torchvision (57 more
+# packages, not in scripts/install-deps.sh); a fresh Debian root, and this machine since, count 107
+# (issue 26 items 16-17; gloo loses the same test).
+OPTIONAL_DEPENDENCY_SKIPS = {
+    "no torchvision": "test_SyncBatchNorm_process_group needs torchvision (python3-torchvision)",
+}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", help="run the tests whose name matches this regex")
@@ -136,8 +145,13 @@ def main():
         print(f"  skipped {count:3d}: {reason}")
     for test, _ in result.failures + result.errors:
         print(f"  FAILED: {test.id()}")
-    if failed or passed < args.min_passed:
-        print(f"FAIL: {failed} failed, {passed} passed (at least {args.min_passed} expected)")
+    optional = [r for _, r in result.skipped if r in OPTIONAL_DEPENDENCY_SKIPS]
+    required = args.min_passed - len(optional)
+    for reason in sorted(set(optional)):
+        print(f"  (not counted against --min-passed: {OPTIONAL_DEPENDENCY_SKIPS[reason]})")
+    if failed or passed < required:
+        print(f"FAIL: {failed} failed, {passed} passed (at least {required} expected: "
+              f"{args.min_passed} less {len(optional)} skipped for a missing optional dependency)")
         return 1
     return 0
 

@@ -43,9 +43,13 @@ TEST(BenchOptions, NcclTestsFlags) {
   EXPECT_FALSE(p.options->check);
   EXPECT_EQ(p.options->types,
             (std::vector<DataType>{DataType::kFloat16, DataType::kBFloat16, DataType::kInt32}));
-  EXPECT_EQ(p.options->ops.size(), 5u);
+  EXPECT_EQ(p.options->ops.size(), 8u);  // all: every op (issue 26: it stopped at five)
   EXPECT_EQ(p.options->json_path, "x.json");
-  EXPECT_EQ(parse({"allgather", "-d", "all"}).options->types.size(), 7u);
+  EXPECT_EQ(parse({"allgather", "-d", "all"}).options->types.size(), 10u);  // every type
+  // A list that defines no pair at all is a usage error; one that defines some runs those.
+  EXPECT_FALSE(parse({"allreduce", "-d", "float,half", "-o", "band,bxor"}).options);
+  EXPECT_TRUE(parse({"allreduce", "-d", "float,int8", "-o", "band"}).options);
+  EXPECT_FALSE(parse({"allreduce", "-d", "bool", "-o", "avg"}).options);
   // Collectives without a reduction run once, whatever -o says.
   EXPECT_EQ(parse({"broadcast", "-o", "all", "-r", "3"}).options->ops.size(), 1u);
   EXPECT_EQ(parse({"broadcast", "-r", "3"}).options->root, 3);

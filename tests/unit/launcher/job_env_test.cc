@@ -40,6 +40,22 @@ TEST(Exports, ForwardSetAndUnset) {
   EXPECT_THROW(resolve_exports({"=x"}, from, nullptr), Error);
 }
 
+// Issue 26: -x TUTTI_RANK=7, -x RANK=5 and -x TUTTI_STORE=... were replaced without a word.
+TEST(JobEnv, ExportsOfWhatTuttirunSetsAreRefusedSayingWhy) {
+  const Environment from = Environment::from_strings({"TUTTI_RANK=3", "HOME=/root"});
+  for (const char* arg : {"TUTTI_RANK=7", "TUTTI_RANK", "RANK=5", "TUTTI_STORE=file:/nonexistent",
+                          "WORLD_SIZE=9", "TUTTI_JOB_ID=x"}) {
+    try {
+      resolve_exports({"HOME", arg}, from, nullptr);
+      ADD_FAILURE() << arg << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kConfig) << arg;
+      EXPECT_NE(std::string(e.what()).find("tuttirun sets"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(resolve_exports({"TUTTI_TIMEOUT=5", "NCCL_HOSTID=a"}, from, nullptr).size(), 2u);
+}
+
 JobIdentity test_job() {
   JobIdentity job;
   job.job_id = "job7";
