@@ -34,6 +34,12 @@ tutti_relocatable_includes(tutti_static)
 set(TUTTI_INSTALLED_PROGRAMS tuttirun kubexec tutti-hostfile tutti-bench tutti-demo)
 set_target_properties(${TUTTI_INSTALLED_PROGRAMS} PROPERTIES
   INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+if(TUTTI_HAVE_CUDA)
+  # tutti-bench calls NCCL itself (--baseline nccl): its RUNPATH names libnccl's folder too, as
+  # libtutti's does, since that folder is rarely on the loader's path.
+  set_target_properties(tutti-bench PROPERTIES
+    INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${TUTTI_NCCL_LIBRARY_DIR}")
+endif()
 # tuttirun, kubexec, tutti-hostfile and tutti-bench install themselves (their CMakeLists.txt).
 install(TARGETS tutti-demo RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 

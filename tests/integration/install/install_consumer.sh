@@ -45,6 +45,22 @@ if objdump -p "$PREFIX/lib/libtutti.so" | grep -q 'NEEDED.*libnccl'; then
   [ -n "$found" ] || fail "libtutti.so needs $nccl but no folder of its RUNPATH holds it"
   echo "cuda: $nccl through libtutti's RUNPATH ($found)"
 fi
+# No installed program needs the CUDA runtime on the loader's path (a fresh Debian has none there:
+# tutti-bench exited 127 "libcudart.so.13: cannot open shared object file", issue 26): libcudart
+# is linked statically, and a program that calls NCCL itself finds it through its own RUNPATH.
+for program in "$PREFIX"/bin/*; do
+  objdump -p "$program" >/dev/null 2>&1 || continue
+  if objdump -p "$program" | grep -q 'NEEDED.*libcudart'; then
+    fail "installed $(basename "$program") needs libcudart.so on the loader's path"
+  fi
+  nccl=$(objdump -p "$program" | awk '$1 == "NEEDED" && $2 ~ /^libnccl/ { print $2 }')
+  [ -n "$nccl" ] || continue
+  found=""
+  for dir in $(objdump -p "$program" | awk '$1 == "RUNPATH" || $1 == "RPATH" { print $2 }' | tr ':' ' '); do
+    [ -e "$dir/$nccl" ] && found=$dir
+  done
+  [ -n "$found" ] || fail "installed $(basename "$program") needs $nccl but no folder of its RUNPATH holds it"
+done
 echo "layout: $(cd "$PREFIX" && find . -type f | wc -l) files, soname $soname"
 
 # run_consumer NAME PROGRAM LABEL: 2 ranks under the installed tuttirun, both report correct.
