@@ -4,8 +4,11 @@
 # nothing outside the test is touched.
 #
 #   shm_scale.sh big TUTTIRUN CHECK      128 ranks on one host in a 2 GiB /dev/shm: a small
-#                                        allreduce completes (results checked) within 10 s of
-#                                        launch, and /dev/shm's use, sampled, stays under 2 GiB.
+#                                        allreduce completes (results checked; a hang is cut at
+#                                        120 s), and /dev/shm's use, sampled, stays under 2 GiB.
+#                                        The time is printed, not asserted: it measured 4.5 s
+#                                        idle and 17-22 s beside a second `make test` (issue 26),
+#                                        and speed belongs in a benchmark.
 #   shm_scale.sh rings TUTTIRUN CHECK    8 ranks in a 16 MiB /dev/shm: the rings do not fit;
 #                                        every rank fails promptly with the clear error.
 #   shm_scale.sh window TUTTIRUN CHECK   4 ranks in a 24 MiB /dev/shm: the rings fit, the world's
@@ -66,7 +69,6 @@ case $mode in
     peak=$(cat "$work/peak")
     echo "128 ranks: exit $status after $elapsed s; /dev/shm peak $((peak / 1048576)) MiB"
     check '[ "$status" -eq 0 ]' "128 ranks on one host exited with $status (124: hung)"
-    check 'awk -v e="$elapsed" "BEGIN { exit !(e < 10) }"' "128 ranks took $elapsed s from launch (must be < 10 s)"
     check '[ "$peak" -lt $((2 << 30)) ]' "/dev/shm peaked at $peak bytes (must stay under 2 GiB)"
     check '[ "$peak" -gt 0 ]' "no /dev/shm use was seen at all: did the ranks use shared memory?"
     ;;
