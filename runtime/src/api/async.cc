@@ -69,7 +69,8 @@ engine::EnqueueRequest request_for(const std::string& name, engine::OpKind kind,
 Handle submit(comm::Communicator& c, engine::EnqueueRequest request, const AsyncOptions& options) {
   request.spec.prescale = options.prescale;
   request.spec.postscale = options.postscale;
-  request.ready = options.ready ? options.ready : api::ready_for(request.send, request.recv, nullptr);
+  request.ready =
+      options.ready ? options.ready : api::ready_for(request.send, request.recv, nullptr);
   request.rows_out = options.rows_per_rank;
   return Handle(engine_of(c)->enqueue(std::move(request)));
 }

@@ -74,7 +74,7 @@ int tutti_reduce_scatter(const void* send, void* recv, size_t recv_count, tutti_
                          tutti_op_t op) {
   return guarded([&] {
     tutti::world().reduce_scatter(send, recv, recv_count, to_type(dtype), to_op(op),
-                                   c_call_options());
+                                  c_call_options());
     return 0;
   });
 }

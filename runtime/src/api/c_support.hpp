@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "api/world_incarnation.hpp"
 #include "tutti/tutti.h"
 #include "tutti/tutti.hpp"
 
@@ -72,6 +73,7 @@ inline tutti::ReduceOp to_op(tutti_op_t op) {
 // The C handles own a C++ handle each.
 struct tutti_comm {
   tutti::Communicator comm;
+  int incarnation = 0;  // the world it was made in (tutti::world_incarnation())
 };
 struct tutti_request {
   tutti::Request request;  // a point-to-point operation
@@ -88,13 +90,22 @@ T* out_pointer(T* out) {
 
 inline tutti::Communicator& comm_of(tutti_comm_t comm) {
   if (comm == nullptr) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null tutti_comm_t");
+  // A handle kept past tutti_finalize() belongs to a world that is over (issue 26: it still
+  // worked, against the README), also after a new tutti_init().
+  if (comm->incarnation != tutti::world_incarnation() || !tutti::initialized())
+    throw tutti::Error(tutti::ErrorCode::kNotInitialized,
+                       "this tutti_comm_t belongs to a world that tutti_finalize() ended; "
+                       "tutti_comm_free it, and make new handles after tutti_init()");
   return comm->comm;
 }
 
 // Hands a new handle to C: it is the caller's until tutti_comm_free.
 inline int give(tutti::Communicator comm, tutti_comm_t* out) {
   if (out == nullptr) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null output pointer");
-  *out = comm ? std::make_unique<tutti_comm>(tutti_comm{std::move(comm)}).release() : nullptr;
+  *out = comm
+             ? std::make_unique<tutti_comm>(tutti_comm{std::move(comm), tutti::world_incarnation()})
+                   .release()
+             : nullptr;
   return 0;
 }
 

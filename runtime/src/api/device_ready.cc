@@ -1,9 +1,10 @@
 // The engine's readiness seam for GPU buffers: an event recorded on the stream that produces a
 // tensor; the engine polls it before it announces the tensor, so no device is ever synchronized
 // on the hot path.
+#include "api/device_ready.hpp"
+
 #include <memory>
 
-#include "api/device_ready.hpp"
 #include "device/device_api.hpp"
 #include "tutti/async.hpp"
 

@@ -1,8 +1,10 @@
 // The process-wide world (tutti::init()/finalize()) and the public Communicator handle.
+#include <atomic>
 #include <exception>
 #include <mutex>
 
 #include "api/timeline_file.hpp"
+#include "api/world_incarnation.hpp"
 #include "bootstrap/world_info.hpp"
 #include "comm/communicator.hpp"
 #include "core/env.hpp"
@@ -15,6 +17,9 @@ namespace {
 
 std::mutex g_mutex;
 std::unique_ptr<Communicator> g_world;
+// Worlds finished so far in this process (finalize after init): the next init's incarnation, and
+// what the C API's handles remember so that one kept past finalize is refused.
+std::atomic<int> g_worlds_finished{0};
 bool g_timeline_from_env = false;
 
 // Only tutti::Error leaves the API: an allocation or thread start that fails becomes kSystem.
@@ -173,8 +178,8 @@ Communicator& init() {
   if (!g_world) {
     errors_as_tutti("init", [] {
       auto info = bootstrap::world_info_from_env();
-      g_world =
-          std::make_unique<Communicator>(comm::Communicator::create(info, Options::from_env()));
+      g_world = std::make_unique<Communicator>(
+          comm::Communicator::create(info, Options::from_env(), g_worlds_finished.load()));
       return 0;
     });
     if (auto path = env::raw("TUTTI_TIMELINE")) {
@@ -198,10 +203,15 @@ void finalize() {
   }
   // The world's engine (if any) shuts down with it, collectively, outside the lock: another
   // thread's initialized() must not wait for the other ranks.
+  if (world) ++g_worlds_finished;
   world.reset();
   std::lock_guard lock(g_mutex);
   if (g_timeline_from_env) stop_timeline();
   g_timeline_from_env = false;
+}
+
+int world_incarnation() {
+  return g_worlds_finished.load();
 }
 
 bool initialized() {

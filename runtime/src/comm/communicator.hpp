@@ -68,9 +68,11 @@ class Request {
 class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
   // Joins the world `info` describes through the store it names. Throws Error(kTimeout) listing
-  // ranks that never arrived.
+  // ranks that never arrived. `incarnation`: how many worlds this process made and finished
+  // before (tutti::init after tutti::finalize): each has its own job id and store keys, so that a
+  // world never meets the leftovers (store keys, shared-memory names) of the one before it.
   static std::shared_ptr<Communicator> create(const bootstrap::WorldInfo& info,
-                                              const Options& options);
+                                              const Options& options, int incarnation = 0);
   // Joins the ranks of an MPI communicator (tutti/tutti_mpi.h), meeting through MPI; collective
   // over that communicator.
   static std::shared_ptr<Communicator> create(std::shared_ptr<bootstrap::MpiSession> mpi,

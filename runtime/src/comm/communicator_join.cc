@@ -194,7 +194,7 @@ void check_options(const Options& options) {
 }  // namespace
 
 std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& launcher_info,
-                                                   const Options& options) {
+                                                   const Options& options, int incarnation) {
   check_options(options);
   bootstrap::WorldInfo info = launcher_info;  // MPI may number a PMIx launcher's ranks
   log::set_rank(info.rank);
@@ -205,11 +205,15 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
   log::set_rank(info.rank);
   log::debug("rank {} of {} meets the others through {}", info.rank, info.size, met.how);
   auto job = job_of(met);
+  // A later incarnation's names differ from the earlier ones' (the same TUTTI_JOB_ID, the same
+  // store): its shared-memory segments would otherwise meet the ones the ranks of the world before
+  // were still unlinking ("not a tutti segment of this version"), issue 26.
+  const std::string again = incarnation > 0 ? fmt::format("-w{}", incarnation) : "";
   Joining j{.rank = info.rank,
             .size = info.size,
             .host_id = info.host_id,
-            .job_id = info.job_id,
-            .id_key = "tutti/job_id",
+            .job_id = info.job_id.empty() ? "" : info.job_id + again,
+            .id_key = "tutti/job_id" + again,
             .job_token = met.job_token,
             .local_address = met.connection.local_address,
             .ifname_address = chosen_by_ifname};
