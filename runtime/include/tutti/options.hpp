@@ -32,19 +32,22 @@ struct TUTTI_OPTIONS_API Options {
   Algorithm algorithm = Algorithm::kAuto;          // TUTTI_ALGO (allreduce)
   std::chrono::milliseconds init_timeout{60'000};  // TUTTI_TIMEOUT: joining, splitting
   std::chrono::milliseconds timeout{600'000};      // TUTTI_COLLECTIVE_TIMEOUT: each call
-  size_t segment_bytes = 256 << 10;                // TUTTI_SEGMENT_BYTES
-  size_t shm_ring_bytes = 1 << 20;                 // TUTTI_SHM_RING_BYTES
-  size_t shm_ring_budget = 8 << 20;                // TUTTI_SHM_RING_BUDGET (per rank)
-  size_t shm_window_bytes = 4 << 20;               // TUTTI_SHM_WINDOW_BYTES (0: no window)
-  size_t shm_window_budget = 256 << 20;            // TUTTI_SHM_WINDOW_BUDGET (per window)
-  std::optional<int> shm_spin_rounds;              // TUTTI_SHM_SPIN_ROUNDS (unset: by CPUs)
-  std::string shm_stores = "auto";                 // TUTTI_SHM_STORES: auto|cached|streaming
-  int tcp_streams = 1;                             // TUTTI_TCP_STREAMS
-  size_t tcp_buffer_bytes = 4 << 20;               // TUTTI_TCP_BUFFER_BYTES (0: kernel's)
-  size_t mpi_message_bytes = 60 << 10;             // TUTTI_MPI_MESSAGE_BYTES (transport mpi)
-  std::string socket_ifname;                       // TUTTI_SOCKET_IFNAME
-  std::string listen_address;                      // TUTTI_ADDR
-  std::string tune_file;                           // TUTTI_TUNE_FILE
+  // What a call's timeout message tells users to raise: the setting `timeout` came from (the torch
+  // backend names init_process_group's timeout, since torch's rules ignore the variable).
+  std::string timeout_setting = "TUTTI_COLLECTIVE_TIMEOUT";
+  size_t segment_bytes = 256 << 10;      // TUTTI_SEGMENT_BYTES
+  size_t shm_ring_bytes = 1 << 20;       // TUTTI_SHM_RING_BYTES
+  size_t shm_ring_budget = 8 << 20;      // TUTTI_SHM_RING_BUDGET (per rank)
+  size_t shm_window_bytes = 4 << 20;     // TUTTI_SHM_WINDOW_BYTES (0: no window)
+  size_t shm_window_budget = 256 << 20;  // TUTTI_SHM_WINDOW_BUDGET (per window)
+  std::optional<int> shm_spin_rounds;    // TUTTI_SHM_SPIN_ROUNDS (unset: by CPUs)
+  std::string shm_stores = "auto";       // TUTTI_SHM_STORES: auto|cached|streaming
+  int tcp_streams = 1;                   // TUTTI_TCP_STREAMS
+  size_t tcp_buffer_bytes = 4 << 20;     // TUTTI_TCP_BUFFER_BYTES (0: kernel's)
+  size_t mpi_message_bytes = 60 << 10;   // TUTTI_MPI_MESSAGE_BYTES (transport mpi)
+  std::string socket_ifname;             // TUTTI_SOCKET_IFNAME
+  std::string listen_address;            // TUTTI_ADDR
+  std::string tune_file;                 // TUTTI_TUNE_FILE
   std::string host_id;    // TUTTI_HOST: ranks with equal ids share memory ("": hostname + boot id)
   std::string job_token;  // TUTTI_JOB_TOKEN: every connection of the job must present it
   // TUTTI_DEVICE_ALLREDUCE: how an allreduce on device buffers runs.

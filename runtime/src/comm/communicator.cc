@@ -124,6 +124,16 @@ void Communicator::abort(const std::string& reason) {
   deliver_abort_if_idle();
 }
 
+Error Communicator::with_timeout_setting(const Error& e) const {
+  static constexpr std::string_view kDefault = "TUTTI_COLLECTIVE_TIMEOUT";
+  if (e.code() != ErrorCode::kTimeout || options_.timeout_setting == kDefault) return e;
+  std::string text = e.what();
+  for (size_t at = text.find(kDefault); at != std::string::npos;
+       at = text.find(kDefault, at + options_.timeout_setting.size()))
+    text.replace(at, kDefault.size(), options_.timeout_setting);
+  return Error(e.code(), text);
+}
+
 void Communicator::abort_for_second_thread(std::string_view name) {
   abort(
       fmt::format("a second thread called {} while another call ran on this communicator; "

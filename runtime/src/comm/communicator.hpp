@@ -201,6 +201,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // that never called.
   void agree_on_group_order(const std::string& purpose, std::span<const int> set,
                             std::span<const int> listed);
+  // A timeout's advice names Options::timeout_setting, not TUTTI_COLLECTIVE_TIMEOUT, where the
+  // timeout came from elsewhere (torch); any other error as it is.
+  Error with_timeout_setting(const Error& e) const;
   // A second thread entered while a call ran: abort() with the reason (exclusive_call.hpp).
   void abort_for_second_thread(std::string_view name);
   // Sends the abort notices of an abort() that found no call in progress.
@@ -261,7 +264,7 @@ void Communicator::guarded(std::string_view name, uint64_t sequence, Deadline de
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kInvalidArgument)
         throw;  // nothing was sent; the communicator is still usable
-      fail(e, name, sequence);
+      fail(with_timeout_setting(e), name, sequence);
       throw *failure_;
     }
   }

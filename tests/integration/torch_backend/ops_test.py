@@ -194,6 +194,43 @@ def check_group(rank, size):
     assert torch.equal(t, torch.full((2,), float(size * (size - 1) / 2)))
 
 
+def check_complex(rank, size):
+    # Issue 26: complex broadcast was refused ("complex goes as its real view"); bytes are bytes.
+    z = torch.full((5, 3), complex(rank + 1, -(rank + 1)), dtype=torch.complex64)
+    dist.broadcast(z, src=size - 1)
+    assert torch.equal(z, torch.full((5, 3), complex(size, -size), dtype=torch.complex64)), z
+    w = torch.full((7,), complex(1, 2 * rank), dtype=torch.complex128)
+    dist.reduce(w, dst=0, op=dist.ReduceOp.SUM)
+    if rank == 0:
+        want = complex(size, 2 * sum(range(size)))
+        assert torch.equal(w, torch.full((7,), want, dtype=torch.complex128)), w
+    a = torch.full((4,), complex(rank, 1), dtype=torch.complex64)
+    dist.all_reduce(a)
+    assert torch.equal(a, torch.full((4,), complex(sum(range(size)), size),
+                                     dtype=torch.complex64)), a
+    try:
+        dist.reduce(torch.ones(2, dtype=torch.complex64), dst=0, op=dist.ReduceOp.MAX)
+        raise AssertionError("MAX on complex must be refused")
+    except (RuntimeError, ValueError) as e:
+        assert "complex" in str(e), e
+
+
+def check_timeout_message(rank, size):
+    # Issue 26: under torch the timeout comes from init_process_group / new_group (torch's rules),
+    # and TUTTI_COLLECTIVE_TIMEOUT is ignored: the message must not advise it.
+    if size < 2:
+        return
+    slow = dist.new_group(list(range(size)), timeout=datetime.timedelta(seconds=2))
+    if rank == 0:
+        try:
+            dist.all_reduce(torch.ones(4), group=slow)  # the others never call it
+            raise AssertionError("an allreduce the other ranks never join must time out")
+        except RuntimeError as e:
+            assert "TUTTI_COLLECTIVE_TIMEOUT" not in str(e), e
+            assert "init_process_group" in str(e), e
+    dist.barrier()
+
+
 def check_errors(rank, size):
     try:
         dist.all_reduce(torch.ones(2, dtype=torch.complex64), op=dist.ReduceOp.MAX)
@@ -223,7 +260,7 @@ def run_rank(rank, size, init_file, failures):
         assert dist.get_backend() == "tutti"
         for check in (check_allreduce, check_broadcast_reduce, check_gathers,
                       check_reduce_scatter_alltoall, check_point_to_point, check_group,
-                      check_errors):
+                      check_complex, check_timeout_message, check_errors):
             check(rank, size)
             print(f"rank {rank}: {check.__name__} ok", flush=True)
         dist.destroy_process_group()

@@ -16,6 +16,10 @@ tutti::Communicator join(const c10::intrusive_ptr<c10d::Store>& store, int rank,
   tutti::Options options = tutti::Options::from_env();
   options.timeout = timeout;
   options.init_timeout = timeout;
+  // torch's rules set every call's timeout (init_process_group's `timeout`, or the op's), so a
+  // timeout message must not advise TUTTI_COLLECTIVE_TIMEOUT, which is ignored here.
+  options.timeout_setting =
+      "the timeout of init_process_group / new_group (or the collective's own timeout argument)";
   // torch's store hides its socket, so tutti cannot learn which of this host's addresses reaches
   // it; the host name's address is wrong wherever the host name resolves to loopback (netns pods,
   // many /etc/hosts), and peers on other hosts would then dial their own loopback until the
@@ -144,10 +148,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue_p2p(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceOptions& opts) {
-  const at::Tensor& tensor = single_tensor("allreduce", tensors);
-  const Reduction r = reduction_of("allreduce", opts.reduceOp, tensor, opts.timeout);
-  return enqueue(c10d::OpType::ALLREDUCE, "tutti:all_reduce", label_of("allreduce", tensor),
-                 tensors, [tensor, r](const tutti::Communicator& comm) {
+  const at::Tensor& given = single_tensor("allreduce", tensors, /*complex_ok=*/true);
+  const Reduction r = reduction_of("allreduce", opts.reduceOp, given, opts.timeout);
+  const at::Tensor tensor = carried(given);
+  return enqueue(c10d::OpType::ALLREDUCE, "tutti:all_reduce", label_of("allreduce", given), tensors,
+                 [tensor, r](const tutti::Communicator& comm) {
                    Staged s(tensor);
                    comm.allreduce(s.data(), s.data(), s.count(), data_type_of(tensor), r.op,
                                   r.call);
@@ -175,11 +180,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::broadcast(std::vector<at::Tensor>& tensors,
                                                             const c10d::BroadcastOptions& opts) {
-  const at::Tensor& tensor = single_tensor("broadcast", tensors);
+  const at::Tensor& given = single_tensor("broadcast", tensors, /*complex_ok=*/true);
   check_root("broadcast", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
   const tutti::CallOptions call = call_options(opts.timeout);
-  return enqueue(c10d::OpType::BROADCAST, "tutti:broadcast", label_of("broadcast", tensor), tensors,
+  // Bytes are bytes: a complex tensor goes as its real view (gloo broadcasts complex too).
+  const at::Tensor tensor = carried(given);
+  return enqueue(c10d::OpType::BROADCAST, "tutti:broadcast", label_of("broadcast", given), tensors,
                  [tensor, root, call](const tutti::Communicator& comm) {
                    Staged s(tensor);
                    comm.broadcast(s.data(), s.count(), data_type_of(tensor), root, call);
@@ -189,11 +196,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::broadcast(std::vector<at::Tens
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>& tensors,
                                                          const c10d::ReduceOptions& opts) {
-  const at::Tensor& tensor = single_tensor("reduce", tensors);
+  const at::Tensor& given = single_tensor("reduce", tensors, /*complex_ok=*/true);
   check_root("reduce", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
-  const Reduction r = reduction_of("reduce", opts.reduceOp, tensor, opts.timeout);
-  return enqueue(c10d::OpType::REDUCE, "tutti:reduce", label_of("reduce", tensor), tensors,
+  const Reduction r = reduction_of("reduce", opts.reduceOp, given, opts.timeout);
+  const at::Tensor tensor = carried(given);
+  return enqueue(c10d::OpType::REDUCE, "tutti:reduce", label_of("reduce", given), tensors,
                  [tensor, root, r](const tutti::Communicator& comm) {
                    Staged s(tensor);
                    comm.reduce(s.data(), s.data(), s.count(), data_type_of(tensor), r.op, root,

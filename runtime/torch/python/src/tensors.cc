@@ -16,6 +16,10 @@ std::optional<DataType> maybe_data_type(at::ScalarType type) {
 
 }  // namespace
 
+at::Tensor carried(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.is_complex() ? at::view_as_real(tensor) : tensor;
+}
+
 std::string describe(const at::Tensor& tensor) {
   // tutti's dtype names where it has one (the names tutti's own errors use), else torch's.
   const std::optional<DataType> type = maybe_data_type(tensor.scalar_type());
@@ -27,7 +31,7 @@ std::string describe(const at::Tensor& tensor) {
   return out + "]";
 }
 
-void check_tensor(const char* op, const at::Tensor& tensor) {
+void check_tensor(const char* op, const at::Tensor& tensor, bool complex_ok) {
   TORCH_CHECK(tensor.defined(), "tutti ", op, ": an undefined tensor");
   TORCH_CHECK(!tensor.is_cuda(), "tutti ", op, ": tensor ", describe(tensor), " is on ",
               tensor.device(),
@@ -37,7 +41,8 @@ void check_tensor(const char* op, const at::Tensor& tensor) {
               tensor.device(), "; backend tutti takes CPU tensors");
   TORCH_CHECK(tensor.layout() == at::kStrided, "tutti ", op, ": tensor ", describe(tensor), " is ",
               tensor.layout(), "; backend tutti takes dense (strided) tensors");
-  (void)data_type_of(tensor);  // throws for a dtype tutti does not carry
+  // Throws for a dtype tutti does not carry (complex: where the op carries it as its real view).
+  (void)data_type_of(complex_ok ? carried(tensor) : tensor);
 }
 
 void check_tensors(const char* op, const std::vector<at::Tensor>& tensors) {
@@ -49,10 +54,11 @@ void check_tensors(const char* op, const std::vector<at::Tensor>& tensors) {
   }
 }
 
-const at::Tensor& single_tensor(const char* op, const std::vector<at::Tensor>& tensors) {
+const at::Tensor& single_tensor(const char* op, const std::vector<at::Tensor>& tensors,
+                                bool complex_ok) {
   TORCH_CHECK(tensors.size() == 1, "tutti ", op, ": takes exactly one tensor per process, got ",
               tensors.size());
-  check_tensor(op, tensors.front());
+  check_tensor(op, tensors.front(), complex_ok);
   return tensors.front();
 }
 
@@ -60,7 +66,8 @@ tutti::DataType data_type_of(const at::Tensor& tensor) {
   const std::optional<DataType> type = maybe_data_type(tensor.scalar_type());
   TORCH_CHECK(type, "tutti: tensor ", describe(tensor),
               " has a dtype backend tutti does not carry (float, double, half, bfloat16, "
-              "int8/16/32/64, uint8, bool; complex goes as its real view)");
+              "int8/16/32/64, uint8, bool; complex in broadcast, and in all_reduce and reduce "
+              "with sum or avg; for other ops pass torch.view_as_real(tensor))");
   return *type;
 }
 
@@ -114,6 +121,12 @@ Reduction reduction_of(const char* op, const c10d::ReduceOp& reduce_op, const at
     default:
       TORCH_CHECK(false, "tutti ", op, ": reduce op ", static_cast<int>(reduce_op.op_),
                   " is not supported");
+  }
+  if (tensor.is_complex()) {
+    TORCH_CHECK(r.op == tutti::ReduceOp::kSum || r.op == tutti::ReduceOp::kAvg, "tutti ", op,
+                ": reduce op ", tutti::to_string(r.op), " is not defined on complex tensors (",
+                describe(tensor), "); sum and avg are");
+    return r;
   }
   TORCH_CHECK(tutti::supports(data_type_of(tensor), r.op), "tutti ", op, ": reduce op ",
               tutti::to_string(r.op), " is not defined on ", describe(tensor));

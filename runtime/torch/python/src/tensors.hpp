@@ -19,11 +19,13 @@ std::string describe(const at::Tensor& tensor);
 
 // Throws (c10::Error, a RuntimeError in Python) naming `op` unless `tensor` is a dense CPU tensor
 // of a dtype tutti carries.
-void check_tensor(const char* op, const at::Tensor& tensor);
+// complex_ok: the op carries a complex tensor as its real view (see carried()).
+void check_tensor(const char* op, const at::Tensor& tensor, bool complex_ok = false);
 // check_tensor on each, and the same dtype as the first.
 void check_tensors(const char* op, const std::vector<at::Tensor>& tensors);
 // The single tensor of a one-tensor-per-process call.
-const at::Tensor& single_tensor(const char* op, const std::vector<at::Tensor>& tensors);
+const at::Tensor& single_tensor(const char* op, const std::vector<at::Tensor>& tensors,
+                                bool complex_ok = false);
 
 tutti::DataType data_type_of(const at::Tensor& tensor);
 
@@ -55,6 +57,11 @@ class Staged {
   at::Tensor tensor_;
   at::Tensor buffer_;
 };
+
+// What tutti moves for `tensor`: a complex tensor as its real view (torch.view_as_real: the same
+// storage, two floats per element), anything else as it is. Elementwise sum and avg of the real
+// view are the complex ones; other reductions are refused before (reduction_of).
+at::Tensor carried(const at::Tensor& tensor);
 
 // The tensors, flattened and concatenated into one contiguous buffer (of their common dtype).
 at::Tensor flat_concat(const std::vector<at::Tensor>& tensors);
