@@ -280,6 +280,10 @@ Fd connect_tcp(const Endpoint& endpoint, Deadline deadline) {
   const auto max_backoff = std::chrono::milliseconds(500);
   std::string last_error = "no attempt made before the deadline";
   int attempts = 0;
+  // A long retry says what it is retrying and why, first after 5 s, then every 15 s: an
+  // unresolvable MASTER_ADDR was silent for the whole 60 s of TUTTI_TIMEOUT (issue 26).
+  const auto started = std::chrono::steady_clock::now();
+  auto next_note = started + std::chrono::seconds(5);
   for (;;) {
     ++attempts;
     addrinfo hints{};
@@ -315,6 +319,18 @@ Fd connect_tcp(const Endpoint& endpoint, Deadline deadline) {
       }
     }
     if (deadline.expired()) break;
+    if (const auto now = std::chrono::steady_clock::now(); now >= next_note) {
+      next_note = now + std::chrono::seconds(15);
+      log::warn(
+          "still retrying the connection to {} after {:.0f} s and {} attempts: {}; "
+          "retrying for {:.0f} s more (check the address and port{})",
+          endpoint.to_string(), std::chrono::duration<double>(now - started).count(), attempts,
+          last_error, std::chrono::duration<double>(deadline.remaining()).count(),
+          last_error.starts_with("cannot resolve")
+              ? ", e.g. MASTER_ADDR or TUTTI_STORE; a pod's DNS name can take a while to "
+                "appear"
+              : "; the peer or store may not be listening yet");
+    }
     auto pause = std::min<std::chrono::nanoseconds>(backoff, deadline.remaining());
     std::this_thread::sleep_for(pause);
     backoff = std::min(backoff * 2, max_backoff);
