@@ -38,6 +38,11 @@ class MpiSession {
   virtual int local_size() const = 0;
   // The thread level MPI provides (MPI_THREAD_SINGLE = 0 ... MPI_THREAD_MULTIPLE = 3).
   virtual int thread_level() const = 0;
+  // Error(kConfig) naming `rank` unless the thread level lets the MPI transport call MPI from
+  // whichever thread drives a communicator (MPI_THREAD_SERIALIZED or more). Every rank checks its
+  // own at once, before meeting the others: checked later, the ranks that failed first closed the
+  // store, and the others reported "connection to store closed" instead (issue 26).
+  void require_transport_thread_level(int rank) const;
   // "Open MPI v4.1.4" (the first line of MPI_Get_library_version).
   virtual std::string library() const = 0;
 

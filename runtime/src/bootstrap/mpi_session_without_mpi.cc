@@ -15,6 +15,9 @@ namespace {
 
 }  // namespace
 
+// No MPI session exists without MPI, so nothing calls this.
+void MpiSession::require_transport_thread_level(int) const {}
+
 bool MpiSession::available() {
   return false;
 }

@@ -166,4 +166,14 @@ std::shared_ptr<MpiSession> MpiSession::of_communicator(const void* comm) {
   return std::make_shared<Session>(*static_cast<const MPI_Comm*>(comm), false);
 }
 
+void MpiSession::require_transport_thread_level(int rank) const {
+  if (thread_level() >= MPI_THREAD_SERIALIZED) return;
+  throw make_error(ErrorCode::kConfig,
+                   "rank {}: MPI ({}) was initialized with thread level {}, but the MPI transport "
+                   "calls MPI from whichever thread drives a communicator and needs "
+                   "MPI_THREAD_SERIALIZED ({}) or MPI_THREAD_MULTIPLE ({}): initialize MPI with "
+                   "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...), or let tutti_init do it",
+                   rank, library(), thread_level(), MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE);
+}
+
 }  // namespace tutti::bootstrap

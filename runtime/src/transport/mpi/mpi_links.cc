@@ -261,14 +261,7 @@ std::vector<std::unique_ptr<Link>> connect_mpi_links(const MeshConfig& config) {
                      "rank {} of {}: the MPI communicator has this process as rank {} of {}; the "
                      "MPI transport needs the same numbering",
                      config.rank, config.size, session.rank(), session.size());
-  if (session.thread_level() < MPI_THREAD_SERIALIZED)
-    throw make_error(ErrorCode::kConfig,
-                     "rank {}: MPI ({}) was initialized with thread level {}, but the MPI "
-                     "transport calls MPI from whichever thread drives a communicator and needs "
-                     "MPI_THREAD_SERIALIZED ({}) or MPI_THREAD_MULTIPLE ({}): initialize MPI with "
-                     "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...), or let tutti_init do it",
-                     config.rank, session.library(), session.thread_level(), MPI_THREAD_SERIALIZED,
-                     MPI_THREAD_MULTIPLE);
+  session.require_transport_thread_level(config.rank);
   auto comm = std::make_shared<MpiFabricComm>(config.mpi);
   {
     std::lock_guard lock(g_mpi_calls);
