@@ -176,6 +176,8 @@ Rendezvous rendezvous(WorldInfo& info, bool need_mpi, Deadline deadline,
                        info.rank,
                        need_mpi ? "TUTTI_TRANSPORT=mpi" : "the job was started by mpirun");
     r.mpi = MpiSession::world();
+    // Before the store: a rank that fails here must not leave the others waiting for its store.
+    if (need_mpi) r.mpi->require_transport_thread_level(r.mpi->rank());
     if (info.source == "default") {
       // Only PMIX_RANK was set (a PMIx launcher other than Open MPI's mpirun): MPI numbers us.
       info.source = "pmix";

@@ -204,9 +204,6 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
                                                     deadline, options.init_timeout);
   log::set_rank(info.rank);
   log::debug("rank {} of {} meets the others through {}", info.rank, info.size, met.how);
-  // Before meeting the others: each rank's own MPI thread level, so that every rank says it.
-  if (options.transport == TransportKind::kMpi && met.mpi)
-    met.mpi->require_transport_thread_level(info.rank);
   auto job = job_of(met);
   // A later incarnation's names differ from the earlier ones' (the same TUTTI_JOB_ID, the same
   // store): its shared-memory segments would otherwise meet the ones the ranks of the world before
