@@ -383,6 +383,7 @@ int run_job(const LaunchOptions& options) {
   }
 
   setup.job = make_job_identity(env::raw("TUTTI_JOB_TOKEN"), options.job_id, "", options.timeout);
+  const JobIdClaim claim(setup.job.job_id);
   for (int attempt = 0;; ++attempt) {
     bool interrupted = false;
     int code = run_attempt(setup, signals, attempt, &interrupted);

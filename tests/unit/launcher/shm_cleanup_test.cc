@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/error.hpp"
+
 namespace tutti::launcher {
 namespace {
 
@@ -24,6 +26,29 @@ TEST(ShmCleanup, RemovesOnlyThisJobsSegments) {
     EXPECT_TRUE(std::filesystem::exists(dir / kept)) << kept;
   EXPECT_EQ(remove_job_segments("", dir.string()), 0u);
   EXPECT_EQ(remove_job_segments("job1", (dir / "missing").string()), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 26: two jobs with one --job-id on one host broke each other; the second is refused at once,
+// naming the first's pid, and the claim goes with its holder (and is not swept as a segment).
+TEST(JobIdClaim, ASecondClaimOfTheSameIdIsRefusedUntilTheFirstEnds) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tuttirun-claim-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    JobIdClaim first("jobA", dir.string());
+    try {
+      JobIdClaim second("jobA", dir.string());
+      ADD_FAILURE() << "a second claim of jobA was granted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kConfig);
+      EXPECT_NE(std::string(e.what()).find(std::to_string(::getpid())), std::string::npos)
+          << e.what();
+    }
+    JobIdClaim other("jobB", dir.string());  // another id is free
+    EXPECT_EQ(remove_job_segments("jobA", dir.string()), 0u) << "the claim is not a segment";
+  }
+  JobIdClaim again("jobA", dir.string());  // the first one ended
   std::filesystem::remove_all(dir);
 }
 
