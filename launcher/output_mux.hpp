@@ -14,8 +14,9 @@
 
 namespace tutti::launcher {
 
-// Splits one stream's bytes into lines, each prefixed. A line longer than max_line is cut into
-// max_line pieces so that a rank printing without newlines cannot make tuttirun grow without bound.
+// Splits one stream's bytes into lines, each prefixed. A line of up to max_line bytes (1 MiB) stays
+// whole; a longer one is cut into max_line pieces, each with its prefix (and, tagged, its own
+// newline), so that a rank printing without newlines cannot make tuttirun grow without bound.
 class LineSplitter {
  public:
   explicit LineSplitter(std::string prefix, size_t max_line = 1 << 20)

@@ -40,6 +40,19 @@ TEST(LineSplitter, OverlongLinesAreCut) {
   EXPECT_EQ(out, "[0] abcd\n[0] efgh\n[0] ijk\n");
 }
 
+// A line of exactly max_line bytes whose newline comes in a later read stays whole (issue 26: a
+// 1 MiB line gained a newline and a second tag).
+TEST(LineSplitter, ALineOfExactlyTheBoundStaysWhole) {
+  LineSplitter lines("[0] ", 4);
+  std::string out;
+  lines.feed("abcd", out);
+  EXPECT_EQ(out, "");
+  lines.feed("\nefgh", out);
+  lines.feed("ijkl", out);  // now longer than the bound with no newline: cut
+  lines.feed("\n", out);
+  EXPECT_EQ(out, "[0] abcd\n[0] efgh\n[0] ijkl\n");
+}
+
 // --no-tag-output: exactly the rank's bytes; a newline was once added to a last line without one,
 // and to every cut of an overlong line.
 TEST(LineSplitter, UntaggedOutputIsTheRanksOwnBytes) {
