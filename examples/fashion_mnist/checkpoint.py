@@ -19,6 +19,27 @@ class CheckpointError(RuntimeError):
     pass
 
 
+def check_path(path):
+    """Raises CheckpointError saying what is wrong with `path` as a checkpoint file, before training:
+    a folder, a folder that does not exist, one under a regular file, one that cannot be written.
+    (Found only at the first save, these ended in a traceback on every rank, and a folder given as
+    the file was met with "remove these files".)"""
+    if os.path.isdir(path):
+        raise CheckpointError(f"--checkpoint {path} is a folder; name a file in it, e.g. "
+                              f"{os.path.join(path, 'fmnist.pt')}")
+    parent = os.path.dirname(os.path.abspath(path))
+    walk = parent
+    while not os.path.exists(walk):
+        walk = os.path.dirname(walk)
+    if not os.path.isdir(walk):
+        raise CheckpointError(f"--checkpoint {path}: {walk} is a file, not a folder")
+    if walk != parent:
+        raise CheckpointError(f"--checkpoint {path}: its folder {parent} does not exist; create it "
+                              "(on storage every restart of the job sees)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CheckpointError(f"--checkpoint {path}: its folder {parent} is not writable here")
+
+
 def _fsync_dir(path):
     fd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY)
     try:

@@ -7,6 +7,7 @@ downloaded.
 import gzip
 import os
 import struct
+import zlib
 
 import torch
 
@@ -25,8 +26,13 @@ def _open(path):
 
 def read_idx(path):
     """One IDX file as a uint8 tensor of its shape (only the unsigned-byte type is used here)."""
-    with _open(path) as f:
-        data = f.read()
+    try:
+        with _open(path) as f:
+            data = f.read()
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        # A truncated or damaged .gz: say which file, not a traceback on every rank.
+        raise ValueError(f"{path}: truncated or corrupt ({type(e).__name__}: {e}); reinstall "
+                         "dataset-fashion-mnist or pass --data DIR") from e
     if len(data) < 4:
         raise ValueError(f"{path}: not an IDX file (too short)")
     zero, dtype, ndim = struct.unpack_from(">HBB", data, 0)

@@ -124,6 +124,7 @@ def resume(args, model, optimizer, rank, log):
     message = [None, None, None]
     if rank == 0 and args.checkpoint:
         try:
+            checkpoint.check_path(args.checkpoint)
             state, path = checkpoint.load(args.checkpoint, log)
             message = [state, path, None]
         except checkpoint.CheckpointError as e:

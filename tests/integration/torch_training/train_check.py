@@ -130,6 +130,36 @@ def corrupt_case(a):
     print("train_check: corrupt: fell back from a truncated checkpoint; refused two garbage ones clearly")
 
 
+def bad_inputs_case(a):
+    # Issue 26: a truncated dataset and a checkpoint path under a regular file ended in tracebacks
+    # on every rank; a folder given as the checkpoint was met with "remove these files".
+    trunc = os.path.join(a.work, "truncated")
+    os.makedirs(trunc)
+    source = "/usr/share/datasets/fashion-mnist"
+    for name in os.listdir(source):
+        with open(os.path.join(source, name), "rb") as f, open(os.path.join(trunc, name), "wb") as g:
+            g.write(f.read(100000))
+    regular = os.path.join(a.work, "a-file")
+    with open(regular, "w") as f:
+        f.write("x")
+    folder = os.path.join(a.work, "a-folder")
+    os.makedirs(folder)
+    job = [a.tuttirun, "-np", "2", "--", sys.executable]
+    cases = [
+        (["--data", trunc], "truncated or corrupt"),
+        (["--checkpoint", os.path.join(regular, "ck.pt")], "is a file, not a folder"),
+        (["--checkpoint", folder], "is a folder; name a file in it"),
+        (["--checkpoint", os.path.join(a.work, "missing", "ck.pt")], "does not exist"),
+    ]
+    for extra, want in cases:
+        out = run(job + train(a, "--max-steps", "1", "--no-eval", *extra), timeout=300,
+                  expect_rc=None)
+        if want not in out or "Traceback" in out or "Remove these files" in out:
+            print(out)
+            fail(f"{' '.join(extra)}: no clear one-line error ('{want}')")
+    print("train_check: bad-inputs: truncated data and bad checkpoint paths end in one clear line")
+
+
 def backends_case(a):
     common = ["--max-steps", "20", "--log-every", "1", "--no-eval", "--seed", "7"]
     got = {}
@@ -178,7 +208,8 @@ def accuracy_case(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["restart-tuttirun", "restart-torchrun", "corrupt", "backends", "batch", "accuracy"])
+    p.add_argument("case", choices=["restart-tuttirun", "restart-torchrun", "corrupt", "bad-inputs", "backends",
+                            "batch", "accuracy"])
     p.add_argument("--tuttirun", required=True)
     p.add_argument("--train", required=True)
     p.add_argument("--backend", default="tutti")
@@ -188,7 +219,8 @@ def main():
     os.makedirs(a.work)
     {"restart-tuttirun": lambda: restart_case(a, "tuttirun"),
      "restart-torchrun": lambda: restart_case(a, "torchrun"),
-     "corrupt": lambda: corrupt_case(a), "backends": lambda: backends_case(a),
+     "corrupt": lambda: corrupt_case(a), "bad-inputs": lambda: bad_inputs_case(a),
+     "backends": lambda: backends_case(a),
      "batch": lambda: batch_case(a), "accuracy": lambda: accuracy_case(a)}[a.case]()
     shutil.rmtree(a.work, ignore_errors=True)
 
