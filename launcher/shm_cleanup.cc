@@ -1,11 +1,12 @@
 #include "launcher/shm_cleanup.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -36,49 +37,49 @@ size_t remove_job_segments(const std::string& job_id, const std::string& dir) {
   return removed;
 }
 
-JobIdClaim::JobIdClaim(const std::string& job_id, const std::string& dir)
-    : path_(dir + "/tutti-" + job_id + ".claim") {
-  std::error_code ec;
-  if (job_id.empty() || !std::filesystem::is_directory(dir, ec)) return;  // nothing to share
-  for (int tries = 0; tries < 100; ++tries) {
-    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      // A /dev/shm this user cannot write to holds nothing of this job either.
-      log::debug("tuttirun: no claim on job id {} ({}: {})", job_id, path_, std::strerror(errno));
-      return;
-    }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      const int err = errno;
-      char pid[32] = {};
-      const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
-      ::close(fd);
-      if (err != EWOULDBLOCK) return;
-      throw make_error(ErrorCode::kConfig,
-                       "another job with --job-id {} runs on this host (tuttirun pid {}): jobs "
-                       "with one id share their shared-memory names, and would break each other. "
-                       "Give each job its own --job-id (or leave it out: tuttirun draws one)",
-                       job_id, n > 0 ? std::string(pid, static_cast<size_t>(n)) : "?");
-    }
-    // The file may have been unlinked by the claim before ours between open and flock: a lock on
-    // it would claim nothing. Only the inode the path still names counts.
-    struct stat held {
-    }, named{};
-    if (::fstat(fd, &held) == 0 && ::stat(path_.c_str(), &named) == 0 &&
-        held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
-      const std::string pid = std::to_string(::getpid());
-      if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0)
-        log::debug("tuttirun: could not write its pid into {}", path_);
-      fd_ = fd;
-      return;
-    }
-    ::close(fd);
+JobIdClaim::JobIdClaim(const std::string& job_id, const std::string& dir) {
+  if (job_id.empty()) return;
+  // An abstract Unix socket (Linux): it exists exactly while a process holds it open, so a
+  // killed tuttirun leaves nothing behind, neither in /dev/shm nor anywhere else. Its name says
+  // which /dev/shm the claim is about; the host's network namespace is its scope, as a host's
+  // /dev/shm is (pods have their own of both).
+  const std::string name = "tutti-job-claim:" + dir + ":" + job_id;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const size_t length = std::min(name.size(), sizeof address.sun_path - 1);
+  std::memcpy(address.sun_path + 1, name.data(), length);  // sun_path[0] = 0: abstract
+  const auto size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + length);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), size) == 0 && ::listen(fd, 8) == 0) {
+    fd_ = fd;
+    return;
   }
+  const int err = errno;
+  ::close(fd);
+  if (err != EADDRINUSE) {
+    log::debug("tuttirun: no claim on job id {} ({})", job_id, std::strerror(err));
+    return;
+  }
+  // Held: ask the holder who it is (SO_PEERCRED), for the message.
+  std::string holder = "?";
+  if (const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0); probe >= 0) {
+    ucred credentials{};
+    socklen_t credentials_size = sizeof credentials;
+    if (::connect(probe, reinterpret_cast<const sockaddr*>(&address), size) == 0 &&
+        ::getsockopt(probe, SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_size) == 0)
+      holder = std::to_string(credentials.pid);
+    ::close(probe);
+  }
+  throw make_error(ErrorCode::kConfig,
+                   "another job with --job-id {} runs on this host (tuttirun pid {}): jobs with "
+                   "one id share their shared-memory names, and would break each other. Give "
+                   "each job its own --job-id (or leave it out: tuttirun draws one)",
+                   job_id, holder);
 }
 
 JobIdClaim::~JobIdClaim() {
-  if (fd_ < 0) return;
-  ::unlink(path_.c_str());  // while still locked, so that no other claim took this inode meanwhile
-  ::close(fd_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace tutti::launcher

@@ -42,23 +42,46 @@ std::string join_ranks(const std::vector<int>& ranks) {
 }
 
 // Every rank publishes its host id; this both tells us who shares memory and is the point where a
-// rank that never started is noticed, so the error lists exactly the missing ranks.
+// rank that never started is noticed, so the error lists exactly the missing ranks. The world size
+// goes with it ("<size> <host>"): ranks that were told different sizes (torch's new_group with
+// different member lists on different ranks) fail at once naming the disagreement, instead of
+// one going on alone into the transports and the other timing out (issue 26).
 std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::string& job_id,
                                            int rank, int size, const std::string& host_id,
                                            Deadline deadline, double timeout_s) {
   auto key = [&](int r) { return fmt::format("{}/host/{}", job_id, r); };
-  store.set(key(rank), host_id);
+  store.set(key(rank), fmt::format("{} {}", size, host_id));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(key(r));
-  try {
-    store.wait(keys, deadline);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kTimeout) throw;
+  // The host id of a published value, after checking the size that came with it.
+  auto host_of = [&](int r, const std::string& value) {
+    const size_t space = value.find(' ');
+    const std::string said = value.substr(0, space);
+    if (space == std::string::npos || said != std::to_string(size))
+      throw make_error(ErrorCode::kMismatch,
+                       "init: rank {} joins a world of {} ranks, but rank {} joins one of {} under "
+                       "the same store keys ({}); every rank must be given the same size (torch: "
+                       "call new_group with the same ranks on every member)",
+                       rank, size, r, said, store.describe());
+    return value.substr(space + 1);
+  };
+  for (;;) {
+    try {
+      store.wait(keys, Deadline::after(std::chrono::milliseconds(100)).earlier(deadline));
+      break;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kTimeout) throw;
+    }
     std::vector<std::string> missing_keys = store.missing(keys);
     std::vector<int> missing;
-    for (int r = 0; r < size; ++r)
+    for (int r = 0; r < size; ++r) {
       if (std::find(missing_keys.begin(), missing_keys.end(), key(r)) != missing_keys.end())
         missing.push_back(r);
+      else if (r != rank)
+        (void)host_of(r, store.get(key(r), deadline));  // a disagreement ends the wait now
+    }
+    if (missing.empty()) break;
+    if (!deadline.expired()) continue;
     throw make_error(
         ErrorCode::kTimeout,
         "init: timed out after {} s (TUTTI_TIMEOUT) waiting for rank{} {} of {} to join the store "
@@ -66,7 +89,7 @@ std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::s
         timeout_s, missing.size() == 1 ? "" : "s", join_ranks(missing), size, store.describe());
   }
   std::vector<std::string> hosts;
-  for (int r = 0; r < size; ++r) hosts.push_back(store.get(key(r), deadline));
+  for (int r = 0; r < size; ++r) hosts.push_back(host_of(r, store.get(key(r), deadline)));
   return hosts;
 }
 

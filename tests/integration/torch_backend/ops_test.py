@@ -15,6 +15,7 @@ import datetime
 import os
 import sys
 import tempfile
+import time
 import traceback
 
 import torch
@@ -231,6 +232,22 @@ def check_timeout_message(rank, size):
     dist.barrier()
 
 
+def check_group_disagreement(rank, size):
+    # Issue 26: new_group with different member lists per rank gave shm errors that did not say so,
+    # held rank 0 until SIGTERM and left /dev/shm segments. Now every member fails at once naming
+    # the disagreement, and the world goes on.
+    if size < 3:
+        return
+    ranks = [0, 1] if rank == 0 else list(range(size))
+    started = time.time()
+    try:
+        dist.new_group(ranks)
+        raise AssertionError("new_group with different member lists must fail")
+    except RuntimeError as e:
+        assert "same size" in str(e) and time.time() - started < 10, e
+    dist.barrier()
+
+
 def check_errors(rank, size):
     try:
         dist.all_reduce(torch.ones(2, dtype=torch.complex64), op=dist.ReduceOp.MAX)
@@ -260,7 +277,8 @@ def run_rank(rank, size, init_file, failures):
         assert dist.get_backend() == "tutti"
         for check in (check_allreduce, check_broadcast_reduce, check_gathers,
                       check_reduce_scatter_alltoall, check_point_to_point, check_group,
-                      check_complex, check_timeout_message, check_errors):
+                      check_complex, check_timeout_message, check_errors,
+                      check_group_disagreement):
             check(rank, size)
             print(f"rank {rank}: {check.__name__} ok", flush=True)
         dist.destroy_process_group()
