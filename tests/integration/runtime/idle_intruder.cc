@@ -73,7 +73,9 @@ int main(int argc, char** argv) {
     besiege(store_endpoint, held);
     bootstrap::TcpStore store(store_endpoint, required_env("TUTTI_JOB_TOKEN"), -1,
                               Deadline::after_seconds(30));
-    store.set(fmt::format("{}/host/{}", job, last), bootstrap::default_host_id());
+    // As a rank announces itself (comm/communicator_join.cc): "<world size> <host id>".
+    store.set(fmt::format("{}/host/{}", job, last),
+              fmt::format("{} {}", size, bootstrap::default_host_id()));
     for (int r = 0; r < last; ++r) {
       std::string address =
           store.get(fmt::format("{}/tcp/{}", job, r), Deadline::after_seconds(30));

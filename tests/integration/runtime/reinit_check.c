@@ -5,19 +5,8 @@
  * harmless. Prints "reinit OK" on rank 0 and exits 0, or names the first failure. */
 #include <stdio.h>
 
+#include "c_check.h"
 #include "tutti/tutti.h"
-
-static int g_rank = -1;
-
-#define CHECK(call)                                                                       \
-  do {                                                                                    \
-    int rc_ = (call);                                                                     \
-    if (rc_ < 0) {                                                                        \
-      printf("FAIL: rank %d: %s returned %s: %s\n", g_rank, #call, tutti_error_name(rc_), \
-             tutti_last_error());                                                         \
-      return 1;                                                                           \
-    }                                                                                     \
-  } while (0)
 
 int main(void) {
   tutti_comm_t kept = NULL;

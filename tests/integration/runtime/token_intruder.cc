@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   try {
     bootstrap::TcpStore store(store_endpoint, required_env("TUTTI_JOB_TOKEN"), -1,
                               Deadline::after_seconds(10));
-    store.set(fmt::format("{}/host/2", job), bootstrap::default_host_id());
+    // As rank 2 of 3 announces itself (comm/communicator_join.cc): "<world size> <host id>".
+    store.set(fmt::format("{}/host/2", job), fmt::format("3 {}", bootstrap::default_host_id()));
     std::string address = store.get(fmt::format("{}/tcp/0", job), Deadline::after_seconds(30));
     auto endpoint = net::parse_endpoint(address, "rank 0's data address");
     net::Fd fd = net::connect_tcp(endpoint, Deadline::after_seconds(10));
