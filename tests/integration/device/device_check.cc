@@ -474,6 +474,16 @@ void expect_code(tutti::ErrorCode code, const std::string& what, F&& f) {
   }
 }
 
+// A device call that goes through NCCL at any size: the allreduce, except in a world of one, whose
+// allreduce runs no NCCL (device_alone.cc) and the broadcast stands in.
+void nccl_call(tutti::comm::Communicator& comm, std::byte* data, size_t count,
+               const tutti::CallOptions& call = {}) {
+  if (comm.size() == 1)
+    comm.broadcast(data, count, DataType::kFloat32, 0, call);
+  else
+    comm.allreduce(data, data, count, DataType::kFloat32, ReduceOp::kSum, call);
+}
+
 void dispatch(World& w) {
   auto& comm = *w.comm;
   auto& counters = w.api->counters();
@@ -493,10 +503,38 @@ void dispatch(World& w) {
     ok("dispatch: host buffers never reach the device path");
   DeviceVector dev(400);
   std::memcpy(dev.data(), host.data(), 400);
-  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  if (comm.size() == 1) {
+    // A world of one: the allreduce enqueues its copy (or nothing, in place) on the caller's
+    // stream, with no NCCL and no stream or event of its own; the broadcast still goes to NCCL.
+    std::vector<std::byte> out_of_place(400);
+    DeviceVector dev_out(400);
+    // The first device call makes the communicator's device side (its stream and events, once);
+    // the calls after it must add none.
+    comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    const int streams = counters.streams, copies = counters.copies;
+    comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    comm.allreduce(dev.data(), dev_out.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+    if (counters.nccl_ops != 0 || counters.nccl_inits != 0 || counters.streams != streams ||
+        counters.copies != copies + 1)
+      fail(
+          fmt::format("dispatch: a world of one's allreduce made {} NCCL ops, {} inits, {} "
+                      "streams, {} copies (want 0, 0, 0, 1)",
+                      counters.nccl_ops.load(), counters.nccl_inits.load(),
+                      counters.streams - streams, counters.copies - copies));
+    else
+      ok("dispatch: a world of one's allreduce is a copy on the caller's stream");
+    w.api->synchronize(nullptr);
+    std::memcpy(out_of_place.data(), dev_out.data(), 400);
+    if (std::memcmp(out_of_place.data(), host.data(), 400) != 0)
+      fail("dispatch: a world of one's out-of-place allreduce did not copy its input");
+    comm.broadcast(dev.data(), 100, DataType::kFloat32, 0);
+  } else {
+    comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  }
   const int ops = counters.nccl_ops;
   if (ops < 1 || counters.nccl_inits != 1)
-    fail(fmt::format("dispatch: a device allreduce made {} NCCL ops, {} inits", ops,
+    fail(fmt::format("dispatch: a device {} made {} NCCL ops, {} inits",
+                     comm.size() == 1 ? "broadcast" : "allreduce", ops,
                      counters.nccl_inits.load()));
   else
     ok("dispatch: device buffers take the device path");
@@ -509,9 +547,9 @@ void dispatch(World& w) {
     else
       ok(fmt::format("dispatch: NCCL_ALGO={}", got));
   }
-  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  nccl_call(comm, dev.data(), 100);
   if (counters.nccl_ops <= ops || counters.nccl_inits != 1)
-    fail("dispatch: a second device allreduce did not reuse the NCCL communicator");
+    fail("dispatch: a second device call did not reuse the NCCL communicator");
   // Absurd counts on device buffers are refused as on the host, before NCCL reads past them; the
   // communicator stays usable.
   for (const size_t absurd : {SIZE_MAX, size_t{1} << 62}) {
@@ -597,13 +635,13 @@ void hang(World& w) {
   auto& comm = *w.comm;
   DeviceVector dev(4 * 100);
   // Made first, so the hang hits the allreduce and not anything before it.
-  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  nccl_call(comm, dev.data(), 100);
   w.api->inject_hang();
   tutti::CallOptions call;
   call.timeout = std::chrono::seconds(2);
   const auto began = Clock::now();
   try {
-    comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum, call);
+    nccl_call(comm, dev.data(), 100, call);
     fail("hang: no error");
   } catch (const tutti::Error& e) {
     const std::string text = e.what();
@@ -623,14 +661,14 @@ void hang(World& w) {
 void async_error(World& w) {
   auto& comm = *w.comm;
   DeviceVector dev(4 * 100);
-  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  nccl_call(comm, dev.data(), 100);
   const bool failing = comm.rank() == comm.size() - 1;
   if (failing) w.api->inject_hang("unhandled cuda error (injected)");
   tutti::CallOptions call;
   call.timeout = std::chrono::seconds(60);
   const auto began = Clock::now();
   try {
-    comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum, call);
+    nccl_call(comm, dev.data(), 100, call);
     if (failing || comm.size() > 1) fail("async: no error");
   } catch (const tutti::Error& e) {
     const std::string text = e.what();
@@ -647,7 +685,7 @@ void async_error(World& w) {
 void abort_from_thread(World& w) {
   auto& comm = *w.comm;
   DeviceVector dev(4 * 100);
-  comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+  nccl_call(comm, dev.data(), 100);
   w.api->inject_hang();
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -657,7 +695,7 @@ void abort_from_thread(World& w) {
   tutti::CallOptions call;
   call.timeout = std::chrono::seconds(60);
   try {
-    comm.allreduce(dev.data(), dev.data(), 100, DataType::kFloat32, ReduceOp::kSum, call);
+    nccl_call(comm, dev.data(), 100, call);
     fail("abort: no error");
   } catch (const tutti::Error& e) {
     // This rank's abort, or a peer's notice of its own.
@@ -716,6 +754,9 @@ bool check_float_sum(tutti::comm::Communicator& comm, size_t count) {
   auto* f = reinterpret_cast<float*>(dev.data());
   for (size_t i = 0; i < count; ++i) f[i] = static_cast<float>(comm.rank() + 1);
   comm.allreduce(f, f, count, DataType::kFloat32, ReduceOp::kSum);
+  // A world of one's allreduce runs no NCCL: its broadcast makes (or splits) the NCCL
+  // communicator, as the allreduce does at any larger size.
+  if (comm.size() == 1) comm.broadcast(f, count, DataType::kFloat32, 0);
   const float want = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
   for (size_t i = 0; i < count; ++i)
     if (f[i] != want) return false;

@@ -213,8 +213,6 @@ void DeviceCollectives::allreduce_on_stream(Context& ctx, const DeviceCall& call
 
 void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const void* send,
                                   void* recv, size_t count, DataType type, ReduceOp op) {
-  const std::string what =
-      fmt::format("device allreduce of {} x {} ({})", count, to_string(type), to_string(op));
   // The host path's argument checks (null buffers, counts whose bytes overflow): NCCL would read
   // past the buffers instead of refusing.
   check_buffers(ctx, "device allreduce", send, recv, count, type);
@@ -222,6 +220,14 @@ void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const vo
   // from it, the type and op, NCCL's abilities and the placement, which every rank shares.
   agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase + static_cast<int>(call.path)));
   if (count == 0) return;
+  if (size_ == 1) {
+    // TUTTI_DEVICE_ALLREDUCE=nccl still refuses what NCCL cannot reduce, as at any size.
+    if (call.path == DeviceAllreduce::kNccl) (void)path_for(nccl(ctx), ctx, call, type, op);
+    allreduce_alone(call.caller_stream, call, send, recv, count, type, op);
+    return;
+  }
+  const std::string what =
+      fmt::format("device allreduce of {} x {} ({})", count, to_string(type), to_string(op));
   device::NcclComm& comm = nccl(ctx);
   const DeviceAllreduce path = path_for(comm, ctx, call, type, op);
   log::trace("rank {}: {} takes the {} path", rank_, what, path_name(path));

@@ -3,7 +3,9 @@
 // split from the parent's), our own stream, the two events that order it against the caller's
 // stream, and reusable device and pinned scratch.
 //
-// Every call is blocking and goes the same way:
+// An allreduce in a world of one takes none of the steps below after the agreement: it enqueues
+// its work on the caller's stream and returns (device_alone.cc). Every other call is blocking and
+// goes the same way:
 //   1. agreement: an empty host barrier under the call's signature (comm stamped it), so ranks
 //      in different device calls fail with kMismatch before any NCCL work is enqueued;
 //   2. the NCCL communicator, made on first use (rank 0's unique id reaches the others through a
@@ -96,6 +98,9 @@ class DeviceCollectives {
                            const std::string& what);
   void nccl_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
                       size_t count, DataType type, ReduceOp op);
+  // device_alone.cc: a world of one, enqueued on `stream` (the caller's, or ours in the ring).
+  void allreduce_alone(device::StreamId stream, const DeviceCall& call, const void* send,
+                       void* recv, size_t count, DataType type, ReduceOp op);
   // device_ring.cc
   void ring_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
                       size_t count, DataType type, ReduceOp op);

@@ -65,21 +65,7 @@ void DeviceCollectives::ring_allreduce(device::NcclComm& comm, const DeviceCall&
   auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   if (size_ == 1) {
-    if (pre == 1.0 && post == 1.0) {
-      if (send != recv) api.copy_async(recv, send, count * element, stream);
-      return;
-    }
-    // A unary scale through the binary kernel: x*s + x*s, halved (exact: powers of two).
-    api.reduce_async({.out = recv,
-                      .a = send,
-                      .b = send,
-                      .count = count,
-                      .type = type,
-                      .op = ReduceOp::kSum,
-                      .scale_a = pre,
-                      .scale_b = pre,
-                      .post = post * 0.5},
-                     stream);
+    allreduce_alone(stream, call, send, recv, count, type, op);
     return;
   }
 
