@@ -9,9 +9,12 @@
 # with `dpkg -V cmake-data`), unlike a development machine where one may have been patched.
 #
 #   scripts/fresh-debian-check.sh [--configure-only] [--worktree] [--user NAME]
-#                                 [--cuda DIR | --no-cuda] [--cache DIR] [--root DIR] [--keep]
+#                                 [--deps-first] [--cuda DIR | --no-cuda] [--cache DIR] [--root DIR] [--keep]
 #                                 [--mirror URL]
 #
+#   --deps-first   install the project's Debian packages in the root first, as part of the set-up
+#                  (three tries; a failure there exits 2, the machine's, not the project's): what
+#                  CI uses, so that a flaky mirror does not fail a change.
 #   --worktree     the working tree as it is (tracked files with their uncommitted changes, and
 #                  untracked files git does not ignore), not just the last commit: the clone gets
 #                  those files copied over it.
@@ -33,6 +36,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mode=full
+deps_first=0
 source_kind=clone
 run_user=""
 cuda=/usr/local/cuda
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
     --configure-only) mode=configure ;;
     --full) mode=full ;;
     --worktree) source_kind=worktree ;;
+    --deps-first) deps_first=1 ;;
     --clone) source_kind=clone ;;
     --user) run_user=${2:?--user needs a name}; shift ;;
     --cuda) cuda=${2:?--cuda needs a folder}; cuda_given=1; shift ;;
@@ -275,6 +280,16 @@ run_step() {  # run_step COMMAND: run it in the root, say how it went and how lo
   say "passed in $(elapsed "$t"): $1"
 }
 
+if [ "$deps_first" = 1 ]; then
+  # The packages first, as part of the set-up (exit 2 when the mirror fails, three tries): a
+  # download that fails is the machine's trouble, not the project's (CI uses this).
+  for try in 1 2 3; do
+    if in_root "bash scripts/install-deps.sh" >>"$logs/commands.log" 2>&1; then break; fi
+    [ "$try" -lt 3 ] || die "scripts/install-deps.sh failed three times in the root (see $logs/commands.log)"
+    say "scripts/install-deps.sh failed in the root (try $try of 3); again in 10 s"
+    sleep 10
+  done
+fi
 phase=commands
 if [ "$mode" = configure ]; then
   run_step "make configure"
