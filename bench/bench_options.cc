@@ -31,13 +31,12 @@ constexpr std::array kTypeNames = {
 };
 // "all" is all of them, as nccl-tests users read it; the sweep skips the pairs a type does not
 // define (bitwise ops on floating types, avg on bool), saying so.
-constexpr std::array kAllTypes = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
-                                  DataType::kBFloat16, DataType::kInt32,  DataType::kInt64,
-                                  DataType::kUInt8,   DataType::kInt8,    DataType::kInt16,
+constexpr std::array kAllTypes = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
+                                  DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
+                                  DataType::kUInt8,    DataType::kInt8,    DataType::kInt16,
                                   DataType::kBool};
-constexpr std::array kAllOps = {ReduceOp::kSum,  ReduceOp::kProd, ReduceOp::kMax,
-                                ReduceOp::kMin,  ReduceOp::kAvg,  ReduceOp::kBand,
-                                ReduceOp::kBor,  ReduceOp::kBxor};
+constexpr std::array kAllOps = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin,
+                                ReduceOp::kAvg, ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor};
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -399,18 +398,18 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
                     types));
   auto op_list = parse_list<ReduceOp>(ops, kAllOps, &parse_op);
   if (!op_list)
-    return usage_error(
-        fmt::format("-o '{}': use sum, prod, min, max, avg, band, bor, bxor, a comma list, or all",
-                    ops));
+    return usage_error(fmt::format(
+        "-o '{}': use sum, prod, min, max, avg, band, bor, bxor, a comma list, or all", ops));
   o.types = *type_list;
   o.ops = is_reduction(o.collective) ? *op_list : std::vector<ReduceOp>{ReduceOp::kSum};
   const bool any_defined = std::any_of(o.types.begin(), o.types.end(), [&](DataType t) {
     return std::any_of(o.ops.begin(), o.ops.end(), [&](ReduceOp op) { return supports(t, op); });
   });
   if (!any_defined)
-    return usage_error(fmt::format("-d '{}' -o '{}': no type here defines any of these ops "
-                                   "(bitwise ops take integer and bool types; bool has no avg)",
-                                   types, ops));
+    return usage_error(
+        fmt::format("-d '{}' -o '{}': no type here defines any of these ops "
+                    "(bitwise ops take integer and bool types; bool has no avg)",
+                    types, ops));
   return BenchParse{std::move(o), 0, ""};
 }
 

@@ -279,9 +279,10 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
       if (!supports(type, op)) {
         // -d all -o all asks for every pair; the ones a type does not define are skipped.
         if (rank == 0)
-          print(fmt::format("# skipped {} {}: not defined on this type (bitwise ops take integer "
-                            "and bool types; bool has no avg)\n",
-                            type_name(type), op_name(op)));
+          print(
+              fmt::format("# skipped {} {}: not defined on this type (bitwise ops take integer "
+                          "and bool types; bool has no avg)\n",
+                          type_name(type), op_name(op)));
         continue;
       }
       for (uint64_t size : sizes) {

@@ -18,8 +18,8 @@ namespace tutti::reduce::cuda {
 using tutti::reduce::DeviceReduce;
 
 // Enqueues the kernel on `stream` (a cudaStream_t; null is the legacy default stream) and returns
-// cudaGetLastError()'s value (0 is cudaSuccess). Call reduce::validate() first: an unsupported combination
-// reaching here returns cudaErrorInvalidValue. count 0 launches nothing.
+// cudaGetLastError()'s value (0 is cudaSuccess). Call reduce::validate() first: an unsupported
+// combination reaching here returns cudaErrorInvalidValue. count 0 launches nothing.
 int launch_reduce(const DeviceReduce& r, void* stream);
 
 }  // namespace tutti::reduce::cuda
