@@ -6,10 +6,13 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "bootstrap/rendezvous.hpp"
@@ -65,6 +68,14 @@ std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::s
                        rank, size, r, said, store.describe());
     return value.substr(space + 1);
   };
+  // Each peer's value is read once, as soon as it is there: a 128-rank world must not re-read
+  // every present key every slice.
+  std::vector<std::optional<std::string>> hosts(static_cast<size_t>(size));
+  hosts[static_cast<size_t>(rank)] = host_id;
+  auto fetch = [&](int r) {
+    if (!hosts[static_cast<size_t>(r)])
+      hosts[static_cast<size_t>(r)] = host_of(r, store.get(keys[static_cast<size_t>(r)], deadline));
+  };
   for (;;) {
     try {
       store.wait(keys, Deadline::after(std::chrono::milliseconds(100)).earlier(deadline));
@@ -72,13 +83,14 @@ std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::s
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kTimeout) throw;
     }
-    std::vector<std::string> missing_keys = store.missing(keys);
+    const std::vector<std::string> missing_keys = store.missing(keys);
+    const std::unordered_set<std::string> absent(missing_keys.begin(), missing_keys.end());
     std::vector<int> missing;
     for (int r = 0; r < size; ++r) {
-      if (std::find(missing_keys.begin(), missing_keys.end(), key(r)) != missing_keys.end())
+      if (absent.contains(keys[static_cast<size_t>(r)]))
         missing.push_back(r);
-      else if (r != rank)
-        (void)host_of(r, store.get(key(r), deadline));  // a disagreement ends the wait now
+      else
+        fetch(r);  // a disagreement ends the wait now
     }
     if (missing.empty()) break;
     if (!deadline.expired()) continue;
@@ -88,9 +100,13 @@ std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::s
         "at {}; check that every rank was started and can reach the store",
         timeout_s, missing.size() == 1 ? "" : "s", join_ranks(missing), size, store.describe());
   }
-  std::vector<std::string> hosts;
-  for (int r = 0; r < size; ++r) hosts.push_back(host_of(r, store.get(key(r), deadline)));
-  return hosts;
+  std::vector<std::string> out;
+  out.reserve(hosts.size());
+  for (int r = 0; r < size; ++r) {
+    fetch(r);
+    out.push_back(std::move(*hosts[static_cast<size_t>(r)]));
+  }
+  return out;
 }
 
 // What both ways of joining know before meeting.

@@ -268,7 +268,12 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
           child->device = m->parent->device;
           child->host = m->parent->host;
           child->group = child_group;
-          child->state = ncclSuccess;
+          // Written to the caller's slot while still finishing its own init: the caller must
+          // poll the child too before using it.
+          child->state = ncclInProgress;
+          later(5ms, [child] {
+            if (!child->aborted.load()) child->state = ncclSuccess;
+          });
           child_group->members.push_back(child);
           __atomic_store_n(m->slot, child, __ATOMIC_RELEASE);
         }

@@ -5,7 +5,8 @@
 //   communicator's state (ncclCommGetAsyncError) stays ncclInProgress until a background thread
 //   finished the work, a while later;
 // - ncclCommSplit sets *newcomm to null and writes the child there only when the split completed
-//   (from that thread, with a release store), as NCCL's init job does;
+//   (from that thread, with a release store), as NCCL's init job does, and the child itself stays
+//   in progress a little longer;
 // - a call on a communicator whose state is not ncclSuccess fails ("Attempt to use communicator
 //   before the previous operation returned ncclSuccess");
 // - the first data call of a communicator answers ncclInProgress (its connections are made
