@@ -33,6 +33,8 @@ packages=(
   # PyTorch (runtime/torch, examples/fashion_mnist, ctest -L torch): libtorch for the C++ binding,
   # Debian's python3-torch and pybind11 for backend "tutti" (no torchvision needed).
   libtorch-dev python3-torch pybind11-dev
+  # The venv for PyPI's torch 2.x (scripts/install-torch2.sh, make deps) where no other Python is.
+  python3-venv
   # examples/plain_sgd trains on the real Fashion-MNIST (its .gz files read with zlib).
   dataset-fashion-mnist zlib1g-dev
   # Not here: the CUDA toolkit and NCCL (TUTTI_WITH_CUDA, GPU buffers) come from NVIDIA (its apt

@@ -12,15 +12,13 @@ differ across ranks (a clear error on every rank, not a hang or a wrong answer).
 rank passed; a failing rank prints its traceback and the exit status is 1.
 """
 import datetime
-import os
 import sys
-import tempfile
 import time
-import traceback
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+import spawn_ranks
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
           torch.int16, torch.int32, torch.int64]
@@ -268,49 +266,14 @@ def check_errors(rank, size):
         assert "tutti allreduce of float32[" in str(e), e
 
 
-def run_rank(rank, size, init_file, failures):
-    try:
-        import tutti.torch  # noqa: F401
-
-        dist.init_process_group("tutti", init_method="file://" + init_file, rank=rank,
-                                world_size=size)
-        assert dist.get_backend() == "tutti"
-        for check in (check_allreduce, check_broadcast_reduce, check_gathers,
-                      check_reduce_scatter_alltoall, check_point_to_point, check_group,
-                      check_complex, check_timeout_message, check_errors,
-                      check_group_disagreement):
-            check(rank, size)
-            print(f"rank {rank}: {check.__name__} ok", flush=True)
-        dist.destroy_process_group()
-    except BaseException:
-        traceback.print_exc()
-        failures.put(rank)
-        sys.stdout.flush()
-        os._exit(1)
+CHECKS = ["check_allreduce", "check_broadcast_reduce", "check_gathers",
+          "check_reduce_scatter_alltoall", "check_point_to_point", "check_group", "check_complex",
+          "check_timeout_message", "check_errors", "check_group_disagreement"]
 
 
 def main():
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 2
-    ctx = mp.get_context("spawn")
-    failures = ctx.SimpleQueue()
-    with tempfile.TemporaryDirectory() as tmp:
-        init_file = os.path.join(tmp, "init")
-        procs = [ctx.Process(target=run_rank, args=(r, size, init_file, failures))
-                 for r in range(size)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(240)
-        hung = [r for r, p in enumerate(procs) if p.is_alive()]
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-        codes = [p.exitcode for p in procs]
-    if hung or any(codes):
-        print(f"FAILED: exit codes {codes}, still running after 240 s: {hung}")
-        return 1
-    print(f"all {size} ranks passed")
-    return 0
+    return spawn_ranks.launch(size, "ops_test", CHECKS)
 
 
 if __name__ == "__main__":

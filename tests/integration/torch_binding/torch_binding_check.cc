@@ -13,12 +13,26 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "tutti/torch.hpp"
 
 namespace tx = tutti::torchx;
 
 namespace {
+
+// The key of a parameter in an optimizer's state: its TensorImpl's address, as text in libtorch
+// 1.13, as the pointer itself in 2.x.
+template <typename Key>
+Key state_key(const torch::Tensor& param) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream text;
+    text << param.unsafeGetTensorImpl();
+    return text.str();
+  } else {
+    return param.unsafeGetTensorImpl();
+  }
+}
 
 int failures = 0;
 int rank = 0, size = 1;
@@ -263,7 +277,7 @@ void check_optimizer(const tutti::Communicator& comm) {
     tx::broadcast_optimizer_state(adam, 0, comm);
     tx::broadcast_parameters(*m.fc, 0, comm);
     expect(adam.param_groups()[0].options().get_lr() == 0.01, "root's lr everywhere");
-    auto key = c10::guts::to_string(m.fc->weight.unsafeGetTensorImpl());
+    const auto key = state_key<std::decay_t<decltype(adam.state())>::key_type>(m.fc->weight);
     const bool has = adam.state().count(key) == 1;
     expect(has, "Adam state exists on every rank after the broadcast");
     if (has) {

@@ -1,6 +1,6 @@
 // DistributedOptimizer: gradient hooks on the accumulators, one engine allreduce per parameter,
 // and the wait in step().
-#include <fmt/format.h>
+#include <c10/util/StringUtil.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
@@ -38,7 +38,10 @@ class DistributedOptimizer::Impl {
   struct Slot {
     std::string name;  // the engine name
     torch::Tensor param;
-    std::shared_ptr<torch::autograd::Node> accumulator;  // kept alive: the tensor holds it weakly
+    // Kept alive: the tensor holds it weakly. A shared_ptr in libtorch 1.13, an intrusive_ptr
+    // in 2.x.
+    decltype(torch::autograd::impl::grad_accumulator(
+        std::declval<const torch::Tensor&>())) accumulator;
     uintptr_t hook_key = 0;
     int passes = 0;  // backward passes accumulated since the last step
     bool in_flight = false;
@@ -97,9 +100,9 @@ DistributedOptimizer::Impl::Impl(torch::optim::Optimizer& optimizer,
       link_(std::make_shared<HookLink>(HookLink{this})) {
   if (this->options.backward_passes_per_step < 1)
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("tutti::torchx::DistributedOptimizer: backward_passes_per_step must be "
-                            "at least 1, not {}",
-                            this->options.backward_passes_per_step));
+                c10::str("tutti::torchx::DistributedOptimizer: backward_passes_per_step must be "
+                         "at least 1, not ",
+                         this->options.backward_passes_per_step));
   std::unordered_map<const void*, std::string> name_of;
   for (const auto& item : named) name_of.emplace(item.value().unsafeGetTensorImpl(), item.key());
   std::unordered_map<std::string, size_t> seen;
@@ -109,14 +112,12 @@ DistributedOptimizer::Impl::Impl(torch::optim::Optimizer& optimizer,
       const size_t position = index++;
       if (!param.requires_grad()) continue;
       auto it = name_of.find(param.unsafeGetTensorImpl());
-      const std::string name =
-          this->options.name_prefix +
-          (it != name_of.end() ? it->second : fmt::format("param.{}", position));
+      const std::string name = this->options.name_prefix +
+                               (it != name_of.end() ? it->second : c10::str("param.", position));
       if (!seen.emplace(name, position).second)
         throw Error(ErrorCode::kInvalidArgument,
-                    fmt::format("tutti::torchx::DistributedOptimizer: parameter '{}' appears twice "
-                                "in the optimizer's param groups",
-                                name));
+                    c10::str("tutti::torchx::DistributedOptimizer: parameter '", name,
+                             "' appears twice in the optimizer's param groups"));
       check_tensor(param, "parameter '" + name + "'");
       if (!param.is_leaf())
         throw Error(ErrorCode::kInvalidArgument,
@@ -149,10 +150,11 @@ void DistributedOptimizer::Impl::before_accumulation(size_t index) {
   const Slot& slot = slots_[index];
   if (slot.in_flight)
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("tutti::torchx::DistributedOptimizer: the gradient of '{}' was "
-                            "produced again while its allreduce is in flight: call step() after "
-                            "every {} backward pass(es) (backward_passes_per_step)",
-                            slot.name, options.backward_passes_per_step));
+                c10::str("tutti::torchx::DistributedOptimizer: the gradient of '", slot.name,
+                         "' was produced again while its allreduce is in flight: call step() "
+                         "after every ",
+                         options.backward_passes_per_step,
+                         " backward pass(es) (backward_passes_per_step)"));
 }
 
 void DistributedOptimizer::Impl::on_gradient_accumulated(size_t index) {

@@ -1,6 +1,6 @@
 // Collectives on torch::Tensor: dtype mapping, the contiguous staging of strided tensors, and the
 // blocking and asynchronous calls, all onto tutti's public Communicator.
-#include <fmt/format.h>
+#include <c10/util/StringUtil.h>
 
 #include <cstring>
 #include <sstream>
@@ -13,8 +13,7 @@ namespace {
 std::string describe(const torch::Tensor& tensor) {
   std::ostringstream shape;
   shape << tensor.sizes();
-  return fmt::format("tensor of shape {} and dtype {}", shape.str(),
-                     c10::toString(tensor.scalar_type()));
+  return c10::str("tensor of shape ", shape.str(), " and dtype ", tensor.scalar_type());
 }
 
 // The buffer a collective works on: the tensor itself when contiguous, else a contiguous copy
@@ -69,23 +68,22 @@ std::optional<DataType> maybe_tutti(c10::ScalarType type) {
 DataType to_tutti(c10::ScalarType type, std::string_view what) {
   if (std::optional<DataType> t = maybe_tutti(type)) return *t;
   throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("tutti::torchx: {} has dtype {}, which tutti cannot reduce or send "
-                          "(supported: float32, float64, float16, bfloat16, int8, int16, "
-                          "int32, int64, uint8, bool)",
-                          what, c10::toString(type)));
+              c10::str("tutti::torchx: ", what, " has dtype ", type,
+                       ", which tutti cannot reduce or send (supported: float32, float64, "
+                       "float16, bfloat16, int8, int16, int32, int64, uint8, bool)"));
 }
 
 void check_tensor(const torch::Tensor& tensor, std::string_view what) {
   if (!tensor.defined())
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("tutti::torchx: {} is an undefined tensor", what));
+                c10::str("tutti::torchx: ", what, " is an undefined tensor"));
   if (!tensor.device().is_cpu())
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("tutti::torchx: {} lives on {}; libtutti_torch takes CPU tensors", what,
-                            tensor.device().str()));
+                c10::str("tutti::torchx: ", what, " lives on ", tensor.device().str(),
+                         "; libtutti_torch takes CPU tensors"));
   if (tensor.layout() != c10::kStrided)
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("tutti::torchx: {} is not a dense (strided) tensor", what));
+                c10::str("tutti::torchx: ", what, " is not a dense (strided) tensor"));
   to_tutti(tensor.scalar_type(), what);
 }
 

@@ -1,5 +1,5 @@
 // broadcast_parameters and broadcast_optimizer_state: root's model and optimizer onto every rank.
-#include <fmt/format.h>
+#include <c10/util/StringUtil.h>
 
 #include "tutti/torch_state.hpp"
 
@@ -41,9 +41,9 @@ void require_same_list(const std::vector<std::pair<std::string, torch::Tensor>>&
       differ += (differ.empty() ? "" : ", ") + std::to_string(r);
   if (!differ.empty())
     throw Error(ErrorCode::kMismatch,
-                fmt::format("tutti::torchx::broadcast_parameters: rank(s) {} pass other tensors "
-                            "(names, shapes or dtypes) than root {} ({} tensors here)",
-                            differ, root, named.size()));
+                c10::str("tutti::torchx::broadcast_parameters: rank(s) ", differ,
+                         " pass other tensors (names, shapes or dtypes) than root ", root, " (",
+                         named.size(), " tensors here)"));
 }
 
 // libtorch 1.13's Optimizer::load() restores the state but keeps this optimizer's own options;
@@ -102,10 +102,10 @@ void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root,
   }
   comm.broadcast(&size, 1, DataType::kInt64, root);
   if (size < 0)
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("tutti::torchx::broadcast_optimizer_state: root {} could not save its "
-                            "optimizer{}{}",
-                            root, root_error.empty() ? "" : ": ", root_error));
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        c10::str("tutti::torchx::broadcast_optimizer_state: root ", root,
+                 " could not save its optimizer", root_error.empty() ? "" : ": ", root_error));
   bytes.resize(static_cast<size_t>(size));
   comm.broadcast(bytes.data(), bytes.size(), DataType::kUInt8, root);
   if (comm.rank() == root) return;
@@ -117,9 +117,9 @@ void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root,
     load_group_options(archive, optimizer);
   } catch (const c10::Error& e) {
     throw Error(ErrorCode::kMismatch,
-                fmt::format("tutti::torchx::broadcast_optimizer_state: root {}'s optimizer state "
-                            "does not fit rank {}'s optimizer: {}",
-                            root, comm.rank(), e.what_without_backtrace()));
+                c10::str("tutti::torchx::broadcast_optimizer_state: root ", root,
+                         "'s optimizer state does not fit rank ", comm.rank(),
+                         "'s optimizer: ", e.what_without_backtrace()));
   }
 }
 

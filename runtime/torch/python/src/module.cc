@@ -24,9 +24,14 @@ PYBIND11_MODULE(_backend, m) {
   using tutti::torch_backend::ProcessGroupTutti;
   m.doc() = "tutti's torch.distributed backend (see tutti.torch)";
   tutti::torch_backend::set_gil_releaser(&run_without_gil);
-  // The base class is torch's own Python ProcessGroup (held by intrusive_ptr, as torch holds it),
-  // so DDP and torch.distributed take the object as any process group.
+  // The base class is torch's own Python class (held by intrusive_ptr, as torch holds it): on 1.13
+  // its ProcessGroup, so DDP and torch.distributed take the object as any process group; on 2.x its
+  // Backend, which torch.distributed wraps in a ProcessGroup for the devices it was registered for.
+#if TUTTI_TORCH_BACKEND_API
+  py::object base = py::module::import("torch._C._distributed_c10d").attr("Backend");
+#else
   py::object base = py::module::import("torch.distributed").attr("ProcessGroup");
+#endif
   py::class_<ProcessGroupTutti, c10::intrusive_ptr<ProcessGroupTutti>>(m, "ProcessGroupTutti", base)
       .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                        std::chrono::milliseconds timeout, const std::string& address) {
@@ -35,5 +40,13 @@ PYBIND11_MODULE(_backend, m) {
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
            py::arg("address") = std::string(),
            // Joining waits for the other ranks; their Python threads must run meanwhile.
-           py::call_guard<py::gil_scoped_release>());
+           py::call_guard<py::gil_scoped_release>())
+#if TUTTI_TORCH_BACKEND_API
+      // torch 2.x makes a new group by splitting the default group's backend when that group is
+      // bound to a device (init_process_group(device_id=...)) and has ranks outside the new group
+      // call this, as NCCL's split needs every parent rank. tutti's members meet on the new
+      // group's own store, so an outsider has nothing to do.
+      .def("perform_nocolor_split", [](ProcessGroupTutti&, const py::object&) {})
+#endif
+      ;
 }

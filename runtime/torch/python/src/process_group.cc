@@ -32,10 +32,6 @@ tutti::Communicator join(const c10::intrusive_ptr<c10d::Store>& store, int rank,
   return tutti::Communicator::create(std::make_shared<C10dStore>(store), rank, size, options);
 }
 
-std::string label_of(const char* op, const at::Tensor& tensor) {
-  return std::string("tutti ") + op + " of " + describe(tensor);
-}
-
 // The error a Work carries: a std::runtime_error (RuntimeError in Python) naming the operation.
 std::exception_ptr labelled(const std::string& label) {
   try {
@@ -64,7 +60,9 @@ void check_root(const char* op, int64_t root, int size) {
 ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                      int size, std::chrono::milliseconds timeout,
                                      const std::string& address)
-    : c10d::ProcessGroup(rank, size),
+    : BackendBase(rank, size),
+      address_(address),
+      timeout_(timeout),
       comm_(join(store, rank, size, timeout, address)),
       worker_(std::make_unique<Worker>()) {
   init();
@@ -79,28 +77,47 @@ void set_gil_releaser(GilReleaser releaser) {
 }
 
 ProcessGroupTutti::~ProcessGroupTutti() {
-  const auto stop_worker = [this] { worker_.reset(); };
+  stop_worker();
+}
+
+void ProcessGroupTutti::stop_worker() {
+  std::unique_ptr<Worker> worker;
+  {
+    std::lock_guard lock(worker_mutex_);
+    worker = std::move(worker_);
+  }
+  const auto drain = [&worker] { worker.reset(); };
   if (const GilReleaser releaser = gil_releaser.load())
-    releaser(stop_worker);
+    releaser(drain);
   else
-    stop_worker();
+    drain();
 }
 
 void ProcessGroupTutti::setSequenceNumberForGroup() {
-  sequenceNum_ = c10d::SequenceNum(0);
+  sequence_ = 0;
 }
 
 uint64_t ProcessGroupTutti::getSequenceNumberForGroup() {
-  if (!sequenceNum_) return 0;
-  return sequenceNum_->get();
+  return sequence_;
+}
+
+void ProcessGroupTutti::submit(const char* op, std::function<void(Worker&)> job) {
+  // Queued under the lock: shutdown() cannot take the worker away between the check and the
+  // enqueue. The job gets the worker itself, since worker_ is empty while the worker drains.
+  std::lock_guard lock(worker_mutex_);
+  TORCH_CHECK(worker_, op,
+              ": this tutti process group was shut down (shutdown() or "
+              "destroy_process_group); make a new one with new_group or init_process_group");
+  Worker* worker = worker_.get();
+  worker->enqueue([worker, job = std::move(job)] { job(*worker); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(
     c10d::OpType type, const char* op, std::string label, std::vector<at::Tensor> outputs,
     std::function<void(const tutti::Communicator&)> body) {
-  if (sequenceNum_) sequenceNum_->increment();
+  ++sequence_;
   auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::move(outputs));
-  worker_->enqueue([this, work, body = std::move(body), label = std::move(label)] {
+  submit(op, [this, work, body = std::move(body), label = std::move(label)](Worker&) {
     std::exception_ptr error;
     try {
       body(comm_);
@@ -115,32 +132,33 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue_p2p(
     c10d::OpType type, const char* op, std::string label, at::Tensor tensor,
     std::function<tutti::Request(const tutti::Communicator&, const at::Tensor&)> post) {
-  if (sequenceNum_) sequenceNum_->increment();
+  ++sequence_;
   auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::vector<at::Tensor>{tensor});
-  worker_->enqueue([this, work, tensor, post = std::move(post), label = std::move(label)] {
-    try {
-      auto staged = std::make_shared<Staged>(tensor);
-      tutti::Request request = post(comm_, staged->buffer());
-      worker_->watch(std::move(request), [work, staged, label](std::exception_ptr error) {
-        if (error) {
-          try {
-            std::rethrow_exception(error);
-          } catch (...) {
-            error = labelled(label);
-          }
-        } else {
-          try {
-            staged->write_back();
-          } catch (...) {
-            error = labelled(label);
-          }
-        }
-        work->complete(error);
-      });
-    } catch (...) {
-      work->complete(labelled(label));
-    }
-  });
+  submit(op,
+         [this, work, tensor, post = std::move(post), label = std::move(label)](Worker& worker) {
+           try {
+             auto staged = std::make_shared<Staged>(tensor);
+             tutti::Request request = post(comm_, staged->buffer());
+             worker.watch(std::move(request), [work, staged, label](std::exception_ptr error) {
+               if (error) {
+                 try {
+                   std::rethrow_exception(error);
+                 } catch (...) {
+                   error = labelled(label);
+                 }
+               } else {
+                 try {
+                   staged->write_back();
+                 } catch (...) {
+                   error = labelled(label);
+                 }
+               }
+               work->complete(error);
+             });
+           } catch (...) {
+             work->complete(labelled(label));
+           }
+         });
   return work;
 }
 

@@ -1,24 +1,27 @@
-// ProcessGroupTutti: torch.distributed's backend "tutti" (PyTorch 1.13: a c10d::ProcessGroup
-// subclass, one per process group). Each group owns one tutti Communicator, made on the group's
-// store, and one Worker thread that runs the group's operations in the order torch issued them;
-// every operation returns a TuttiWork at once (see work.hpp) and runs on that thread.
+// ProcessGroupTutti: torch.distributed's backend "tutti", one per process group: a
+// c10d::ProcessGroup subclass on PyTorch 1.13, a c10d::Backend subclass on 2.x (torch_api.hpp).
+// Each group owns one tutti Communicator, made on the group's store, and one Worker thread that
+// runs the group's operations in the order torch issued them; every operation returns a TuttiWork
+// at once (see work.hpp) and runs on that thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "torch_api.hpp"
 #include "tutti/tutti.hpp"
 #include "work.hpp"
 #include "worker.hpp"
 
 namespace tutti::torch_backend {
 
-class ProcessGroupTutti final : public c10d::ProcessGroup {
+class ProcessGroupTutti final : public BackendBase {
  public:
   // Collective over the group's ranks: meets the others through `store` (torch's prefix store of
   // this group). `timeout` (torch's process group timeout) bounds joining and every operation.
@@ -77,6 +80,34 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   void setSequenceNumberForGroup() override;
   uint64_t getSequenceNumberForGroup() override;
 
+#if TUTTI_TORCH_BACKEND_API
+  // The coalesced tensor forms (FSDP, torch.distributed's _coalescing_manager): output i holds
+  // size x input i (all-gather), input i holds size x output i (reduce-scatter); one tutti call for
+  // all of them.
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+
+  // split_group and DeviceMesh: the listed ranks (of this group) form a new group on `store` (a
+  // store of the child's own); a rank not listed gets none. No collective on this group is needed.
+  bool supportsSplitting() const override {
+    return true;
+  }
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
+                                          const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+  c10::intrusive_ptr<Options> getBackendOptions() override;
+
+  // abort(): every pending and later operation of this group, on every rank, fails at once
+  // (tutti's Communicator::abort). shutdown(): the queued operations finish, then the worker stops;
+  // later operations are refused by name.
+  void abort() override;
+  void shutdown() override;
+#endif
+
  private:
   // Queues `body` (run on the worker thread with the communicator) behind everything queued
   // before; the returned Work completes with `outputs` when it returns, or with its error as a
@@ -91,7 +122,18 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
       c10d::OpType type, const char* op, std::string label, at::Tensor tensor,
       std::function<tutti::Request(const tutti::Communicator&, const at::Tensor&)> post);
 
+  // Runs what is queued, then stops the worker thread (without the GIL); later operations are
+  // refused.
+  void stop_worker();
+
+  // Queues `job` on the worker, or throws an error naming `op` once shutdown() has stopped it.
+  void submit(const char* op, std::function<void(Worker&)> job);
+
+  std::string address_;  // where this rank listens (for the groups split from this one)
+  std::chrono::milliseconds timeout_;
+  std::atomic<uint64_t> sequence_{0};
   tutti::Communicator comm_;
+  std::mutex worker_mutex_;         // guards worker_ itself (shutdown() may race an enqueue)
   std::unique_ptr<Worker> worker_;  // last: stops (and drains) before the communicator goes
 };
 

@@ -1,6 +1,7 @@
 #include "tensors.hpp"
 
 #include <c10/util/Exception.h>
+#include <torch/version.h>
 
 #include <optional>
 
@@ -29,6 +30,10 @@ std::string describe(const at::Tensor& tensor) {
   for (int64_t d = 0; d < tensor.dim(); ++d)
     out += (d ? ", " : "") + std::to_string(tensor.size(d));
   return out + "]";
+}
+
+std::string label_of(const char* op, const at::Tensor& tensor) {
+  return std::string("tutti ") + op + " of " + describe(tensor);
 }
 
 void check_tensor(const char* op, const at::Tensor& tensor, bool complex_ok) {
@@ -77,6 +82,23 @@ tutti::CallOptions call_options(std::chrono::milliseconds timeout) {
   return call;
 }
 
+namespace {
+
+// The factor of a PREMUL_SUM: a double, or a one-element tensor (torch 2.x; torch 1.13 takes a list
+// of per-tensor factors, which tutti cannot apply, since it reduces one buffer with one factor).
+double premul_factor(const char* op, const c10d::NCCLPreMulSumSupplement& supplement) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (supplement.tensor_factor.defined()) return supplement.tensor_factor.item<double>();
+#else
+  TORCH_CHECK(supplement.tensor_factors.empty(), "tutti ", op,
+              ": PREMUL_SUM is supported with a scalar factor only");
+#endif
+  (void)op;
+  return supplement.double_factor;
+}
+
+}  // namespace
+
 Reduction reduction_of(const char* op, const c10d::ReduceOp& reduce_op, const at::Tensor& tensor,
                        std::chrono::milliseconds timeout) {
   Reduction r{tutti::ReduceOp::kSum, call_options(timeout)};
@@ -110,12 +132,11 @@ Reduction reduction_of(const char* op, const c10d::ReduceOp& reduce_op, const at
       // (a tensor on each rank) has no tutti counterpart.
       const auto* supplement =
           dynamic_cast<const c10d::NCCLPreMulSumSupplement*>(reduce_op.supplement_.get());
-      TORCH_CHECK(supplement && supplement->tensor_factors.empty(), "tutti ", op,
-                  ": PREMUL_SUM is supported with a scalar factor only");
+      TORCH_CHECK(supplement, "tutti ", op, ": PREMUL_SUM without a factor");
       TORCH_CHECK(at::isFloatingType(tensor.scalar_type()), "tutti ", op,
                   ": PREMUL_SUM needs a floating tensor, got ", describe(tensor));
       r.op = tutti::ReduceOp::kSum;
-      r.call.prescale = supplement->double_factor;
+      r.call.prescale = premul_factor(op, *supplement);
       break;
     }
     default:

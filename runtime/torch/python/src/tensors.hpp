@@ -16,6 +16,8 @@ namespace tutti::torch_backend {
 
 // "float32[4, 3]": how errors name a tensor.
 std::string describe(const at::Tensor& tensor);
+// "tutti allreduce of float32[4, 3]": how errors name an operation.
+std::string label_of(const char* op, const at::Tensor& tensor);
 
 // Throws (c10::Error, a RuntimeError in Python) naming `op` unless `tensor` is a dense CPU tensor
 // of a dtype tutti carries.

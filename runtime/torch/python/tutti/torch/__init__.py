@@ -1,4 +1,4 @@
-"""Backend "tutti" for torch.distributed (PyTorch 1.13 CPU tensors).
+"""Backend "tutti" for torch.distributed (CPU tensors; PyTorch 1.13 and 2.x).
 
     import tutti.torch                                   # registers the backend
     torch.distributed.init_process_group(backend="tutti")
@@ -7,6 +7,7 @@ Importing this module registers the backend once per process. torch.distributed 
 creator with its own (prefix) store, the rank, the size and the timeout, for the default group and
 again for every new_group: each group gets its own tutti communicator and worker thread.
 """
+import inspect as _inspect
 import os as _os
 import socket as _socket
 
@@ -38,5 +39,14 @@ def _create_process_group(store, rank, size, timeout):
     return ProcessGroupTutti(store, rank, size, timeout, _address_toward(master) if master else "")
 
 
+def _register():
+    # torch 2.x asks which device types a backend serves (and warns when it must guess); tutti's
+    # backend takes CPU tensors. torch 1.13's register_backend has no such argument.
+    if "devices" in _inspect.signature(_dist.Backend.register_backend).parameters:
+        _dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=["cpu"])
+    else:
+        _dist.Backend.register_backend(BACKEND_NAME, _create_process_group)
+
+
 if BACKEND_NAME.upper() not in _dist.Backend._plugins:
-    _dist.Backend.register_backend(BACKEND_NAME, _create_process_group)
+    _register()
