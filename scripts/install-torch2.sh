@@ -25,7 +25,8 @@ if [ "${TUTTI_TORCH2:-}" = "skip" ]; then
   exit 0
 fi
 
-have=$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
+have=$("$venv/bin/python" -c 'import scikit_build_core, torch; print(torch.__version__.split("+")[0])' \
+  2>/dev/null || true)
 if [ "$have" = "$version" ]; then
   echo "install-torch2: torch $have in $venv"
   exit 0
@@ -51,10 +52,11 @@ mkdir -p "$(dirname "$venv")"
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
-# numpy: torch.distributed's tests and FSDP's checkpoints use it. Three tries: a registry that
-# drops a connection is the machine's problem, not the project's.
+# numpy: torch.distributed's tests and FSDP's checkpoints use it; scikit-build-core: pip's build of
+# runtime/torch (pyproject.toml). Three tries: a registry that drops a connection is the machine's
+# problem, not the project's.
 for attempt in 1 2 3; do
-  if "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$version" numpy; then
+  if "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$version" numpy scikit-build-core; then
     "$venv/bin/python" -c 'import torch; print("install-torch2: torch", torch.__version__)'
     exit 0
   fi
