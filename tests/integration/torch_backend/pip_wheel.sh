@@ -8,12 +8,11 @@ build=$1 source=$2 python=$3 ops_test=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-# The project's folder is read-only to the test: pip builds a copy.
-cp -r "$source/runtime/torch" "$work/src"
-rm -rf "$work/src/build"
+# pip builds in the source folder; its build folder goes to the temporary one (ccache then sees the
+# same source paths every run).
 if command -v ccache >/dev/null; then export CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"; fi
 CMAKE_PREFIX_PATH="$work/prefix" "$python" -m pip wheel --quiet --no-build-isolation --no-deps \
-  -w "$work/wheels" "$work/src"
+  --config-settings=build-dir="$work/build" -w "$work/wheels" "$source/runtime/torch"
 wheel=$(echo "$work"/wheels/tutti_torch-*.whl)
 [ -f "$wheel" ] || { echo "pip_wheel: no wheel in $work/wheels" >&2; exit 1; }
 "$python" -m pip install --quiet --no-deps --target "$work/site" "$wheel"
