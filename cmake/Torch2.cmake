@@ -25,8 +25,9 @@ elseif(NOT TUTTI_TORCH2_PYTHON STREQUAL "OFF" AND TUTTI_TORCH2_PYTHON)
   set(torch2_python ${TUTTI_TORCH2_PYTHON})
 endif()
 
-# Sanitizer builds run no Python (an ASan-instrumented extension needs its runtime preloaded).
-if(torch2_python AND NOT TUTTI_SANITIZE)
+# Sanitizer builds run no Python (an ASan-instrumented extension needs its runtime preloaded), and
+# TUTTI_WITH_TORCH=OFF means no torch at all.
+if(torch2_python AND NOT TUTTI_SANITIZE AND NOT TUTTI_WITH_TORCH STREQUAL "OFF")
   execute_process(
     COMMAND ${torch2_python} -c "import torch; print(torch.__version__)"
     OUTPUT_VARIABLE torch2_version OUTPUT_STRIP_TRAILING_WHITESPACE
