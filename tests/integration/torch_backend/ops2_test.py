@@ -168,6 +168,23 @@ def check_abort_shutdown(rank, size):
     dist.barrier()
 
 
+def check_set_timeout(rank, size):
+    # torch.distributed.set_timeout on a group: a later op that the others never join times out
+    # after the new timeout, not the group's first one (60 s).
+    if size < 2:
+        return
+    group = dist.new_group(list(range(size)), timeout=datetime.timedelta(seconds=60))
+    dist.set_timeout(datetime.timedelta(seconds=2), group)
+    if rank == 0:
+        started = time.time()
+        try:
+            dist.all_reduce(torch.ones(4), group=group)  # the others never call it
+            raise AssertionError("an allreduce the other ranks never join must time out")
+        except RuntimeError as e:
+            assert "Timed out" in str(e) and time.time() - started < 20, (e, time.time() - started)
+    dist.barrier()
+
+
 def check_unsupported(rank, size):
     try:
         dist.monitored_barrier()
@@ -178,7 +195,8 @@ def check_unsupported(rank, size):
 
 
 CHECKS = ["check_tensor_forms", "check_coalesced", "check_all_to_all_single", "check_premul_sum",
-          "check_split_group", "check_device_mesh", "check_abort_shutdown", "check_unsupported"]
+          "check_split_group", "check_device_mesh", "check_abort_shutdown", "check_set_timeout",
+          "check_unsupported"]
 
 
 def main():

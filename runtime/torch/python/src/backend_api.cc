@@ -39,7 +39,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesce
     const c10d::AllgatherOptions& opts) {
   const char* op = "allgather_into_tensor_coalesced";
   check_coalesced(op, inputs, outputs, size_);
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   // One all-gather of the inputs back to back: rank p's block of the result is its inputs, so
   // output i is column block i of the [size, total] result.
   return enqueue(
@@ -65,7 +65,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesce
     const c10d::ReduceScatterOptions& opts) {
   const char* op = "reduce_scatter_tensor_coalesced";
   check_coalesced(op, outputs, inputs, size_);
-  const Reduction r = reduction_of(op, opts.reduceOp, outputs.front(), opts.timeout);
+  const Reduction r = reduction_of(op, opts.reduceOp, outputs.front(), effective(opts.timeout));
   // The inputs laid out as [size, total]: row p holds rank p's share of every input, so one
   // reduce-scatter gives this rank its share of all of them, output after output.
   return enqueue(
@@ -95,7 +95,8 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupTutti::split(
                 size_);
   const auto mine = std::find(ranks.begin(), ranks.end(), rank_);
   if (mine == ranks.end()) return nullptr;  // torch: this rank is in none of the new groups
-  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  const std::chrono::milliseconds set(timeout_set_ms_.load());
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : set.count() ? set : timeout_;
   // The child meets its members on its own store (torch prefixes it with the child's name), the
   // same way new_group does; the parent's communicator is not involved.
   return c10::make_intrusive<ProcessGroupTutti>(store, static_cast<int>(mine - ranks.begin()),
@@ -103,7 +104,8 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupTutti::split(
 }
 
 c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTutti::getBackendOptions() {
-  return c10::make_intrusive<Options>(getBackendName(), timeout_);
+  const std::chrono::milliseconds set(timeout_set_ms_.load());
+  return c10::make_intrusive<Options>(getBackendName(), set.count() ? set : timeout_);
 }
 
 void ProcessGroupTutti::abort() {
@@ -112,6 +114,12 @@ void ProcessGroupTutti::abort() {
 
 void ProcessGroupTutti::shutdown() {
   stop_worker();
+}
+
+void ProcessGroupTutti::setTimeout(std::chrono::milliseconds timeout) {
+  TORCH_CHECK(timeout.count() > 0, "tutti set_timeout: the timeout must be positive, got ",
+              timeout.count(), " ms");
+  timeout_set_ms_ = timeout.count();  // groups split from this one later start with it too
 }
 
 }  // namespace tutti::torch_backend

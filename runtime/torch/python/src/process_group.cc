@@ -93,6 +93,12 @@ void ProcessGroupTutti::stop_worker() {
     drain();
 }
 
+std::chrono::milliseconds ProcessGroupTutti::effective(std::chrono::milliseconds timeout) const {
+  const int64_t set = timeout_set_ms_.load();
+  if (timeout != c10d::kUnsetTimeout || set == 0) return timeout;
+  return std::chrono::milliseconds(set);
+}
+
 void ProcessGroupTutti::setSequenceNumberForGroup() {
   sequence_ = 0;
 }
@@ -167,7 +173,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue_p2p(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceOptions& opts) {
   const at::Tensor& given = single_tensor("allreduce", tensors, /*complex_ok=*/true);
-  const Reduction r = reduction_of("allreduce", opts.reduceOp, given, opts.timeout);
+  const Reduction r = reduction_of("allreduce", opts.reduceOp, given, effective(opts.timeout));
   const at::Tensor tensor = carried(given);
   return enqueue(c10d::OpType::ALLREDUCE, "tutti:all_reduce", label_of("allreduce", given), tensors,
                  [tensor, r](const tutti::Communicator& comm) {
@@ -183,7 +189,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
   TORCH_CHECK(!tensors.empty(), "tutti allreduce_coalesced: no tensors");
   check_tensors("allreduce_coalesced", tensors);
   const Reduction r =
-      reduction_of("allreduce_coalesced", opts.reduceOp, tensors.front(), opts.timeout);
+      reduction_of("allreduce_coalesced", opts.reduceOp, tensors.front(), effective(opts.timeout));
   // One allreduce of the tensors back to back: one round of latency instead of one per tensor.
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "tutti:all_reduce_coalesced",
                  label_of("allreduce_coalesced", tensors.front()) + " and " +
@@ -201,7 +207,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::broadcast(std::vector<at::Tens
   const at::Tensor& given = single_tensor("broadcast", tensors, /*complex_ok=*/true);
   check_root("broadcast", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   // Bytes are bytes: a complex tensor goes as its real view (gloo broadcasts complex too).
   const at::Tensor tensor = carried(given);
   return enqueue(c10d::OpType::BROADCAST, "tutti:broadcast", label_of("broadcast", given), tensors,
@@ -217,7 +223,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>
   const at::Tensor& given = single_tensor("reduce", tensors, /*complex_ok=*/true);
   check_root("reduce", opts.rootRank, size_);
   const int root = static_cast<int>(opts.rootRank);
-  const Reduction r = reduction_of("reduce", opts.reduceOp, given, opts.timeout);
+  const Reduction r = reduction_of("reduce", opts.reduceOp, given, effective(opts.timeout));
   const at::Tensor tensor = carried(given);
   return enqueue(c10d::OpType::REDUCE, "tutti:reduce", label_of("reduce", given), tensors,
                  [tensor, root, r](const tutti::Communicator& comm) {
@@ -229,7 +235,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::barrier(const c10d::BarrierOptions& opts) {
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(c10d::OpType::BARRIER, "tutti:barrier", "tutti barrier", {},
                  [call](const tutti::Communicator& comm) { comm.barrier(call); });
 }
@@ -249,7 +255,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
                 describe(input));
   }
   const std::vector<at::Tensor> outs = outputs[0];
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(c10d::OpType::ALLGATHER, "tutti:all_gather", label_of("allgather", input), outs,
                  [input, outs, call](const tutti::Communicator& comm) {
                    const Staged in(input);
@@ -268,7 +274,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
       output.numel() == input.numel() * size_ && output.scalar_type() == input.scalar_type(),
       "tutti _allgather_base: output ", describe(output), " must hold ", size_, " times input ",
       describe(input));
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(c10d::OpType::_ALLGATHER_BASE, "tutti:_all_gather_base",
                  label_of("_allgather_base", input), {output},
                  [input, output, call](const tutti::Communicator& comm) {
@@ -301,7 +307,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
     }
     counts.push_back(count);
   }
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(c10d::OpType::ALLGATHER_COALESCED, "tutti:all_gather_coalesced",
                  label_of("allgather_coalesced", inputs.front()), outs,
                  [inputs, outs, counts, call](const tutti::Communicator& comm) {
@@ -337,7 +343,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
   } else {
     TORCH_CHECK(outputs.empty(), "tutti gather: only the root takes output tensors");
   }
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(c10d::OpType::GATHER, "tutti:gather", label_of("gather", input), outs,
                  [input, outs, root, call](const tutti::Communicator& comm) {
                    const Staged in(input);
@@ -370,7 +376,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
   } else {
     TORCH_CHECK(inputs.empty(), "tutti scatter: only the root takes input tensors");
   }
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(c10d::OpType::SCATTER, "tutti:scatter", label_of("scatter", output), outputs,
                  [output, ins, root, call](const tutti::Communicator& comm) {
                    at::Tensor flat;
@@ -396,7 +402,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
               "tutti reduce_scatter: output ", describe(output), " does not match input ",
               describe(inputs[0][rank_]), " of this rank");
   const std::vector<at::Tensor> ins = inputs[0];
-  const Reduction r = reduction_of("reduce_scatter", opts.reduceOp, output, opts.timeout);
+  const Reduction r =
+      reduction_of("reduce_scatter", opts.reduceOp, output, effective(opts.timeout));
   return enqueue(c10d::OpType::REDUCE_SCATTER, "tutti:reduce_scatter",
                  label_of("reduce_scatter", output), outputs,
                  [output, ins, r](const tutti::Communicator& comm) {
@@ -416,7 +423,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
       input.numel() == output.numel() * size_ && output.scalar_type() == input.scalar_type(),
       "tutti _reduce_scatter_base: input ", describe(input), " must hold ", size_, " times output ",
       describe(output));
-  const Reduction r = reduction_of("_reduce_scatter_base", opts.reduceOp, output, opts.timeout);
+  const Reduction r =
+      reduction_of("_reduce_scatter_base", opts.reduceOp, output, effective(opts.timeout));
   return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "tutti:_reduce_scatter_base",
                  label_of("_reduce_scatter_base", input), {output},
                  [input, output, r](const tutti::Communicator& comm) {
@@ -469,7 +477,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall_base(
       split_counts("alltoall_base", input, input_split_sizes, size_);
   const std::vector<size_t> recv_counts =
       split_counts("alltoall_base", output, output_split_sizes, size_);
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(
       c10d::OpType::ALLTOALL_BASE, "tutti:all_to_all", label_of("alltoall_base", input), {output},
       [input, output, send_counts, recv_counts, call](const tutti::Communicator& comm) {
@@ -489,7 +497,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tenso
   check_tensors("alltoall", outputs);
   TORCH_CHECK(inputs.front().scalar_type() == outputs.front().scalar_type(),
               "tutti alltoall: inputs and outputs differ in dtype");
-  const tutti::CallOptions call = call_options(opts.timeout);
+  const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(c10d::OpType::ALLTOALL, "tutti:all_to_all", label_of("alltoall", inputs.front()),
                  outputs, [inputs, outputs, call](const tutti::Communicator& comm) {
                    const at::Tensor in = flat_concat(inputs);

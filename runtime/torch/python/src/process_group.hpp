@@ -106,6 +106,10 @@ class ProcessGroupTutti final : public BackendBase {
   // later operations are refused by name.
   void abort() override;
   void shutdown() override;
+
+  // torch.distributed.set_timeout: the timeout of this group's later operations that have none of
+  // their own (joining is over by then).
+  void setTimeout(std::chrono::milliseconds timeout) override;
 #endif
 
  private:
@@ -129,8 +133,13 @@ class ProcessGroupTutti final : public BackendBase {
   // Queues `job` on the worker, or throws an error naming `op` once shutdown() has stopped it.
   void submit(const char* op, std::function<void(Worker&)> job);
 
+  // An operation's timeout: its own, else the one set_timeout gave, else (unset) the
+  // communicator's, which is the group's timeout at creation.
+  std::chrono::milliseconds effective(std::chrono::milliseconds timeout) const;
+
   std::string address_;  // where this rank listens (for the groups split from this one)
   std::chrono::milliseconds timeout_;
+  std::atomic<int64_t> timeout_set_ms_{0};  // set_timeout's value; 0: none
   std::atomic<uint64_t> sequence_{0};
   tutti::Communicator comm_;
   std::mutex worker_mutex_;         // guards worker_ itself (shutdown() may race an enqueue)
