@@ -222,9 +222,15 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
   std::optional<TorchMaster> torch_master;
   if (!backend->remote() && !torch_master_exported(s.exports))
     torch_master = TorchMaster{"127.0.0.1", pick_free_tcp_port()};
+  bool one_thread_said = false;
   for (const RankSlot& slot : s.plan.slots) {
     Environment env = rank_environment(base, s.exports, slot, s.plan.world_size(), s.job);
-    set_torch_identity(env, s.exports, slot, s.plan.world_size());
+    if (set_torch_identity(env, s.exports, slot, s.plan.world_size()) && !one_thread_said) {
+      one_thread_said = true;
+      log::info(
+          "tuttirun: OMP_NUM_THREADS=1 for every rank that shares its host, as torchrun "
+          "does (set OMP_NUM_THREADS, or -x OMP_NUM_THREADS=N, to choose)");
+    }
     if (torch_master) set_torch_master(env, *torch_master);
     // Ranks on one host share memory; ranks on different hosts must not try. The host names tell
     // which is which better than hostnames do (pods on one node, namespaces in a test).

@@ -24,7 +24,7 @@ bool exported(const std::vector<EnvExport>& exports, const std::string& name) {
 
 }  // namespace
 
-void set_torch_identity(Environment& env, const std::vector<EnvExport>& exports,
+bool set_torch_identity(Environment& env, const std::vector<EnvExport>& exports,
                         const RankSlot& slot, int world_size) {
   env.set("RANK", std::to_string(slot.rank));
   env.set("WORLD_SIZE", std::to_string(world_size));
@@ -35,6 +35,15 @@ void set_torch_identity(Environment& env, const std::vector<EnvExport>& exports,
   // Inside a PyTorchJob pod these name that job's master, not this one's.
   for (const char* name : {"MASTER_ADDR", "MASTER_PORT"})
     if (!exported(exports, name)) env.erase(name);
+  // Each process of torch (and of any OpenMP program) starts a thread per core by default, so N
+  // ranks on a host would run N x cores threads, and a rank's collectives wait behind its own
+  // compute threads (FSDP on tutti 5-20x slower, docs/PERFORMANCE.md). torchrun sets 1 for the
+  // same reason; the user's own value, inherited or exported, wins.
+  if (slot.local_size > 1 && !env.get("OMP_NUM_THREADS") && !exported(exports, "OMP_NUM_THREADS")) {
+    env.set("OMP_NUM_THREADS", "1");
+    return true;
+  }
+  return false;
 }
 
 bool torch_master_exported(const std::vector<EnvExport>& exports) {

@@ -23,8 +23,9 @@ struct TorchMaster {
 
 // Sets the torchrun-style identity of `slot`. An inherited MASTER_ADDR/MASTER_PORT (from an
 // enclosing job) is dropped unless `exports` (-x) names it: tuttirun's own values are set later,
-// by set_torch_master.
-void set_torch_identity(Environment& env, const std::vector<EnvExport>& exports,
+// by set_torch_master. Also torchrun's OMP_NUM_THREADS=1 when the slot shares its host with other
+// ranks and neither the environment nor -x sets it; returns whether it did (tuttirun says so once).
+bool set_torch_identity(Environment& env, const std::vector<EnvExport>& exports,
                         const RankSlot& slot, int world_size);
 
 // True when the user gave MASTER_ADDR and MASTER_PORT with -x (then tuttirun arranges nothing);

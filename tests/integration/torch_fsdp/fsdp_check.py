@@ -12,7 +12,7 @@ to --rtol (the backends sum in different orders; 2 ranks are bit for bit). Print
 checkpoint: trains --steps steps under fully_shard on --save-np ranks, saves model and optimizer
 with torch.distributed.checkpoint (sharded, one file per rank), then loads it on --load-np ranks,
 checks every parameter against the saver's (full state dict, bit for bit), and trains on. Both on
-backend tutti.
+backend tutti. The model is examples/fsdp's.
 """
 import argparse
 import json
@@ -25,53 +25,14 @@ import traceback
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-import torch.nn as nn
 import torch.nn.functional as F
 
-VOCAB, DIM, HEADS, FF, LAYERS, SEQ, BATCH = 512, 64, 4, 256, 2, 32, 8
+# The model and data of examples/fsdp (the example a user starts from).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "examples", "fsdp"))
+from t5_model import TinyT5, batch  # noqa: E402
 
-
-class Block(nn.Module):
-    """A T5-style encoder block: RMS-normed self-attention and a ReLU MLP, each residual."""
-
-    def __init__(self):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(DIM, bias=False)
-        self.qkv = nn.Linear(DIM, 3 * DIM, bias=False)
-        self.out = nn.Linear(DIM, DIM, bias=False)
-        self.norm2 = nn.LayerNorm(DIM, bias=False)
-        self.ff_in = nn.Linear(DIM, FF, bias=False)
-        self.ff_out = nn.Linear(FF, DIM, bias=False)
-
-    def forward(self, x):
-        b, s, _ = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, s, 3, HEADS, DIM // HEADS).unbind(2)
-        attn = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                              v.transpose(1, 2), is_causal=True)
-        x = x + self.out(attn.transpose(1, 2).reshape(b, s, DIM))
-        return x + self.ff_out(F.relu(self.ff_in(self.norm2(x))))
-
-
-class TinyT5(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Embedding(VOCAB, DIM)
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
-        self.norm = nn.LayerNorm(DIM, bias=False)
-        self.head = nn.Linear(DIM, VOCAB, bias=False)
-
-    def forward(self, tokens):
-        x = self.embed(tokens)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.norm(x))
-
-
-def batch(step, rank):
-    """This rank's batch of step `step`: the same on every run, different on every rank."""
-    g = torch.Generator().manual_seed(1000 * step + rank)
-    tokens = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=g)
-    return tokens[:, :-1], tokens[:, 1:]
+VOCAB = 512
 
 
 def build(api):

@@ -28,6 +28,22 @@ TEST(TorchEnv, IdentityIsTorchrunsAndStaleMasterIsDropped) {
   EXPECT_FALSE(env.get("MASTER_PORT"));
 }
 
+TEST(TorchEnv, RanksSharingAHostGetOneThreadUnlessTheUserChose) {
+  RankSlot shared{0, 0, 2, 0, 1, "a"};  // one of 2 ranks on its host
+  RankSlot alone{0, 0, 1, 0, 2, "a"};   // the only rank on its host
+  Environment env = Environment::from_strings({});
+  EXPECT_TRUE(set_torch_identity(env, {}, shared, 2));
+  EXPECT_EQ(env.get("OMP_NUM_THREADS"), "1");
+  Environment single = Environment::from_strings({});
+  EXPECT_FALSE(set_torch_identity(single, {}, alone, 2));
+  EXPECT_FALSE(single.get("OMP_NUM_THREADS"));
+  Environment inherited = Environment::from_strings({"OMP_NUM_THREADS=4"});
+  EXPECT_FALSE(set_torch_identity(inherited, {}, shared, 2));
+  EXPECT_EQ(inherited.get("OMP_NUM_THREADS"), "4");
+  Environment exported = Environment::from_strings({});
+  EXPECT_FALSE(set_torch_identity(exported, {{"OMP_NUM_THREADS", "3"}}, shared, 2));
+}
+
 TEST(TorchEnv, ExportedMasterIsKept) {
   std::vector<EnvExport> exports{{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}};
   Environment env = Environment::from_strings({"MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500"});
