@@ -122,6 +122,7 @@ def rank_main(rank, size, backend, init_file, job, out_file):
         if rank == 0:
             with open(out_file, "w") as f:
                 json.dump(result, f)
+        open(f"{out_file}.done{rank}", "w").close()  # the work is over; teardown follows
         dist.destroy_process_group()
     except BaseException:
         traceback.print_exc()
@@ -147,6 +148,14 @@ def run(size, backend, job, limit=600):
             if p.is_alive():
                 p.kill()
         codes = [p.exitcode for p in procs]
+        finished = all(os.path.exists(f"{out_file}.done{r}") for r in range(size))
+        if backend == "gloo" and not alive and finished and any(codes):
+            # torch 2.15's gloo here: now and then a rank that has finished its work dies in
+            # teardown ("terminate called without an active exception", SIGABRT). gloo is only the
+            # yardstick, and its results are complete, so the run counts, said aloud.
+            print(f"note: gloo on {size} ranks finished, then exited {codes} in teardown (a gloo "
+                  "bug); its results are used")
+            codes = [0] * size
         if alive or any(codes):
             raise SystemExit(f"FAILED: {backend} on {size} ranks, {job}: exit codes {codes}, "
                              f"still running after {limit} s: {alive}")
@@ -159,23 +168,13 @@ def median(values):
     return ordered[len(ordered) // 2]
 
 
-def reference(size, job):
-    """gloo's run of `job`. Once in a dozen runs here gloo's rank 0 died of SIGABRT inside gloo;
-    gloo is only the yardstick, so its run gets a second try, said aloud."""
-    try:
-        return run(size, "gloo", job)
-    except SystemExit as e:
-        print(f"{e}; gloo once more")
-        return run(size, "gloo", job)
-
-
 def check_losses(args):
     worst = 0.0
     for size in args.np:
         for api in args.api:
             job = {"kind": "losses", "api": api, "steps": args.steps, "threads": args.threads}
             tutti = run(size, "tutti", job)
-            gloo = reference(size, job)
+            gloo = run(size, "gloo", job)
             print(f"{api}, {size} ranks, {args.threads} thread(s) each: step  tutti loss"
                   "          gloo loss")
             for step, (a, b) in enumerate(zip(tutti["losses"], gloo["losses"])):

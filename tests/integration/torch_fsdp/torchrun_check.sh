@@ -36,12 +36,14 @@ grep -q "^checkpoint saved at step 20$" "$work/tutti.log" || fail "no checkpoint
 tutti=$(weights tutti 2 20)
 echo "tutti, 2 ranks, 20 steps: weights $tutti; $(grep '^step 20 ' "$work/tutti.log")"
 
-# gloo is the yardstick. On torch 2.15 here about one gloo run in six ends with "terminate called
-# without an active exception" in a rank as it exits, after its last line; that run gets a second
-# try, said aloud.
-if ! (run gloo 2 gloo --max-steps 20) 2>/dev/null; then
-  echo "gloo's run failed ($(grep -m1 -E 'terminate called|Error' "$work/gloo.log" || echo '?')); once more"
-  run gloo 2 gloo --max-steps 20
+# gloo is the yardstick. On torch 2.15 here, now and then a gloo rank that has printed its last line
+# dies in teardown ("terminate called without an active exception"): its weights still count, said
+# aloud. Any other failure of gloo's run fails the check.
+if ! timeout 300 "$python" -m torch.distributed.run --standalone --nproc_per_node 2 "$train" \
+  --backend gloo --log-every 5 --max-steps 20 >"$work/gloo.log" 2>&1; then
+  grep -q "terminate called without an active exception" "$work/gloo.log" ||
+    fail "gloo: torchrun failed"
+  echo "note: a gloo rank died in teardown (a gloo bug); its weights are used"
 fi
 gloo=$(weights gloo 2 20)
 echo "gloo,  2 ranks, 20 steps: weights $gloo"
