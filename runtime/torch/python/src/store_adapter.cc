@@ -1,5 +1,8 @@
 #include "store_adapter.hpp"
 
+#include <algorithm>
+#include <thread>
+
 #include "tutti/error.hpp"
 
 namespace tutti::torch_backend {
@@ -50,7 +53,24 @@ bool C10dStore::check(const std::vector<std::string>& keys) {
 }
 
 void C10dStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-  translated("wait", joined(keys), [&] { store_->wait(keys, timeout); });
+  // By check(), not c10d's wait(): tutti waits in short slices (it watches its peers between
+  // them), and a TCPStore wait() that times out leaves the server's waiter registered on the
+  // client's socket; the server's late "ready" then arrives as the first byte of the client's next
+  // reply (torch before 2.1, pytorch PR 100594), which reads a wrong length and blocks for ever
+  // partway through a value: the pods stall of issue 26 item 16. A check() is one request and one
+  // reply, whatever the deadline (tests/integration/torch_backend/late_join_test.py).
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(200);
+  const std::string what = joined(keys);
+  while (!translated("check", what, [&] { return store_->check(keys); })) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
+      throw tutti::Error(ErrorCode::kTimeout, "torch store wait '" + what + "': not set within " +
+                                                  std::to_string(timeout.count()) + " ms");
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::microseconds(10'000));
+  }
 }
 
 bool C10dStore::remove(const std::string& key) {
