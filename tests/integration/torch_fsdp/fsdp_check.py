@@ -195,8 +195,8 @@ def check_losses(args):
 
 def check_checkpoint(args):
     with tempfile.TemporaryDirectory() as tmp:
-        saved = run(args.save_np, "tutti",
-                    {"kind": "save", "steps": args.steps, "dir": tmp, "threads": args.threads})
+        run(args.save_np, "tutti",
+            {"kind": "save", "steps": args.steps, "dir": tmp, "threads": args.threads})
         files = sorted(f for f in os.listdir(tmp) if f.endswith(".distcp"))
         print(f"saved on {args.save_np} ranks: {files}")
         assert len(files) == args.save_np, files
@@ -204,7 +204,6 @@ def check_checkpoint(args):
                      {"kind": "load", "steps": args.steps, "dir": tmp, "threads": args.threads})
         print(f"loaded on {args.load_np} ranks: {loaded['params']} parameters bit for bit; "
               f"losses after: {loaded['losses']}")
-    del saved
     print("checkpoint: ok")
 
 

@@ -59,16 +59,20 @@ void C10dStore::wait(const std::vector<std::string>& keys, std::chrono::millisec
   // reply (torch before 2.1, pytorch PR 100594), which reads a wrong length and blocks for ever
   // partway through a value: the pods stall of issue 26 item 16. A check() is one request and one
   // reply, whatever the deadline (tests/integration/torch_backend/late_join_test.py).
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // Saturated: a caller's "forever" (milliseconds::max()) must not wrap into the past.
+  const auto now = std::chrono::steady_clock::now();
+  const auto room = std::chrono::steady_clock::time_point::max() - now;
+  const auto deadline =
+      timeout >= room ? std::chrono::steady_clock::time_point::max() : now + timeout;
   auto pause = std::chrono::microseconds(200);
   const std::string what = joined(keys);
   while (!translated("check", what, [&] { return store_->check(keys); })) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline)
+    const auto at = std::chrono::steady_clock::now();
+    if (at >= deadline)
       throw tutti::Error(ErrorCode::kTimeout, "torch store wait '" + what + "': not set within " +
                                                   std::to_string(timeout.count()) + " ms");
     std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
+        std::min<std::chrono::steady_clock::duration>(pause, deadline - at));
     pause = std::min(pause * 2, std::chrono::microseconds(10'000));
   }
 }
