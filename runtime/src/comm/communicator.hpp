@@ -22,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bootstrap/world_info.hpp"
@@ -201,6 +202,13 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // that never called.
   void agree_on_group_order(const std::string& purpose, std::span<const int> set,
                             std::span<const int> listed);
+  // Waits until keys[i], which rank ranks[i] of this communicator publishes, all exist. The store
+  // is asked in slices; between them an abort of this communicator, a peer's abort notice or an
+  // awaited rank's death ends the wait at once, and `look` (given the ranks still missing) may end
+  // it with an error of its own. Returns the ranks still missing at the deadline, else none.
+  std::vector<int> wait_for_ranks(const std::vector<std::string>& keys, std::span<const int> ranks,
+                                  Deadline deadline, std::string_view what,
+                                  const std::function<void(std::span<const int>)>& look = nullptr);
   // A timeout's advice names Options::timeout_setting, not TUTTI_COLLECTIVE_TIMEOUT, where the
   // timeout came from elsewhere (torch); any other error as it is.
   Error with_timeout_setting(const Error& e) const;

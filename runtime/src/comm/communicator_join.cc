@@ -49,10 +49,30 @@ std::string join_ranks(const std::vector<int>& ranks) {
 // goes with it ("<size> <host>"): ranks that were told different sizes (torch's new_group with
 // different member lists on different ranks) fail at once naming the disagreement, instead of
 // one going on alone into the transports and the other timing out (issue 26).
+//
+// Ranks told different sizes may also be told the same rank (torch: new_group([0, 1]) on rank 0,
+// new_group([1]) on rank 1: both are rank 0 of their group, under the same keys), and then one
+// value overwrites the other. So each rank also claims its index with a counter: a second claim
+// fails at once, and so does the first one's wait, which sees the count go up. `also_claimed`
+// (when given) is a counter the rank claimed before (rank 0's claim on drawing the job id).
 std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::string& job_id,
                                            int rank, int size, const std::string& host_id,
-                                           Deadline deadline, double timeout_s) {
+                                           Deadline deadline, double timeout_s,
+                                           const std::string& also_claimed) {
   auto key = [&](int r) { return fmt::format("{}/host/{}", job_id, r); };
+  const std::string claim = key(rank) + "/claims";
+  auto check_claims = [&](int64_t mine) {
+    int64_t other = 0;
+    if (mine <= 1 && !also_claimed.empty()) other = store.add(also_claimed, 0);
+    if (mine > 1 || other > 1)
+      throw make_error(ErrorCode::kMismatch,
+                       "init: another process joined as rank {} under the same store keys ({}) "
+                       "while this one joins as rank {} of {}; every rank must be given the same "
+                       "members, and each world a store (or prefix) of its own (torch: call "
+                       "new_group with the same ranks on every member)",
+                       rank, store.describe(), rank, size);
+  };
+  check_claims(store.add(claim, 1));
   store.set(key(rank), fmt::format("{} {}", size, host_id));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(key(r));
@@ -93,6 +113,7 @@ std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::s
         fetch(r);  // a disagreement ends the wait now
     }
     if (missing.empty()) break;
+    check_claims(store.add(claim, 0));
     if (!deadline.expired()) continue;
     throw make_error(
         ErrorCode::kTimeout,
@@ -143,14 +164,27 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
   bootstrap::Store& store = *job->store;
   job->job_id = j.job_id;
   job->job_token = j.job_token;
+  std::string drawn_claim;
   if (job->job_id.empty()) {
     // Without a launcher-given id, rank 0 draws one so that concurrent jobs never share keys or
-    // shared-memory names.
-    if (j.rank == 0) store.set(j.id_key, "job-" + random_hex(8));
+    // shared-memory names. Two processes that both think they are rank 0 would each draw one
+    // (and then wait apart): the second to claim the drawing fails at once, the first in its wait.
+    if (j.rank == 0) {
+      drawn_claim = j.id_key + "/drawers";
+      if (store.add(drawn_claim, 1) > 1)
+        throw make_error(ErrorCode::kMismatch,
+                         "init: another process joined as rank 0 under the same store keys ({}) "
+                         "while this one joins as rank 0 of {}; every rank must be given the "
+                         "same members, and each world a store (or prefix) of its own (torch: "
+                         "call new_group with the same ranks on every member)",
+                         store.describe(), j.size);
+      store.set(j.id_key, "job-" + random_hex(8));
+    }
     job->job_id = store.get(j.id_key, deadline);
   }
-  job->host_ids = exchange_host_ids(store, job->job_id, j.rank, j.size, j.host_id, deadline,
-                                    std::chrono::duration<double>(options.init_timeout).count());
+  job->host_ids =
+      exchange_host_ids(store, job->job_id, j.rank, j.size, j.host_id, deadline,
+                        std::chrono::duration<double>(options.init_timeout).count(), drawn_claim);
 
   transport::MeshConfig mesh;
   mesh.rank = j.rank;

@@ -13,6 +13,9 @@
 namespace tutti::comm {
 namespace {
 
+// How often a wait on the store for other members looks at them (aborts, deaths).
+constexpr std::chrono::milliseconds kStoreWatchSlice{100};
+
 std::string list(std::span<const int> ranks) {
   std::string out;
   for (size_t i = 0; i < ranks.size(); ++i) out += fmt::format("{}{}", i ? "," : "", ranks[i]);
@@ -37,16 +40,16 @@ transport::ContextId Communicator::draw_context(std::string_view purpose,
     store.set(key, std::to_string(id));
     return static_cast<transport::ContextId>(id);
   }
-  std::string value;
-  try {
-    value = store.get(key, deadline);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kTimeout) throw;
+  // The lowest member may have died or aborted: look at it while waiting, not only at the end.
+  const std::vector<int> lowest_only{lowest};
+  if (!wait_for_ranks({key}, lowest_only, deadline,
+                      fmt::format("creating a communicator ({})", purpose))
+           .empty())
     throw make_error(ErrorCode::kTimeout,
                      "rank {} timed out after {} ms waiting for rank {} to create communicator "
                      "({}); every member must make the same call",
                      rank_, options_.init_timeout.count(), lowest, purpose);
-  }
+  const std::string value = store.get(key, deadline);
   // The store is shared with the caller (a torch Store, say): refuse anything but an id we wrote.
   uint64_t id = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), id);
@@ -103,30 +106,102 @@ std::shared_ptr<Communicator> Communicator::dup() {
   return split(0, rank_);
 }
 
+std::vector<int> Communicator::wait_for_ranks(
+    const std::vector<std::string>& keys, std::span<const int> ranks, Deadline deadline,
+    std::string_view what, const std::function<void(std::span<const int>)>& look) {
+  bootstrap::Store& store = *job_->store;
+  for (;;) {
+    try {
+      store.wait(keys, Deadline::after(kStoreWatchSlice).earlier(deadline));
+      return {};
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kTimeout) throw;
+    }
+    const std::vector<std::string> absent = store.missing(keys);
+    std::vector<int> missing;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (std::find(absent.begin(), absent.end(), keys[i]) != absent.end())
+        missing.push_back(ranks[i]);
+    if (missing.empty()) return {};
+    if (transport_) transport_->check_peers_between_calls(missing, what);
+    if (look) look(missing);
+    if (deadline.expired()) return missing;
+  }
+}
+
 void Communicator::agree_on_group_order(const std::string& purpose, std::span<const int> set,
                                         std::span<const int> listed) {
   bootstrap::Store& store = *job_->store;
   const Deadline deadline = Deadline::after(options_.init_timeout);
   const std::string base = fmt::format("{}/c{}/{}/order/", job_->job_id, context_, purpose);
   const std::string mine = list(listed);
+  const std::string set_text = list(set);
+  // Which group call each rank is in ("<set> <nth> waiting|done"), so that members that list
+  // different sets of ranks, each waiting for the other under its own set's keys, see it and fail
+  // at once naming both lists instead of both timing out.
+  auto grouping_key = [&](int r) {
+    return fmt::format("{}/c{}/grouping/{}", job_->job_id, context_, r);
+  };
+  const uint64_t nth = groups_[std::vector<int>(set.begin(), set.end())];
+  store.set(grouping_key(rank_), fmt::format("{} {} waiting", set_text, nth));
   store.set(base + std::to_string(rank_), mine);
   std::vector<std::string> keys;
   for (int r : set) keys.push_back(base + std::to_string(r));
-  try {
-    store.wait(keys, deadline);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kTimeout) throw;
-    std::vector<std::string> missing = store.missing(keys);
-    std::string who;
-    for (size_t i = 0; i < keys.size(); ++i)
-      if (std::find(missing.begin(), missing.end(), keys[i]) != missing.end())
-        who += fmt::format("{}{}", who.empty() ? "" : ", ", set[i]);
+  // What a missing rank is doing instead, if it is in a group call: "" when nothing is known.
+  auto elsewhere = [&](int r) -> std::string {
+    const std::string key = grouping_key(r);
+    if (!store.missing({key}).empty()) return "";
+    const std::string value = store.get(key, deadline);
+    return value;
+  };
+  int slices = 0;
+  auto look = [&](std::span<const int> missing) {
+    if (++slices % 5 != 0) return;  // every half second: a store read per missing rank
+    for (int r : missing) {
+      // "<set> <nth> <state>": r waits in group call nth of its set; it waits for this rank when
+      // the set holds this rank and this rank has not made that call yet.
+      const std::string value = elsewhere(r);
+      const size_t first = value.find(' '), second = value.rfind(' ');
+      if (first == std::string::npos || second == first) continue;
+      const std::string theirs = value.substr(0, first);
+      uint64_t their_nth = 0;
+      std::from_chars(value.data() + first + 1, value.data() + second, their_nth);
+      if (value.substr(second + 1) != "waiting" || theirs == set_text) continue;
+      std::vector<int> their_set;
+      for (size_t at = 0; at < theirs.size();) {
+        const size_t comma = std::min(theirs.find(',', at), theirs.size());
+        int member = -1;
+        std::from_chars(theirs.data() + at, theirs.data() + comma, member);
+        their_set.push_back(member);
+        at = comma + 1;
+      }
+      if (std::find(their_set.begin(), their_set.end(), rank_) == their_set.end()) continue;
+      const auto made = groups_.find(their_set);
+      if (made != groups_.end() && made->second >= their_nth) continue;  // a call already made
+      throw make_error(ErrorCode::kInvalidArgument,
+                       "group on rank {}: rank {} called group with the ranks {} while this rank "
+                       "called it with {}; each waits for the other, so both fail: every listed "
+                       "rank must call group with the same ranks",
+                       rank_, r, theirs, mine);
+    }
+  };
+  const std::vector<int> missing = wait_for_ranks(keys, set, deadline, "group", look);
+  if (!missing.empty()) {
+    std::string who, doing;
+    for (int r : missing) {
+      who += fmt::format("{}{}", who.empty() ? "" : ", ", r);
+      const std::string value = elsewhere(r);
+      if (!value.empty())
+        doing += fmt::format("; rank {}'s last group call listed {}", r,
+                             value.substr(0, value.find(' ')));
+    }
     throw make_error(ErrorCode::kTimeout,
                      "group on rank {}: timed out after {} ms waiting for rank(s) {} to call group "
-                     "with the ranks {} too; every listed rank must call group with the same list "
-                     "(a rank that lists other ranks waits for those instead)",
-                     rank_, options_.init_timeout.count(), who.empty() ? "?" : who, mine);
+                     "with the ranks {} too{}; every listed rank must call group with the same "
+                     "list",
+                     rank_, options_.init_timeout.count(), who, mine, doing);
   }
+  store.set(grouping_key(rank_), fmt::format("{} {} done", set_text, nth));
   std::string differences;
   for (size_t i = 0; i < keys.size(); ++i) {
     const std::string theirs = store.get(keys[i], deadline);
@@ -167,14 +242,20 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
   // difference (keyed by the list, they used to wait under different keys: one rank went on alone,
   // the other timed out, and later calls hung).
   std::vector<int> listed(ranks.begin(), ranks.end());
-  uint64_t nth = 0;
-  {
-    // The counts are this communicator's state: one thread at a time, like its calls.
+  std::string purpose;
+  try {
+    // The counts are this communicator's state, and its transport is looked at while waiting:
+    // one thread at a time, like its calls.
     ExclusiveCall exclusive(busy_, rank_, "group", [&] { abort_for_second_thread("group"); });
-    nth = ++groups_[sorted];
+    const uint64_t nth = ++groups_[sorted];
+    purpose = fmt::format("group/{}/{}", list(sorted), nth);
+    agree_on_group_order(purpose, sorted, listed);
+  } catch (const Error&) {
+    // An abort() from another thread while this rank waited: tell the peers now (an abort that
+    // finds a call in progress leaves that to the call).
+    deliver_abort_if_idle();
+    throw;
   }
-  const std::string purpose = fmt::format("group/{}/{}", list(sorted), nth);
-  agree_on_group_order(purpose, sorted, listed);
   const transport::ContextId context = draw_context(purpose, sorted);
   std::vector<int> members;
   for (int r : listed) members.push_back(members_[r]);

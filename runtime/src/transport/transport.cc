@@ -263,6 +263,16 @@ void Transport::check_peers(std::span<const int> awaited, std::string_view what)
   check_interrupt();
   progress_all();
   check_call_agreement();
+  throw_if_dead(awaited, what);
+}
+
+void Transport::check_peers_between_calls(std::span<const int> awaited, std::string_view what) {
+  check_interrupt();
+  progress_all();
+  throw_if_dead(awaited, what);
+}
+
+void Transport::throw_if_dead(std::span<const int> awaited, std::string_view what) {
   for (int peer : awaited) {
     Channel& c = channel(peer);
     int fd = static_cast<size_t>(peer) < peer_pidfds_.size() ? peer_pidfds_[peer] : -1;

@@ -90,6 +90,10 @@ class Transport {
   // channel (an abort notice throws its Error) and throws Error(kPeerFailure) naming the first
   // rank of `awaited` whose process has died. `what` names the wait for the message.
   void check_peers(std::span<const int> awaited, std::string_view what);
+  // The same look between calls (a communicator's setup in the store, group()): without the
+  // call-agreement check, which compares against the last call and would take a peer that has
+  // moved on to the next one for a mismatch.
+  void check_peers_between_calls(std::span<const int> awaited, std::string_view what);
   // Sleeps up to timeout_ns, waking early when a peer dies or a socket turns readable.
   void nap(long timeout_ns) { sleep_on_fds(timeout_ns); }
   // Error(kTimeout) for a window wait: names `what` and the ranks in `awaited`.
@@ -104,6 +108,8 @@ class Transport {
   }
   // Sleeps in poll() on the channels' fds for at most timeout_ns (the idle path of wait()).
   void sleep_on_fds(long timeout_ns);
+  // Error(kPeerFailure) naming the first rank of `awaited` whose process has died.
+  void throw_if_dead(std::span<const int> awaited, std::string_view what);
   [[noreturn]] void throw_timeout(std::string_view what, double waited_seconds) const;
 
   int rank_;

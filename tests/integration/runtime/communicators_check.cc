@@ -205,8 +205,28 @@ void stores(tutti::Communicator& world, const std::string& directory) {
     tutti::Communicator third = tutti::Communicator::create(store, world.rank(), world.size());
     check_sum<int32_t>(third, 5, 3, "unnamed communicator on " + store->describe());
   }
+  // Two processes that both think they are rank 0 under the same keys, of worlds of different
+  // sizes (torch: new_group([0, 1]) on rank 0 and new_group([1]) on rank 1). The world of two must
+  // fail at once naming the collision; it used to wait out TUTTI_TIMEOUT for a rank 1 that was
+  // never coming. The world of one may go on (nothing it can see is wrong) or fail alike.
+  if (world.rank() < 2) {
+    tutti::Options o = tutti::Options::from_env();
+    o.name = "collide";
+    const int size = world.rank() == 0 ? 2 : 1;
+    const auto started = Clock::now();
+    try {
+      tutti::Communicator::create(tcp, 0, size, o);
+      if (size == 2) fail("two processes as rank 0 of one world: create succeeded");
+    } catch (const tutti::Error& e) {
+      if (e.code() != tutti::ErrorCode::kMismatch ||
+          !std::strstr(e.what(), "another process joined as rank 0") || ms_since(started) > 10000)
+        fail(fmt::format("two processes as rank 0: code {} after {:.0f} ms: {}",
+                         static_cast<int>(e.code()), ms_since(started), e.what()));
+    }
+  }
   world.barrier();  // rank 0's server goes last
-  ok("communicators on a caller's TcpStore and FileStore, two per store, named and unnamed");
+  ok("communicators on a caller's TcpStore and FileStore, two per store, named and unnamed; two "
+     "processes as rank 0 of one store's world fail at once");
 }
 
 // abort() from a watchdog thread on rank 0 while rank 1 sleeps: every rank's call fails within
