@@ -22,6 +22,13 @@
 #   pod_data_ip K I      that address
 #
 # All traffic stays in 198.18.0.0/15 (RFC 2544 benchmarking range) and on loopback.
+#
+# Every script that uses pods runs in a network and mount namespace of its own: pods_check_possible
+# re-executes it there (unshare --net --mount), with loopback up and a private /run/netns. Its
+# bridges, addresses and pod namespaces are then seen by nobody else, so two test runs on one
+# machine (two trees' `make test` side by side, issue 26 item 17) never meet, although each case
+# uses fixed pod names and a fixed subnet; and whatever a killed run leaves goes with its last
+# process. The script's side of the bridges ("the host") is that namespace.
 
 PODS_NAMES=()     # namespaces this script created (removed by pods_down)
 PODS_BRIDGES=()   # bridges this script created
@@ -32,10 +39,33 @@ pods_skip() {
   exit 77
 }
 
-# Refuses to go on unless network namespaces can be created here; exits 77 with the reason.
+# Re-executes the calling script (this shell's own command line) in a new network and mount
+# namespace, once; there, brings loopback up and mounts a tmpfs on /run/netns, so that `ip netns`
+# names are this run's only. Anything the script did before this call is done again: call it first.
+pods_private_world() {
+  if [ -n "${TUTTI_PODS_WORLD:-}" ]; then
+    [ "$TUTTI_PODS_WORLD" = "$$" ] || return 0  # a child script of a run already in its own world
+    ip link set lo up || pods_skip "cannot bring loopback up in the test's network namespace"
+    mkdir -p /run/netns
+    mount -t tmpfs -o mode=0755 tutti-pods-netns /run/netns ||
+      pods_skip "cannot mount a private /run/netns in the test's mount namespace"
+    TUTTI_PODS_WORLD=inside
+    return 0
+  fi
+  unshare --net --mount --propagation private true 2>/dev/null ||
+    pods_skip "cannot make a network and mount namespace (unshare --net --mount needs CAP_SYS_ADMIN)"
+  local -a argv
+  mapfile -d '' argv </proc/$$/cmdline
+  # exec keeps the pid, so the script finds itself ($$) as the one to set the namespace up.
+  exec unshare --net --mount --propagation private env TUTTI_PODS_WORLD=$$ "${argv[@]}"
+}
+
+# Refuses to go on unless network namespaces can be created here; exits 77 with the reason. Moves
+# the script into a network and mount namespace of its own first (pods_private_world).
 pods_check_possible() {
   command -v ip >/dev/null 2>&1 || pods_skip "the 'ip' command (iproute2) is not installed"
   [ "$(id -u)" -eq 0 ] || pods_skip "network-namespace pods need root (ip netns add); run ctest as root"
+  pods_private_world
   local probe="tutti-pods-probe-$$"
   local why
   if ! why=$(ip netns add "$probe" 2>&1); then
