@@ -102,11 +102,14 @@ case "$CASE" in
   rank_env)
     unset TUTTI_JOB_TOKEN
     export TUTTI_RANK=99 FORWARDED=fwd
-    run -np 3 --timeout 17 --job-id job-env-test -x FORWARDED -x SETHERE=v1 -- "$PROBE" env show FORWARDED show SETHERE
+    # The job id is this run's own: two test runs on one machine must not share a job id (tuttirun
+    # claims it on the host, and its /dev/shm segments go by it).
+    job="job-env-test-$$"
+    run -np 3 --timeout 17 --job-id "$job" -x FORWARDED -x SETHERE=v1 -- "$PROBE" env show FORWARDED show SETHERE
     expect_rc 0
     for r in 0 1 2; do
       for kv in TUTTI_RANK=$r TUTTI_SIZE=3 TUTTI_LOCAL_RANK=$r TUTTI_LOCAL_SIZE=3 TUTTI_CROSS_RANK=0 \
-                TUTTI_CROSS_SIZE=1 TUTTI_JOB_ID=job-env-test TUTTI_LAUNCHER=tuttirun TUTTI_RESTART_COUNT=0 \
+                TUTTI_CROSS_SIZE=1 "TUTTI_JOB_ID=$job" TUTTI_LAUNCHER=tuttirun TUTTI_RESTART_COUNT=0 \
                 TUTTI_TIMEOUT=17 STDIN=eof FORWARDED=fwd SETHERE=v1; do
         expect_out "^\[$r\] $kv\$"
       done

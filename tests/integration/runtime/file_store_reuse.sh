@@ -42,7 +42,7 @@ done
 grep -qx 0 "$work/reused.status" && { echo "FAIL: a rank of the reused job succeeded"; fail=1; }
 [ "$elapsed" -lt 15 ] || { echo "FAIL: the reused job took ${elapsed} s to fail instead of failing at once"; fail=1; }
 
-run_job renamed "file:$work/store" TUTTI_JOB_ID=second-job
+run_job renamed "file:$work/store" TUTTI_JOB_ID=second-job-$$
 [ "$(sort -u "$work/renamed.status")" = 0 ] || { echo "FAIL: a fresh TUTTI_JOB_ID in the same directory failed"; fail=1; }
 [ $fail = 0 ] && echo "file store reuse OK"
 exit $fail

@@ -8,7 +8,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir "$work/store"
 pids=()
 for r in 0 1 2; do
-  TUTTI_RANK=$r TUTTI_SIZE=4 TUTTI_STORE="file:$work/store" TUTTI_JOB_ID=missing TUTTI_TIMEOUT=3 \
+  TUTTI_RANK=$r TUTTI_SIZE=4 TUTTI_STORE="file:$work/store" TUTTI_JOB_ID=missing-$$ TUTTI_TIMEOUT=3 \
     timeout 60 "$check" >"$work/$r.out" 2>&1 &
   pids+=($!)
 done
