@@ -184,8 +184,25 @@ EOF
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 cp -L /etc/hosts "$root/etc/hosts"
 hostname >"$root/etc/hostname"
+# This machine's trust for its way out (an egress proxy's own CA, here in the host's bundle): the
+# full mode's PyPI download (torch 2.x) verifies through it. A user's fresh Debian that reaches
+# PyPI directly needs none of it; the host's local CAs go where Debian's ca-certificates would take
+# them up, its bundle where pip and Python look, and its pip.conf (which may name that bundle).
+if [ -d /usr/local/share/ca-certificates ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -rL /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  mkdir -p "$root/etc/ssl/certs"
+  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+fi
+[ ! -f /etc/pip.conf ] || cp -L /etc/pip.conf "$root/etc/pip.conf"
 
 # --- Mounts -----------------------------------------------------------------------------------
+# The root is a mount point of its own, as / is on a real machine: `ip netns exec` (the pods tests)
+# and `unshare --propagation` change the propagation of /, which fails (EINVAL) on a plain
+# directory. Mounted first, so everything below is mounted on top of it (and unmounted before it).
+mount_at "$root" --bind "$root"
 # /dev is bound without its submounts and made private, so that the devpts and tmpfs mounted on the
 # root's /dev/pts and /dev/shm can never propagate back to the host's /dev.
 mount_at "$root/proc" -t proc proc
