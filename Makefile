@@ -51,8 +51,8 @@ fuzz: deps
 sanitize: deps
 	JOBS=$(JOBS) bash scripts/sanitize.sh all
 
-# The launcher and worker images (docker/*.Dockerfile) with docker or podman; says so and does
-# nothing where neither can build. IMAGE_PREFIX=registry/path/ PUSH=1 to push. See docs/KUBERNETES.md.
+# The images (docker/*.Dockerfile: launcher, worker, worker-torch2) with docker or podman; says so
+# and does nothing where neither can build. IMAGE_PREFIX=registry/path/ PUSH=1 to push. See docs/KUBERNETES.md.
 image:
 	@bash scripts/build-images.sh
 

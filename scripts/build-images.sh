@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make image: builds docker/launcher.Dockerfile and docker/worker.Dockerfile (context: the
-# repository root) as ${IMAGE_PREFIX}tutti-launcher:VERSION and ${IMAGE_PREFIX}tutti-worker:VERSION,
-# VERSION being the project's (CMakeLists.txt), the tag examples/k8s names. With PUSH=1 it pushes
-# them too. IMAGE_PREFIX is your registry path with its trailing slash, e.g. registry.example.com/ml/.
+# make image: builds docker/launcher.Dockerfile, docker/worker.Dockerfile and
+# docker/worker-torch2.Dockerfile (context: the repository root) as ${IMAGE_PREFIX}tutti-NAME:VERSION
+# (tutti-launcher, tutti-worker, tutti-worker-torch2), VERSION being the project's (CMakeLists.txt),
+# the tag examples/k8s names. With PUSH=1 it pushes them too. IMAGE_PREFIX is your registry path
+# with its trailing slash, e.g. registry.example.com/ml/.
 # Uses docker, else podman (CONTAINER_ENGINE picks one). Where neither is installed, or the one
 # found cannot build (no daemon reachable), it says so and exits 0: there is nothing to build with.
 set -euo pipefail
@@ -29,12 +30,15 @@ if ! why=$("$engine" info 2>&1 >/dev/null); then
   exit 0
 fi
 
-for name in launcher worker; do
+images=(launcher worker worker-torch2)
+built=
+for name in "${images[@]}"; do
   tag="${prefix}tutti-$name:$version"
+  built="$built $tag"
   echo "make image: $engine build -f docker/$name.Dockerfile -t $tag ."
   "$engine" build -f "docker/$name.Dockerfile" -t "$tag" .
 done
 if [ "${PUSH:-0}" = 1 ]; then
-  for name in launcher worker; do "$engine" push "${prefix}tutti-$name:$version"; done
+  for name in "${images[@]}"; do "$engine" push "${prefix}tutti-$name:$version"; done
 fi
-echo "make image: built ${prefix}tutti-launcher:$version and ${prefix}tutti-worker:$version"
+echo "make image: built$built"

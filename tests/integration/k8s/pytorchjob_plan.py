@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """What training-operator v1.9 would make of a PyTorchJob, as bash assignments for run_pytorchjob.sh.
 
-  pytorchjob_plan.py MANIFEST PREFIX SOURCE PVC_ROOT
+  pytorchjob_plan.py [--venv LOCAL_VENV] MANIFEST PREFIX SOURCE PVC_ROOT
 
 MANIFEST holds one PyTorchJob (kubeflow.org/v1) with a Master and Workers, no elasticPolicy.
 Prints, for `source`:
@@ -10,6 +10,7 @@ Prints, for `source`:
   PVCS          the claim names the pods mount (a directory PVC_ROOT/<claim> stands for each)
   ARGV_<i>      pod i's `pytorch` container command + args
   ENV_<i>       its env (NAME=VALUE), then what the operator appends to it, in the operator's order
+  VENV_<i>      LOCAL_VENV when pod i's command or env names its image's venv, else empty
 The operator's env (pkg/controller.v1/pytorch/envvar.go and master.go at v1.9.0), for a job with a
 Master and no elasticPolicy: PYTHONUNBUFFERED=1; MASTER_PORT, PET_MASTER_PORT (the container's
 `pytorchjob-port`, defaulted to 23456); MASTER_ADDR, PET_MASTER_ADDR (<job>-master-0, the Master's
@@ -18,9 +19,12 @@ PET_NODE_RANK (the Master 0, worker i i+1); PET_NPROC_PER_NODE (spec.nprocPerNod
 "auto"); PET_NNODES (all replicas). Kubernetes adds HOSTNAME (the pod name).
 Paths are mapped as the images lay them out: a directory the container image's Dockerfile copies
 from the source tree (`cp -r /src/REL /staging/DIR`) to SOURCE/REL; the rest of /usr/local/ (the
-images' `cmake --install` prefix) to PREFIX; a PersistentVolumeClaim's mountPath to PVC_ROOT/<claim>.
-Nothing else is changed.
+images' `cmake --install` prefix) to PREFIX; the venv the Dockerfile makes (`python3 -m venv DIR`,
+tutti-worker-torch2's /opt/torch2 with PyPI's torch) to LOCAL_VENV, a venv with the same torch (a
+command that names the image's venv without --venv is refused); a PersistentVolumeClaim's mountPath
+to PVC_ROOT/<claim>. Nothing else is changed.
 """
+import argparse
 import os
 import re
 import shlex
@@ -38,12 +42,28 @@ def fail(message):
 
 
 class Mapper:
-    def __init__(self, prefix, source, pvc_root):
+    def __init__(self, prefix, source, pvc_root, venv):
         self.prefix, self.source, self.pvc_root = prefix.rstrip("/"), source, pvc_root
+        self.venv = venv.rstrip("/") if venv else None
+
+    def image_venv(self, container):
+        """The venv the container image's Dockerfile makes (`python3 -m venv /DIR`), or None."""
+        image = IMAGE.match(str(container.get("image", "")))
+        if not image:
+            return None
+        dockerfile = os.path.join(self.source, "docker", f"{image.group('name')}.Dockerfile")
+        if not os.path.exists(dockerfile):
+            return None
+        with open(dockerfile) as f:
+            found = re.search(r"python3 -m venv (/\S+)", f.read())
+        return found.group(1).rstrip("/") if found else None
 
     def for_container(self, container, pod_spec):
         """(from, to) path prefixes for this container, most specific first."""
         pairs = []
+        venv = self.image_venv(container)
+        if venv and self.venv:  # (without --venv, main() refuses a command that names it)
+            pairs.append((venv, self.venv))
         volumes = {v.get("name"): v for v in pod_spec.get("volumes") or []}
         for m in container.get("volumeMounts") or []:
             claim = (volumes.get(m.get("name")) or {}).get("persistentVolumeClaim")
@@ -87,10 +107,21 @@ def master_port(container):
     return DEFAULT_PORT
 
 
+def uses(words, directory):
+    """Whether a command word or env value is, or lies under, directory (also as --opt=PATH)."""
+    return any(w == directory or w.startswith(directory + "/") or f"={directory}/" in w
+               for w in map(str, words))
+
+
 def main():
-    if len(sys.argv) != 5:
-        fail("usage: pytorchjob_plan.py MANIFEST PREFIX SOURCE PVC_ROOT")
-    path, prefix, source, pvc_root = sys.argv[1:]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--venv", help="the local venv that stands for the image's venv")
+    parser.add_argument("manifest")
+    parser.add_argument("prefix")
+    parser.add_argument("source")
+    parser.add_argument("pvc_root")
+    args = parser.parse_args()
+    path, prefix, source, pvc_root = args.manifest, args.prefix, args.source, args.pvc_root
     with open(path) as f:
         jobs = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "PyTorchJob"]
     if len(jobs) != 1:
@@ -110,17 +141,24 @@ def main():
     nproc_int = int(nproc) if nproc.isdigit() else 1
     if not nproc.isdigit():
         fail(f"nprocPerNode {nproc!r}: only a number of processes per pod is run here")
-    mapper = Mapper(prefix, source, pvc_root)
+    mapper = Mapper(prefix, source, pvc_root, args.venv)
     master = pytorch_container(replicas["Master"]["template"]["spec"], "Master")
     port = master_port(master)
     master_addr = f"{name}-master-0"
-    pods, argvs, envs, claims = [], [], [], set()
+    pods, argvs, envs, venvs, claims = [], [], [], [], set()
     for role in ("Master", "Worker"):
         if role not in replicas:
             continue
         pod_spec = replicas[role]["template"]["spec"]
         container = pytorch_container(pod_spec, role)
         pairs = mapper.for_container(container, pod_spec)
+        image_venv = mapper.image_venv(container)
+        words = list(container.get("command") or []) + list(container.get("args") or [])
+        values = [e.get("value", "") for e in container.get("env") or []]
+        venv_used = bool(image_venv) and uses(words + values, image_venv)
+        if venv_used and not args.venv:
+            fail(f"the {role}'s command or env names {image_venv}, the venv of image "
+                 f"{container.get('image')}: give --venv LOCAL_VENV, a venv with the same packages")
         volumes = {v.get("name"): v for v in pod_spec.get("volumes") or []}
         for m in container.get("volumeMounts") or []:
             claim = (volumes.get(m.get("name")) or {}).get("persistentVolumeClaim")
@@ -140,10 +178,10 @@ def main():
                     f"WORLD_SIZE={total * nproc_int}", f"RANK={rank}", f"PET_NODE_RANK={rank}",
                     f"PET_NPROC_PER_NODE={nproc}", f"PET_NNODES={total}",
                     f"HOSTNAME={pod}"]
-            words = list(container.get("command") or []) + list(container.get("args") or [])
             pods.append(pod)
             argvs.append([mapper.word(w, pairs) for w in words])
             envs.append(env)
+            venvs.append(mapper.venv if venv_used else "")
     out = [f"JOB={shlex.quote(name)}", f"NAMESPACE={shlex.quote(ns)}", f"MASTER_PORT={port}",
            f"NPROC={nproc_int}", f"WORLD={total * nproc_int}"]
 
@@ -152,9 +190,10 @@ def main():
 
     array("PODS", pods)
     array("PVCS", sorted(claims))
-    for i, (argv, env) in enumerate(zip(argvs, envs)):
+    for i, (argv, env, venv) in enumerate(zip(argvs, envs, venvs)):
         array(f"ARGV_{i}", argv)
         array(f"ENV_{i}", env)
+        out.append(f"VENV_{i}={shlex.quote(venv)}")
     print("\n".join(out))
 
 
