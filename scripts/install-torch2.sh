@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # PyTorch 2.x from PyPI in a venv of its own, for the second build of tutti's torch binding
-# (cmake/Torch2.cmake finds it there) and its tests. Debian's python3-torch (1.13) stays the
+# (cmake/Torch2.cmake finds it there) and its tests; with it jax (CPU), optax and mpi4py, for the
+# Python API's tests and its JAX example. Debian's python3-torch (1.13) stays the
 # system's; this one never touches it.
 #
 #   scripts/install-torch2.sh            # make deps runs it
@@ -25,10 +26,13 @@ if [ "${TUTTI_TORCH2:-}" = "skip" ]; then
   exit 0
 fi
 
-have=$("$venv/bin/python" -c 'import scikit_build_core, torch; print(torch.__version__.split("+")[0])' \
+# The Python API's tests and its JAX example (import tutti: numpy, DLPack) use PyPI's jax (CPU),
+# optax and mpi4py from the same venv.
+extras=(jax optax mpi4py)
+have=$("$venv/bin/python" -c 'import scikit_build_core, torch, jax, optax, mpi4py; print(torch.__version__.split("+")[0])' \
   2>/dev/null || true)
 if [ "$have" = "$version" ]; then
-  echo "install-torch2: torch $have in $venv"
+  echo "install-torch2: torch $have, jax, optax and mpi4py in $venv"
   exit 0
 fi
 
@@ -56,8 +60,9 @@ fi
 # runtime/torch (pyproject.toml). Three tries: a registry that drops a connection is the machine's
 # problem, not the project's.
 for attempt in 1 2 3; do
-  if "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$version" numpy scikit-build-core; then
-    "$venv/bin/python" -c 'import torch; print("install-torch2: torch", torch.__version__)'
+  if "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$version" numpy \
+       scikit-build-core "${extras[@]}"; then
+    "$venv/bin/python" -c 'import torch, jax; print("install-torch2: torch", torch.__version__, "jax", jax.__version__)'
     exit 0
   fi
   echo "install-torch2: pip failed (try $attempt of 3)" >&2

@@ -1,0 +1,285 @@
+#include "buffer_view.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "dlpack.hpp"
+#include "tutti/error.hpp"
+
+namespace tutti::python {
+namespace {
+
+constexpr std::string_view kSupported =
+    "float32, float64, float16, bfloat16, int32, int64, uint8, int8, int16, bool";
+
+[[noreturn]] void refuse(std::string_view what, const std::string& why) {
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", what, why));
+}
+
+// The Python error now set, as text (and cleared): for messages that wrap it.
+std::string take_python_error() {
+  PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+  PyErr_Fetch(&type, &value, &trace);
+  std::string text = "unknown error";
+  if (value != nullptr) {
+    if (PyObject* s = PyObject_Str(value)) {
+      if (const char* c = PyUnicode_AsUTF8(s)) text = c;
+      Py_DECREF(s);
+    }
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(trace);
+  PyErr_Clear();
+  return text;
+}
+
+bool type_of_dlpack(const dlpack::DataType& t, DataType& type) {
+  if (t.lanes != 1) return false;
+  switch (t.code) {
+    case dlpack::kFloat:
+      if (t.bits == 32)
+        type = DataType::kFloat32;
+      else if (t.bits == 64)
+        type = DataType::kFloat64;
+      else if (t.bits == 16)
+        type = DataType::kFloat16;
+      else
+        return false;
+      return true;
+    case dlpack::kBfloat:
+      if (t.bits != 16) return false;
+      type = DataType::kBFloat16;
+      return true;
+    case dlpack::kInt:
+      if (t.bits == 32)
+        type = DataType::kInt32;
+      else if (t.bits == 64)
+        type = DataType::kInt64;
+      else if (t.bits == 8)
+        type = DataType::kInt8;
+      else if (t.bits == 16)
+        type = DataType::kInt16;
+      else
+        return false;
+      return true;
+    case dlpack::kUInt:
+      if (t.bits != 8) return false;
+      type = DataType::kUInt8;
+      return true;
+    case dlpack::kBool:
+      if (t.bits != 8) return false;
+      type = DataType::kBool;
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string dlpack_type_name(const dlpack::DataType& t) {
+  static constexpr std::array<const char*, 7> kCodes = {"int",    "uint",    "float", "handle",
+                                                        "bfloat", "complex", "bool"};
+  const char* code = t.code < kCodes.size() ? kCodes[t.code] : "code?";
+  return t.lanes == 1 ? fmt::format("{}{}", code, t.bits)
+                      : fmt::format("{}{}x{}", code, t.bits, t.lanes);
+}
+
+}  // namespace
+
+bool type_of_format(std::string_view format, size_t itemsize, DataType& type) {
+  // Native or explicitly little-endian only (this is a little-endian machine's runtime).
+  if (!format.empty() && (format[0] == '@' || format[0] == '=' || format[0] == '<'))
+    format.remove_prefix(1);
+  if (format.size() != 1) return false;
+  switch (format[0]) {
+    case 'f':
+      type = DataType::kFloat32;
+      return itemsize == 4;
+    case 'd':
+      type = DataType::kFloat64;
+      return itemsize == 8;
+    case 'e':
+      type = DataType::kFloat16;
+      return itemsize == 2;
+    case 'b':
+      type = DataType::kInt8;
+      return itemsize == 1;
+    case 'B':
+      type = DataType::kUInt8;
+      return itemsize == 1;
+    case 'h':
+      type = DataType::kInt16;
+      return itemsize == 2;
+    case '?':
+      type = DataType::kBool;
+      return itemsize == 1;
+    case 'i':
+    case 'l':
+    case 'q':
+      if (itemsize == 4)
+        type = DataType::kInt32;
+      else if (itemsize == 8)
+        type = DataType::kInt64;
+      else
+        return false;
+      return true;
+    default:
+      return false;
+  }
+}
+
+BufferView::BufferView(PyObject* object, Access access, std::string_view what) {
+  try {
+    take(object, access, what);
+  } catch (...) {
+    release();  // what was taken before the refusal
+    throw;
+  }
+}
+
+void BufferView::take(PyObject* object, Access access, std::string_view what) {
+  // The buffer protocol first where the object has both (numpy): it says whether the memory is
+  // writable, which DLPack before 1.0 cannot.
+  if (PyObject_CheckBuffer(object)) {
+    from_buffer(object, access, what);
+    return;
+  }
+  if (PyObject_HasAttrString(object, "__dlpack__")) {
+    from_dlpack(object, access, what);
+    return;
+  }
+  refuse(what, fmt::format("a {} is neither a buffer (numpy array, memoryview) nor has "
+                           "__dlpack__ (JAX, CuPy, TensorFlow, torch)",
+                           Py_TYPE(object)->tp_name));
+}
+
+void BufferView::from_buffer(PyObject* object, Access access, std::string_view what) {
+  const int flags =
+      PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (access == Access::kWrite ? PyBUF_WRITABLE : 0);
+  if (PyObject_GetBuffer(object, &buffer_, flags) != 0) {
+    const std::string why = take_python_error();
+    // Ask again without the demands to say which one failed.
+    Py_buffer plain{};
+    if (PyObject_GetBuffer(object, &plain, PyBUF_STRIDES | PyBUF_FORMAT) == 0) {
+      const bool read_only = plain.readonly != 0;
+      PyBuffer_Release(&plain);
+      if (access == Access::kWrite && read_only)
+        refuse(what,
+               "is read-only; pass a writable array (numpy: x.copy(), or "
+               "x.setflags(write=True) where allowed) or let tutti return a new one");
+      refuse(what,
+             "is not contiguous row-major memory (a slice with steps, a transposed "
+             "array); pass numpy.ascontiguousarray(x)");
+    }
+    PyErr_Clear();
+    refuse(what, why);
+  }
+  has_buffer_ = true;
+  const std::string_view format = buffer_.format ? buffer_.format : "B";
+  if (!type_of_format(format, static_cast<size_t>(buffer_.itemsize), type_))
+    refuse(what, fmt::format("element type '{}' ({} bytes) is not one tutti reduces; it takes {}",
+                             format, buffer_.itemsize, kSupported));
+  data_ = buffer_.buf;
+  count_ = static_cast<size_t>(buffer_.len / buffer_.itemsize);
+  for (int d = 0; d < buffer_.ndim; ++d) shape_.push_back(buffer_.shape[d]);
+  writable_ = buffer_.readonly == 0;
+}
+
+void BufferView::from_dlpack(PyObject* object, Access access, std::string_view what) {
+  // DLPack 1.0 first (it carries a read-only flag); producers that do not know max_version raise
+  // TypeError, and get the 0.x call.
+  PyObject* method = PyObject_GetAttrString(object, "__dlpack__");
+  if (method == nullptr) refuse(what, take_python_error());
+  PyObject* no_args = PyTuple_New(0);
+  PyObject* kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
+  capsule_ = PyObject_Call(method, no_args, kwargs);
+  Py_XDECREF(kwargs);
+  if (capsule_ == nullptr && PyErr_ExceptionMatches(PyExc_TypeError)) {
+    PyErr_Clear();
+    capsule_ = PyObject_Call(method, no_args, nullptr);
+  }
+  Py_DECREF(no_args);
+  Py_DECREF(method);
+  if (capsule_ == nullptr) refuse(what, "__dlpack__() failed: " + take_python_error());
+  const dlpack::Tensor* tensor = nullptr;
+  uint64_t flags = 0;
+  if (PyCapsule_IsValid(capsule_, "dltensor_versioned")) {
+    auto* m = static_cast<dlpack::ManagedTensorVersioned*>(
+        PyCapsule_GetPointer(capsule_, "dltensor_versioned"));
+    if (m->version.major != 1)
+      refuse(what, fmt::format("DLPack {}.{} is not one tutti reads (it reads 0.x and 1.x)",
+                               m->version.major, m->version.minor));
+    managed_ = m;
+    versioned_ = true;
+    tensor = &m->dl_tensor;
+    flags = m->flags;
+    PyCapsule_SetName(capsule_, "used_dltensor_versioned");
+  } else if (PyCapsule_IsValid(capsule_, "dltensor")) {
+    auto* m = static_cast<dlpack::ManagedTensor*>(PyCapsule_GetPointer(capsule_, "dltensor"));
+    managed_ = m;
+    tensor = &m->dl_tensor;
+    PyCapsule_SetName(capsule_, "used_dltensor");
+  } else {
+    refuse(what, "__dlpack__() returned no DLPack capsule");
+  }
+  const dlpack::Tensor& t = *tensor;
+  switch (t.device.device_type) {
+    case dlpack::kCpu:
+    case dlpack::kCudaHost:
+    case dlpack::kRocmHost:
+      break;
+    case dlpack::kCuda:
+    case dlpack::kCudaManaged:
+      on_device_ = true;
+      break;
+    default:
+      refuse(what, fmt::format("is on DLPack device type {}, which tutti cannot reach (host and "
+                               "CUDA memory only)",
+                               t.device.device_type));
+  }
+  if (!type_of_dlpack(t.dtype, type_))
+    refuse(what, fmt::format("element type {} is not one tutti reduces; it takes {}",
+                             dlpack_type_name(t.dtype), kSupported));
+  writable_ = (flags & dlpack::kFlagReadOnly) == 0;
+  if (access == Access::kWrite && !writable_)
+    refuse(what, "is read-only (its DLPack export says so); let tutti return a new array");
+  // Compact row-major: strides absent, or equal to the row-major ones (dimensions of extent 1
+  // may have any stride).
+  int64_t expected = 1;
+  size_t count = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    const int64_t extent = t.shape[d];
+    if (t.strides != nullptr && extent != 1 && t.strides[d] != expected)
+      refuse(what, "is not contiguous row-major memory; make a contiguous copy first");
+    expected *= extent;
+    count *= static_cast<size_t>(extent);
+  }
+  for (int d = 0; d < t.ndim; ++d) shape_.push_back(t.shape[d]);
+  count_ = count;
+  data_ = static_cast<std::byte*>(t.data) + t.byte_offset;
+}
+
+BufferView::~BufferView() {
+  release();
+}
+
+void BufferView::release() {
+  if (has_buffer_) PyBuffer_Release(&buffer_);
+  has_buffer_ = false;
+  if (managed_ != nullptr) {
+    // The capsule is renamed "used_...": its destructor leaves the tensor to us.
+    if (versioned_) {
+      auto* m = static_cast<dlpack::ManagedTensorVersioned*>(managed_);
+      if (m->deleter != nullptr) m->deleter(m);
+    } else {
+      auto* m = static_cast<dlpack::ManagedTensor*>(managed_);
+      if (m->deleter != nullptr) m->deleter(m);
+    }
+    managed_ = nullptr;
+  }
+  Py_XDECREF(capsule_);
+  capsule_ = nullptr;
+}
+
+}  // namespace tutti::python

@@ -1,0 +1,400 @@
+// tutti._core: tutti's communicators and collectives for any Python buffer (buffer protocol or
+// DLPack; BufferView), blocking calls and the engine's asynchronous ones. The package `tutti`
+// (tutti/__init__.py) wraps it: it picks in-place or new outputs and gives results back in the
+// caller's kind of array. Every call releases the GIL while tutti works; tutti::Error becomes
+// tutti.Error with its code.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "buffer_view.hpp"
+#include "tutti/tutti.hpp"
+
+namespace py = pybind11;
+
+namespace tutti::python {
+namespace {
+
+using Access = BufferView::Access;
+
+PyObject* g_error_type = nullptr;  // tutti._core.Error (a RuntimeError)
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorCode::kInvalidArgument, message);
+}
+
+std::unique_ptr<BufferView> view(const py::handle& object, Access access, const std::string& what,
+                                 bool optional = false) {
+  if (object.is_none()) {
+    if (optional) return nullptr;
+    invalid(what + ": None where a buffer is needed");
+  }
+  return std::make_unique<BufferView>(object.ptr(), access, what);
+}
+
+void same_type(const BufferView& a, const BufferView& b, const std::string& op) {
+  if (a.type() != b.type()) invalid(op + ": the input's and the output's element types differ");
+}
+
+void expect_count(const BufferView& v, size_t count, const std::string& what) {
+  if (v.count() != count)
+    invalid(what + " holds " + std::to_string(v.count()) + " elements where " +
+            std::to_string(count) + " are needed");
+}
+
+CallOptions call_options(std::optional<double> timeout_s, double prescale = 1.0,
+                         double postscale = 1.0) {
+  CallOptions call;
+  if (timeout_s) {
+    if (!(*timeout_s > 0)) invalid("timeout must be a positive number of seconds");
+    call.timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_s * 1000.0 + 0.5));
+  }
+  call.prescale = prescale;
+  call.postscale = postscale;
+  return call;
+}
+
+// An engine operation and the buffers it reads and writes, which must outlive it: the views are
+// kept until wait() sees it finish (or the handle goes, after waiting for it).
+class PyHandle {
+ public:
+  PyHandle(Handle handle, std::vector<std::unique_ptr<BufferView>> views)
+      : handle_(std::move(handle)), views_(std::move(views)) {}
+  ~PyHandle() {
+    // A handle dropped while tutti still uses its buffers: wait, so they stay valid until then
+    // (errors are the caller's to collect with wait(); here they are dropped).
+    if (!views_.empty() && handle_ && !handle_.poll()) {
+      py::gil_scoped_release unlocked;
+      try {
+        handle_.wait();
+      } catch (const Error&) {
+      }
+    }
+  }
+  bool done() const { return handle_.poll(); }
+  void wait(std::optional<double> timeout_s) {
+    std::exception_ptr failure;
+    {
+      py::gil_scoped_release unlocked;
+      try {
+        if (timeout_s)
+          handle_.wait(std::chrono::milliseconds(static_cast<int64_t>(*timeout_s * 1000.0 + 0.5)));
+        else
+          handle_.wait();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
+    // Finished (done or failed): tutti no longer touches the buffers. A wait that timed out
+    // keeps them.
+    if (handle_.poll()) views_.clear();
+    if (failure) std::rethrow_exception(failure);
+  }
+  int last_joined() const { return handle_.last_joined(); }
+
+ private:
+  Handle handle_;
+  std::vector<std::unique_ptr<BufferView>> views_;
+};
+
+void translate(const Error& e) {
+  py::object type = py::reinterpret_borrow<py::object>(g_error_type);
+  py::object error = type(py::str(e.what()));
+  error.attr("code") =
+      py::module_::import("tutti._core").attr("ErrorCode")(static_cast<int>(e.code()));
+  PyErr_SetObject(g_error_type, error.ptr());
+}
+
+}  // namespace
+}  // namespace tutti::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace tutti;
+  using namespace tutti::python;
+  m.doc() = "tutti's communicators and collectives on buffers (numpy, DLPack); see tutti";
+
+  py::enum_<ErrorCode>(m, "ErrorCode")
+      .value("INVALID_ARGUMENT", ErrorCode::kInvalidArgument)
+      .value("NOT_INITIALIZED", ErrorCode::kNotInitialized)
+      .value("TIMEOUT", ErrorCode::kTimeout)
+      .value("PEER_FAILURE", ErrorCode::kPeerFailure)
+      .value("MISMATCH", ErrorCode::kMismatch)
+      .value("AUTH", ErrorCode::kAuth)
+      .value("SYSTEM", ErrorCode::kSystem)
+      .value("CONFIG", ErrorCode::kConfig)
+      .value("INTERNAL", ErrorCode::kInternal)
+      .value("ABORTED", ErrorCode::kAborted)
+      .value("DEVICE", ErrorCode::kDevice);
+  py::enum_<ReduceOp>(m, "ReduceOp")
+      .value("SUM", ReduceOp::kSum)
+      .value("PROD", ReduceOp::kProd)
+      .value("MIN", ReduceOp::kMin)
+      .value("MAX", ReduceOp::kMax)
+      .value("AVG", ReduceOp::kAvg)
+      .value("BAND", ReduceOp::kBand)
+      .value("BOR", ReduceOp::kBor)
+      .value("BXOR", ReduceOp::kBxor);
+
+  g_error_type = PyErr_NewExceptionWithDoc(
+      "tutti._core.Error",
+      "A tutti call failed. `code` (tutti.ErrorCode) says how; the message names the rank, the "
+      "peer and what to do.",
+      PyExc_RuntimeError, nullptr);
+  m.attr("Error") = py::handle(g_error_type);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      translate(e);
+    }
+  });
+
+  m.def("init", []() -> Communicator {
+    py::gil_scoped_release unlocked;
+    return tutti::init();
+  });
+  m.def("finalize", [] {
+    py::gil_scoped_release unlocked;
+    tutti::finalize();
+  });
+  m.def("world", []() -> Communicator { return tutti::world(); });
+
+  py::class_<PyHandle>(m, "Handle")
+      .def("done", &PyHandle::done)
+      .def("wait", &PyHandle::wait, py::arg("timeout") = py::none())
+      .def_property_readonly("last_joined", &PyHandle::last_joined);
+
+  py::class_<Communicator>(m, "Communicator")
+      .def_property_readonly("rank", &Communicator::rank)
+      .def_property_readonly("size", &Communicator::size)
+      .def_property_readonly("local_rank", &Communicator::local_rank)
+      .def_property_readonly("local_size", &Communicator::local_size)
+      .def_property_readonly("cross_rank", &Communicator::cross_rank)
+      .def_property_readonly("cross_size", &Communicator::cross_size)
+      .def("split",
+           [](const Communicator& c, int color, int key) -> std::optional<Communicator> {
+             Communicator made;
+             {
+               py::gil_scoped_release unlocked;
+               made = c.split(color, key);
+             }
+             if (!made) return std::nullopt;
+             return made;
+           })
+      .def("group",
+           [](const Communicator& c, const std::vector<int>& ranks) {
+             py::gil_scoped_release unlocked;
+             return c.group(ranks);
+           })
+      .def("dup",
+           [](const Communicator& c) {
+             py::gil_scoped_release unlocked;
+             return c.dup();
+           })
+      .def("abort", [](const Communicator& c, const std::string& reason) { c.abort(reason); })
+      .def(
+          "allreduce",
+          [](const Communicator& c, py::handle send, py::handle recv, ReduceOp op,
+             std::optional<double> timeout, double prescale, double postscale) {
+            auto in = view(send, Access::kRead, "allreduce's input");
+            auto out = recv.is(send) ? nullptr : view(recv, Access::kWrite, "allreduce's output");
+            const BufferView& o = out ? *out : *in;
+            if (!out && !in->writable()) invalid("allreduce in place: the input is read-only");
+            same_type(*in, o, "allreduce");
+            expect_count(o, in->count(), "allreduce's output");
+            const CallOptions call = call_options(timeout, prescale, postscale);
+            py::gil_scoped_release unlocked;
+            c.allreduce(in->data(), o.data(), in->count(), in->type(), op, call);
+          },
+          py::arg("send"), py::arg("recv"), py::arg("op"), py::arg("timeout") = py::none(),
+          py::arg("prescale") = 1.0, py::arg("postscale") = 1.0)
+      .def(
+          "broadcast",
+          [](const Communicator& c, py::handle buffer, int root, std::optional<double> timeout) {
+            auto b = view(buffer, Access::kWrite, "broadcast's buffer");
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.broadcast(b->data(), b->count(), b->type(), root, call);
+          },
+          py::arg("buffer"), py::arg("root"), py::arg("timeout") = py::none())
+      .def(
+          "reduce",
+          [](const Communicator& c, py::handle send, py::handle recv, ReduceOp op, int root,
+             std::optional<double> timeout) {
+            auto in = view(send, Access::kRead, "reduce's input");
+            auto out =
+                recv.is(send) ? nullptr : view(recv, Access::kWrite, "reduce's output", true);
+            const bool in_place = recv.is(send);
+            if (out) {
+              same_type(*in, *out, "reduce");
+              expect_count(*out, in->count(), "reduce's output");
+            }
+            void* target = in_place ? in->data() : out ? out->data() : nullptr;
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.reduce(in->data(), target, in->count(), in->type(), op, root, call);
+          },
+          py::arg("send"), py::arg("recv"), py::arg("op"), py::arg("root"),
+          py::arg("timeout") = py::none())
+      .def(
+          "allgather",
+          [](const Communicator& c, py::handle send, py::handle recv,
+             std::optional<double> timeout) {
+            auto in = view(send, Access::kRead, "allgather's input");
+            auto out = view(recv, Access::kWrite, "allgather's output");
+            same_type(*in, *out, "allgather");
+            expect_count(*out, in->count() * static_cast<size_t>(c.size()), "allgather's output");
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.allgather(in->data(), out->data(), in->count(), in->type(), call);
+          },
+          py::arg("send"), py::arg("recv"), py::arg("timeout") = py::none())
+      .def(
+          "reduce_scatter",
+          [](const Communicator& c, py::handle send, py::handle recv, ReduceOp op,
+             std::optional<double> timeout) {
+            auto in = view(send, Access::kRead, "reduce_scatter's input");
+            auto out = view(recv, Access::kWrite, "reduce_scatter's output");
+            same_type(*in, *out, "reduce_scatter");
+            expect_count(*in, out->count() * static_cast<size_t>(c.size()),
+                         "reduce_scatter's input");
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.reduce_scatter(in->data(), out->data(), out->count(), in->type(), op, call);
+          },
+          py::arg("send"), py::arg("recv"), py::arg("op"), py::arg("timeout") = py::none())
+      .def(
+          "alltoall",
+          [](const Communicator& c, py::handle send, py::handle recv,
+             std::optional<double> timeout) {
+            auto in = view(send, Access::kRead, "alltoall's input");
+            auto out = recv.is(send) ? nullptr : view(recv, Access::kWrite, "alltoall's output");
+            const BufferView& o = out ? *out : *in;
+            same_type(*in, o, "alltoall");
+            expect_count(o, in->count(), "alltoall's output");
+            const size_t size = static_cast<size_t>(c.size());
+            if (in->count() % size != 0)
+              invalid("alltoall: the input's " + std::to_string(in->count()) +
+                      " elements do not split into " + std::to_string(size) + " equal blocks");
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.alltoall(in->data(), o.data(), in->count() / size, in->type(), call);
+          },
+          py::arg("send"), py::arg("recv"), py::arg("timeout") = py::none())
+      .def(
+          "gather",
+          [](const Communicator& c, py::handle send, py::handle recv, int root,
+             std::optional<double> timeout) {
+            auto in = view(send, Access::kRead, "gather's input");
+            auto out = view(recv, Access::kWrite, "gather's output", true);
+            if (out) {
+              same_type(*in, *out, "gather");
+              expect_count(*out, in->count() * static_cast<size_t>(c.size()), "gather's output");
+            }
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.gather(in->data(), out ? out->data() : nullptr, in->count(), in->type(), root, call);
+          },
+          py::arg("send"), py::arg("recv"), py::arg("root"), py::arg("timeout") = py::none())
+      .def(
+          "scatter",
+          [](const Communicator& c, py::handle send, py::handle recv, int root,
+             std::optional<double> timeout) {
+            auto in = view(send, Access::kRead, "scatter's input", true);
+            auto out = view(recv, Access::kWrite, "scatter's output");
+            if (in) {
+              same_type(*in, *out, "scatter");
+              expect_count(*in, out->count() * static_cast<size_t>(c.size()), "scatter's input");
+            }
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.scatter(in ? in->data() : nullptr, out->data(), out->count(), out->type(), root,
+                      call);
+          },
+          py::arg("send"), py::arg("recv"), py::arg("root"), py::arg("timeout") = py::none())
+      .def(
+          "barrier",
+          [](const Communicator& c, std::optional<double> timeout) {
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.barrier(call);
+          },
+          py::arg("timeout") = py::none())
+      .def(
+          "send",
+          [](const Communicator& c, py::handle buffer, int peer, int tag,
+             std::optional<double> timeout) {
+            auto b = view(buffer, Access::kRead, "send's buffer");
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.send(b->data(), b->count(), b->type(), peer, tag, call);
+          },
+          py::arg("buffer"), py::arg("peer"), py::arg("tag") = 0, py::arg("timeout") = py::none())
+      .def(
+          "recv",
+          [](const Communicator& c, py::handle buffer, int peer, int tag,
+             std::optional<double> timeout) {
+            auto b = view(buffer, Access::kWrite, "recv's buffer");
+            const CallOptions call = call_options(timeout);
+            py::gil_scoped_release unlocked;
+            c.recv(b->data(), b->count(), b->type(), peer, tag, call);
+          },
+          py::arg("buffer"), py::arg("peer"), py::arg("tag") = 0, py::arg("timeout") = py::none())
+      .def(
+          "allreduce_async",
+          [](const Communicator& c, const std::string& name, py::handle send, py::handle recv,
+             ReduceOp op, double prescale, double postscale) {
+            std::vector<std::unique_ptr<BufferView>> views;
+            views.push_back(view(send, Access::kRead, "allreduce_async's input"));
+            const BufferView& in = *views.back();
+            if (!recv.is(send))
+              views.push_back(view(recv, Access::kWrite, "allreduce_async's output"));
+            const BufferView& out = *views.back();
+            if (views.size() == 1 && !in.writable())
+              invalid("allreduce_async in place: the input is read-only");
+            same_type(in, out, "allreduce_async");
+            expect_count(out, in.count(), "allreduce_async's output");
+            AsyncOptions options;
+            options.prescale = prescale;
+            options.postscale = postscale;
+            Handle handle;
+            {
+              py::gil_scoped_release unlocked;
+              handle = c.allreduce_async(name, in.data(), out.data(), in.count(), in.type(), op,
+                                         options);
+            }
+            return std::make_unique<PyHandle>(std::move(handle), std::move(views));
+          },
+          py::arg("name"), py::arg("send"), py::arg("recv"), py::arg("op"),
+          py::arg("prescale") = 1.0, py::arg("postscale") = 1.0)
+      .def(
+          "broadcast_async",
+          [](const Communicator& c, const std::string& name, py::handle buffer, int root) {
+            std::vector<std::unique_ptr<BufferView>> views;
+            views.push_back(view(buffer, Access::kWrite, "broadcast_async's buffer"));
+            const BufferView& b = *views.back();
+            Handle handle;
+            {
+              py::gil_scoped_release unlocked;
+              handle = c.broadcast_async(name, b.data(), b.count(), b.type(), root);
+            }
+            return std::make_unique<PyHandle>(std::move(handle), std::move(views));
+          },
+          py::arg("name"), py::arg("buffer"), py::arg("root"))
+      .def("join", [](const Communicator& c) {
+        Handle handle;
+        {
+          py::gil_scoped_release unlocked;
+          handle = c.join();
+        }
+        return std::make_unique<PyHandle>(std::move(handle),
+                                          std::vector<std::unique_ptr<BufferView>>{});
+      });
+}

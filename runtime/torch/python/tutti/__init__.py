@@ -1,2 +1,0 @@
-"""tutti: an allreduce runtime. `import tutti.torch` registers backend "tutti" for
-torch.distributed."""
