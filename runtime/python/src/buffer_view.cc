@@ -139,10 +139,42 @@ BufferView::BufferView(PyObject* object, Access access, std::string_view what) {
 }
 
 void BufferView::take(PyObject* object, Access access, std::string_view what) {
+  // tutti/__init__.py's _Bits: bfloat16 memory held as a uint16 numpy array (numpy has no
+  // bfloat16, and neither its buffer protocol nor its DLPack export can name ml_dtypes' one).
+  if (PyObject_HasAttrString(object, "_tutti_bfloat16")) {
+    PyObject* array = PyObject_GetAttrString(object, "_tutti_bfloat16");
+    if (array == nullptr) refuse(what, take_python_error());
+    const int flags =
+        PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (access == Access::kWrite ? PyBUF_WRITABLE : 0);
+    const int status = PyObject_GetBuffer(array, &buffer_, flags);
+    Py_DECREF(array);  // the buffer holds its own reference
+    if (status != 0) refuse(what, take_python_error());
+    has_buffer_ = true;
+    if (buffer_.itemsize != 2) refuse(what, "bfloat16 bits must be 2 bytes each");
+    type_ = DataType::kBFloat16;
+    data_ = buffer_.buf;
+    count_ = static_cast<size_t>(buffer_.len / 2);
+    for (int d = 0; d < buffer_.ndim; ++d) shape_.push_back(buffer_.shape[d]);
+    writable_ = buffer_.readonly == 0;
+    return;
+  }
   // The buffer protocol first where the object has both (numpy): it says whether the memory is
   // writable, which DLPack before 1.0 cannot.
   if (PyObject_CheckBuffer(object)) {
-    from_buffer(object, access, what);
+    // An object that speaks both but cannot export this memory as a buffer (a JAX bfloat16 array:
+    // the buffer protocol has no such type) goes through DLPack instead.
+    if (!PyObject_HasAttrString(object, "__dlpack__")) {
+      from_buffer(object, access, what);
+      return;
+    }
+    Py_buffer probe{};
+    if (PyObject_GetBuffer(object, &probe, PyBUF_STRIDES | PyBUF_FORMAT) == 0) {
+      PyBuffer_Release(&probe);
+      from_buffer(object, access, what);
+      return;
+    }
+    PyErr_Clear();
+    from_dlpack(object, access, what);
     return;
   }
   if (PyObject_HasAttrString(object, "__dlpack__")) {

@@ -115,11 +115,27 @@ def _empty_like(x, shape):
     _, dtype = _shape_dtype(x)
     if dtype is None:
         raise Error_(f"cannot make an array like a {type(x).__name__} (it has no dtype); pass out=")
-    return np.empty(shape, dtype=np.dtype(dtype))
+    dtype = np.dtype(dtype)
+    if dtype.name == "bfloat16":
+        return _Bits(np.empty(shape, dtype=np.uint16), dtype)
+    return np.empty(shape, dtype=dtype)
+
+
+class _Bits:
+    """bfloat16 memory (a JAX or ml_dtypes array's type) held as uint16: numpy's buffer protocol
+    and DLPack export cannot name it, so the core module reads `_tutti_bfloat16` instead."""
+
+    def __init__(self, bits, dtype):
+        self._tutti_bfloat16, self.dtype = bits, dtype
+
+    def typed(self):
+        return self._tutti_bfloat16.view(self.dtype)
 
 
 def _as_kind(result, like):
     """`result` (made by _empty_like) as an array of like's framework."""
+    if isinstance(result, _Bits):
+        result = result.typed()
     kind = _framework(like)
     if kind in ("jax", "jaxlib"):
         import jax.numpy as jnp
@@ -226,7 +242,10 @@ class Communicator:
         target, returned = self._output(x, out, _same, True)
         if target is not x and self.rank == int(root):
             np = _np()
-            target[...] = np.asarray(x) if isinstance(target, np.ndarray) else x
+            if isinstance(target, _Bits):
+                target.typed()[...] = np.asarray(x)
+            else:
+                target[...] = np.asarray(x) if isinstance(target, np.ndarray) else x
         self._impl.broadcast(target, int(root), _timeout(timeout))
         return self._result(target, returned, x)
 

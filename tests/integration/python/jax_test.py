@@ -1,6 +1,6 @@
 """tutti's Python API on JAX arrays (DLPack, immutable: results are new JAX arrays), run on every
 rank under tuttirun -np N with PyPI's jax (CPU). Every dtype numpy and JAX share (64-bit ones with
-jax_enable_x64) and every op tutti takes on it, counts 0, 1, odd and large; the input must come back
+jax_enable_x64), and JAX's bfloat16, with ops tutti takes on it, counts 0, 1, odd and large; the input must come back
 unchanged, the result as a JAX array. Prints "ok: ..." on rank 0, "FAIL: ..." on failures.
 
     PYTHONPATH=<build>/python tuttirun -np 3 -- <venv>/bin/python jax_test.py
@@ -16,9 +16,9 @@ import numpy as np  # noqa: E402
 
 import tutti  # noqa: E402
 
-DTYPES = [jnp.float32, jnp.float64, jnp.float16, jnp.int32, jnp.int64, jnp.int8, jnp.int16,
-          jnp.uint8, jnp.bool_]
-FLOATS = (jnp.float32, jnp.float64, jnp.float16)
+DTYPES = [jnp.float32, jnp.float64, jnp.float16, jnp.bfloat16, jnp.int32, jnp.int64, jnp.int8,
+          jnp.int16, jnp.uint8, jnp.bool_]
+FLOATS = (jnp.float32, jnp.float64, jnp.float16, jnp.bfloat16)
 
 failures = 0
 
@@ -67,7 +67,8 @@ def main():
                 if got.dtype != x.dtype or got.shape != x.shape:
                     fail(f"allreduce {name} {op} count {count}: {got.dtype}{got.shape}")
                 elif not np.allclose(np.asarray(got).astype(np.float64),
-                                     want.astype(np.float64), rtol=1e-2 if dtype is jnp.float16 else 1e-6):
+                                     want.astype(np.float64),
+                                     rtol=1e-2 if dtype in (jnp.float16, jnp.bfloat16) else 1e-6):
                     fail(f"allreduce {name} {op} count {count}: wrong values")
                 if not np.array_equal(np.asarray(x), host[rank]):
                     fail(f"allreduce {name} {op} count {count}: the JAX input changed")

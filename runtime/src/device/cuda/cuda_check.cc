@@ -1,6 +1,7 @@
 #include "device/cuda/cuda_check.hpp"
 
 #include "core/error.hpp"
+#include "device/cuda/nccl_library.hpp"
 
 namespace tutti::device::cuda {
 
@@ -33,8 +34,8 @@ void check_cuda(cudaError_t status, std::string_view call, std::string_view advi
 void check_nccl(ncclResult_t status, std::string_view call, ncclComm_t comm,
                 std::string_view advice) {
   if (status == ncclSuccess) return;
-  const char* detail = ncclGetLastError(comm);
-  throw make_error(ErrorCode::kDevice, "{} failed: {}{}{}; {}", call, ncclGetErrorString(status),
+  const char* detail = nccl().GetLastError(comm);
+  throw make_error(ErrorCode::kDevice, "{} failed: {}{}{}; {}", call, nccl().GetErrorString(status),
                    detail != nullptr && *detail != '\0' ? ": " : "",
                    detail != nullptr ? detail : "",
                    advice.empty() ? "NCCL_DEBUG=WARN (or INFO) shows NCCL's own account" : advice);

@@ -12,6 +12,7 @@
 #include "core/log.hpp"
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/nccl_comm.hpp"
+#include "device/cuda/nccl_library.hpp"
 #include "device/process_api.hpp"
 #include "reduce/cuda/reduce_kernels.hpp"
 
@@ -156,7 +157,7 @@ class CudaDeviceApi final : public DeviceApi {
 
   UniqueId nccl_unique_id() override {
     ncclUniqueId id;
-    check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", nullptr,
+    check_nccl(cuda::nccl().GetUniqueId(&id), "ncclGetUniqueId", nullptr,
                "NCCL could not set up its bootstrap network (NCCL_SOCKET_IFNAME picks the "
                "interface; NCCL_DEBUG=WARN shows why)");
     UniqueId out;

@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "device/cuda/cuda_check.hpp"
+#include "device/cuda/nccl_library.hpp"
 #include "device/cuda/nccl_types.hpp"
 
 namespace tutti::device::cuda {
@@ -30,7 +31,7 @@ static_assert(sizeof(ncclUniqueId) == std::tuple_size_v<UniqueId>,
 // A communicator that is not yet a CudaNcclComm (init or split still running) is aborted on every
 // way out but success.
 struct AbortComm {
-  void operator()(ncclComm_t comm) const noexcept { (void)ncclCommAbort(comm); }
+  void operator()(ncclComm_t comm) const noexcept { (void)nccl().CommAbort(comm); }
 };
 using PendingComm = std::unique_ptr<std::remove_pointer_t<ncclComm_t>, AbortComm>;
 
@@ -48,7 +49,7 @@ template <typename Stop>
 ncclResult_t poll_state(ncclComm_t comm, Deadline deadline, Stop&& stop) {
   for (int polls = 0;; ++polls) {
     ncclResult_t state = ncclSuccess;
-    const ncclResult_t status = ncclCommGetAsyncError(comm, &state);
+    const ncclResult_t status = nccl().CommGetAsyncError(comm, &state);
     if (status != ncclSuccess) return status;
     if (state != ncclInProgress) return state;
     if (stop() || deadline.expired()) return ncclInProgress;
@@ -64,8 +65,8 @@ ncclResult_t poll_state(ncclComm_t comm, Deadline deadline) {
 }
 
 std::string nccl_detail(ncclResult_t state, ncclComm_t comm) {
-  std::string text = ncclGetErrorString(state);
-  const char* last = ncclGetLastError(comm);
+  std::string text = nccl().GetErrorString(state);
+  const char* last = nccl().GetLastError(comm);
   if (last != nullptr && *last != '\0') {
     text += ": ";
     text += last;
@@ -91,8 +92,8 @@ class CudaNcclComm final : public NcclComm {
   // Takes a communicator whose init or split completed; aborts it if even its rank is unknown.
   CudaNcclComm(PendingComm comm, int device, std::chrono::milliseconds timeout)
       : device_(device), timeout_(timeout) {
-    check_nccl(ncclCommUserRank(comm.get(), &rank_), "ncclCommUserRank", comm.get());
-    check_nccl(ncclCommCount(comm.get(), &size_), "ncclCommCount", comm.get());
+    check_nccl(nccl().CommUserRank(comm.get(), &rank_), "ncclCommUserRank", comm.get());
+    check_nccl(nccl().CommCount(comm.get(), &size_), "ncclCommCount", comm.get());
     comm_ = comm.release();
   }
 
@@ -102,18 +103,18 @@ class CudaNcclComm final : public NcclComm {
     // are gone and never let finalize finish, is aborted instead so that no destructor hangs.
     (void)cudaSetDevice(device_);
     ncclResult_t state = ncclSuccess;
-    bool clean = ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclSuccess;
+    bool clean = nccl().CommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclSuccess;
     if (clean) {
-      const ncclResult_t status = ncclCommFinalize(comm_);
+      const ncclResult_t status = nccl().CommFinalize(comm_);
       clean = (status == ncclSuccess || status == ncclInProgress) &&
               poll_state(comm_, Deadline::after(timeout_)) == ncclSuccess;
     }
     if (clean) {
-      (void)ncclCommDestroy(comm_);
+      (void)nccl().CommDestroy(comm_);
     } else {
       log::debug("NCCL communicator (rank {} of {}) aborted on destruction: {}", rank_, size_,
                  nccl_detail(state, comm_));
-      (void)ncclCommAbort(comm_);
+      (void)nccl().CommAbort(comm_);
     }
   }
 
@@ -126,7 +127,7 @@ class CudaNcclComm final : public NcclComm {
                   double scale, StreamId stream) override {
     reduction(
         "ncclAllReduce", type, op, scale, [&](ncclComm_t comm, ncclDataType_t t, ncclRedOp_t o) {
-          return ncclAllReduce(send, recv, count, t, o, comm, static_cast<cudaStream_t>(stream));
+          return nccl().AllReduce(send, recv, count, t, o, comm, static_cast<cudaStream_t>(stream));
         });
   }
 
@@ -134,8 +135,8 @@ class CudaNcclComm final : public NcclComm {
                       double scale, StreamId stream) override {
     reduction("ncclReduceScatter", type, op, scale,
               [&](ncclComm_t comm, ncclDataType_t t, ncclRedOp_t o) {
-                return ncclReduceScatter(send, recv, recv_count, t, o, comm,
-                                         static_cast<cudaStream_t>(stream));
+                return nccl().ReduceScatter(send, recv, recv_count, t, o, comm,
+                                            static_cast<cudaStream_t>(stream));
               });
   }
 
@@ -143,7 +144,7 @@ class CudaNcclComm final : public NcclComm {
                   StreamId stream) override {
     const ncclDataType_t t = data_type(type, "ncclAllGather");
     call("ncclAllGather", [&](ncclComm_t comm) {
-      return ncclAllGather(send, recv, send_count, t, comm, static_cast<cudaStream_t>(stream));
+      return nccl().AllGather(send, recv, send_count, t, comm, static_cast<cudaStream_t>(stream));
     });
   }
 
@@ -151,14 +152,14 @@ class CudaNcclComm final : public NcclComm {
                  StreamId stream) override {
     const ncclDataType_t t = data_type(type, "ncclBroadcast");
     call("ncclBroadcast", [&](ncclComm_t comm) {
-      return ncclBroadcast(send, recv, count, t, root, comm, static_cast<cudaStream_t>(stream));
+      return nccl().Broadcast(send, recv, count, t, root, comm, static_cast<cudaStream_t>(stream));
     });
   }
 
   void group_start() override {
     std::lock_guard lock(mutex_);
     live("ncclGroupStart");
-    check_nccl(ncclGroupStart(), "ncclGroupStart", comm_);
+    check_nccl(nccl().GroupStart(), "ncclGroupStart", comm_);
     ++group_depth_;
   }
 
@@ -169,7 +170,7 @@ class CudaNcclComm final : public NcclComm {
       throw make_error(ErrorCode::kInternal, "ncclGroupEnd without ncclGroupStart");
     --group_depth_;
     set_device_for(device_, "ncclGroupEnd");
-    const ncclResult_t status = ncclGroupEnd();
+    const ncclResult_t status = nccl().GroupEnd();
     if (status != ncclSuccess && status != ncclInProgress)
       check_nccl(status, "ncclGroupEnd", comm_);
     if (group_depth_ == 0) {
@@ -180,13 +181,13 @@ class CudaNcclComm final : public NcclComm {
 
   void send(const void* buf, size_t bytes, int peer, StreamId stream) override {
     call("ncclSend", [&](ncclComm_t comm) {
-      return ncclSend(buf, bytes, ncclUint8, peer, comm, static_cast<cudaStream_t>(stream));
+      return nccl().Send(buf, bytes, ncclUint8, peer, comm, static_cast<cudaStream_t>(stream));
     });
   }
 
   void recv(void* buf, size_t bytes, int peer, StreamId stream) override {
     call("ncclRecv", [&](ncclComm_t comm) {
-      return ncclRecv(buf, bytes, ncclUint8, peer, comm, static_cast<cudaStream_t>(stream));
+      return nccl().Recv(buf, bytes, ncclUint8, peer, comm, static_cast<cudaStream_t>(stream));
     });
   }
 
@@ -194,7 +195,7 @@ class CudaNcclComm final : public NcclComm {
     std::lock_guard lock(mutex_);
     if (aborted_.load()) return "the NCCL communicator was aborted";
     ncclResult_t state = ncclSuccess;
-    const ncclResult_t status = ncclCommGetAsyncError(comm_, &state);
+    const ncclResult_t status = nccl().CommGetAsyncError(comm_, &state);
     if (status != ncclSuccess) return nccl_detail(status, comm_);
     if (state == ncclSuccess || state == ncclInProgress) return "";
     return nccl_detail(state, comm_);
@@ -220,7 +221,7 @@ class CudaNcclComm final : public NcclComm {
     std::atomic_ref<ncclComm_t> slot(split_slot_);
     slot.store(nullptr);
     const ncclResult_t status =
-        ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &split_slot_, &config);
+        nccl().CommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &split_slot_, &config);
     if (status != ncclSuccess && status != ncclInProgress)
       check_nccl(status, "ncclCommSplit", comm_);
     const Deadline deadline = Deadline::after(timeout);
@@ -271,7 +272,7 @@ class CudaNcclComm final : public NcclComm {
   void abort_locked() noexcept {
     if (comm_ == nullptr) return;
     (void)cudaSetDevice(device_);
-    (void)ncclCommAbort(comm_);
+    (void)nccl().CommAbort(comm_);
     comm_ = nullptr;
     pending_ops_.clear();  // they died with the communicator
   }
@@ -332,7 +333,7 @@ class CudaNcclComm final : public NcclComm {
     call(name, [&](ncclComm_t comm) {
       ncclRedOp_t premul{};
       const ncclResult_t created =
-          ncclRedOpCreatePreMulSum(&premul, &scalar, t, ncclScalarHostImmediate, comm);
+          nccl().RedOpCreatePreMulSum(&premul, &scalar, t, ncclScalarHostImmediate, comm);
       if (created != ncclSuccess) return created;
       const ncclResult_t status = enqueue(comm, t, premul);
       // NCCL allows destroying the op once the call that uses it returned, but inside a group
@@ -340,13 +341,13 @@ class CudaNcclComm final : public NcclComm {
       if (group_depth_ > 0)
         pending_ops_.push_back(premul);
       else
-        (void)ncclRedOpDestroy(premul, comm);
+        (void)nccl().RedOpDestroy(premul, comm);
       return status;
     });
   }
 
   void destroy_pending_ops() {
-    for (ncclRedOp_t op : pending_ops_) (void)ncclRedOpDestroy(op, comm_);
+    for (ncclRedOp_t op : pending_ops_) (void)nccl().RedOpDestroy(op, comm_);
     pending_ops_.clear();
   }
 
@@ -357,7 +358,7 @@ class CudaNcclComm final : public NcclComm {
     for (int polls = 0;; ++polls) {
       ncclComm_t comm = live(name);
       ncclResult_t state = ncclSuccess;
-      const ncclResult_t status = ncclCommGetAsyncError(comm, &state);
+      const ncclResult_t status = nccl().CommGetAsyncError(comm, &state);
       if (status != ncclSuccess) check_nccl(status, "ncclCommGetAsyncError", comm);
       if (state == ncclSuccess) return;
       if (state != ncclInProgress)
@@ -407,7 +408,7 @@ std::unique_ptr<NcclComm> init_nccl_comm(const UniqueId& id, int nranks, int ran
   std::memcpy(&unique, id.data(), sizeof unique);
   ncclConfig_t config = non_blocking_config();
   ncclComm_t raw = nullptr;
-  const ncclResult_t status = ncclCommInitRankConfig(&raw, nranks, unique, rank, &config);
+  const ncclResult_t status = nccl().CommInitRankConfig(&raw, nranks, unique, rank, &config);
   PendingComm comm(raw);
   if (status != ncclSuccess && status != ncclInProgress)
     check_nccl(status, "ncclCommInitRankConfig", raw,
