@@ -49,6 +49,15 @@ if(TUTTI_HAVE_TORCH2)
   if(CCACHE_PROGRAM)
     set(torch2_launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE_PROGRAM})
   endif()
+  # PyPI's torch is a CUDA build: its CMake package enables the CUDA language where nvcc exists,
+  # and CMake 3.25 (Debian 12's, as shipped) cannot find a default architecture nvcc 13 accepts
+  # ("Failed to detect a default CUDA architecture", a fresh Debian root's first full run). The
+  # parent's compiler and architectures, which cmake/Cuda.cmake settled, go along.
+  set(torch2_cuda "")
+  if(TUTTI_HAVE_CUDA)
+    set(torch2_cuda "-DCMAKE_CUDA_COMPILER:FILEPATH=${CMAKE_CUDA_COMPILER}"
+                    "-DCMAKE_CUDA_ARCHITECTURES:STRING=${CMAKE_CUDA_ARCHITECTURES}")
+  endif()
   ExternalProject_Add(torch2
     SOURCE_DIR ${PROJECT_SOURCE_DIR}/runtime/torch
     BINARY_DIR ${TUTTI_TORCH2_BUILD_DIR}
@@ -61,6 +70,7 @@ if(TUTTI_HAVE_TORCH2)
       -DTUTTI_LIBRARY=$<TARGET_FILE:tutti>
       -DTUTTI_INCLUDE_DIR=${PROJECT_SOURCE_DIR}/runtime/include
       -DTUTTI_TORCH_CHECKS_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+    CMAKE_CACHE_ARGS ${torch2_cuda}
     INSTALL_COMMAND ""
     BUILD_ALWAYS ON
     USES_TERMINAL_BUILD ON
