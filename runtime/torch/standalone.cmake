@@ -46,6 +46,11 @@ list(PREPEND CMAKE_PREFIX_PATH ${torch_package_dir} ${torch_prefix})
 if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(TORCH_CUDA_ARCH_LIST "9.0")
 endif()
+# Its enable_language(CUDA) needs an architecture too, which Debian 12's CMake 3.25 cannot find on
+# its own for nvcc 13 ("Failed to detect a default CUDA architecture"): any one nvcc takes will do.
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
+  set(CMAKE_CUDA_ARCHITECTURES 75)
+endif()
 find_package(Torch REQUIRED)
 find_library(TUTTI_TORCH_PYTHON_LIBRARY torch_python PATHS ${TORCH_INSTALL_PREFIX}/lib NO_DEFAULT_PATH
              REQUIRED)
