@@ -38,14 +38,15 @@ ARG TORCH_VERSION=2.15.0
 RUN python3 -m venv /opt/torch2 \
  && /opt/torch2/bin/python -m pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu \
       "torch==${TORCH_VERSION}" \
- && /opt/torch2/bin/python -m pip install --no-cache-dir numpy scikit-build-core
-# Backend "tutti" for that torch (runtime/torch/pyproject.toml): --no-build-isolation so that the
+ && /opt/torch2/bin/python -m pip install --no-cache-dir numpy scikit-build-core pybind11
+# The package tutti with backend "tutti" for that torch (the root pyproject.toml: import tutti and
+# tutti.torch): --no-build-isolation so that the
 # extension is built against the torch just installed (its headers, its pybind11), not a fresh copy
 # in pip's build environment; tutti is found in /usr/local. The package lands in the venv's
 # site-packages, libtutti_torch beside its extension; libtutti stays /usr/local/lib's (RUNPATH).
 RUN cd /src \
- && /opt/torch2/bin/python -m pip install --no-cache-dir --no-build-isolation --no-deps ./runtime/torch \
- && /opt/torch2/bin/python -c 'import torch, tutti.torch; print("torch", torch.__version__)'
+ && /opt/torch2/bin/python -m pip install --no-cache-dir --no-build-isolation --no-deps . \
+ && /opt/torch2/bin/python -c 'import torch, tutti, tutti.torch; print("torch", torch.__version__)'
 
 # ---- runtime stage: no compiler -----------------------------------------------------------------
 FROM debian:bookworm

@@ -27,9 +27,9 @@ if [ "${TUTTI_TORCH2:-}" = "skip" ]; then
 fi
 
 # The Python API's tests and its JAX example (import tutti: numpy, DLPack) use PyPI's jax (CPU),
-# optax and mpi4py from the same venv.
-extras=(jax optax mpi4py)
-have=$("$venv/bin/python" -c 'import scikit_build_core, torch, jax, optax, mpi4py; print(torch.__version__.split("+")[0])' \
+# optax and mpi4py from the same venv, and `pip install .` (the root pyproject.toml) its pybind11.
+extras=(jax optax mpi4py pybind11)
+have=$("$venv/bin/python" -c 'import scikit_build_core, torch, jax, optax, mpi4py, pybind11; print(torch.__version__.split("+")[0])' \
   2>/dev/null || true)
 if [ "$have" = "$version" ]; then
   echo "install-torch2: torch $have, jax, optax and mpi4py in $venv"

@@ -15,7 +15,9 @@ endif()
 
 set(TUTTI_LIBRARY "" CACHE FILEPATH "libtutti.so of a tutti build tree (else find_package(tutti))")
 set(TUTTI_INCLUDE_DIR "" CACHE PATH "tutti's public headers (runtime/include) for TUTTI_LIBRARY")
-if(TUTTI_LIBRARY)
+if(TARGET tutti::tutti)
+  # runtime/python's project found it already.
+elseif(TUTTI_LIBRARY)
   add_library(tutti::tutti SHARED IMPORTED)
   set_target_properties(tutti::tutti PROPERTIES IMPORTED_LOCATION ${TUTTI_LIBRARY}
                         INTERFACE_INCLUDE_DIRECTORIES ${TUTTI_INCLUDE_DIR})

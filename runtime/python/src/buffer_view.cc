@@ -1,8 +1,7 @@
 #include "buffer_view.hpp"
 
-#include <fmt/format.h>
-
 #include <array>
+#include <string>
 
 #include "dlpack.hpp"
 #include "tutti/error.hpp"
@@ -14,7 +13,7 @@ constexpr std::string_view kSupported =
     "float32, float64, float16, bfloat16, int32, int64, uint8, int8, int16, bool";
 
 [[noreturn]] void refuse(std::string_view what, const std::string& why) {
-  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", what, why));
+  throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": " + why);
 }
 
 // The Python error now set, as text (and cleared): for messages that wrap it.
@@ -81,8 +80,8 @@ std::string dlpack_type_name(const dlpack::DataType& t) {
   static constexpr std::array<const char*, 7> kCodes = {"int",    "uint",    "float", "handle",
                                                         "bfloat", "complex", "bool"};
   const char* code = t.code < kCodes.size() ? kCodes[t.code] : "code?";
-  return t.lanes == 1 ? fmt::format("{}{}", code, t.bits)
-                      : fmt::format("{}{}x{}", code, t.bits, t.lanes);
+  std::string name = code + std::to_string(t.bits);
+  return t.lanes == 1 ? name : name + "x" + std::to_string(t.lanes);
 }
 
 }  // namespace
@@ -181,9 +180,9 @@ void BufferView::take(PyObject* object, Access access, std::string_view what) {
     from_dlpack(object, access, what);
     return;
   }
-  refuse(what, fmt::format("a {} is neither a buffer (numpy array, memoryview) nor has "
-                           "__dlpack__ (JAX, CuPy, TensorFlow, torch)",
-                           Py_TYPE(object)->tp_name));
+  refuse(what, std::string("a ") + Py_TYPE(object)->tp_name +
+                   " is neither a buffer (numpy array, memoryview) nor has __dlpack__ (JAX, CuPy, "
+                   "TensorFlow, torch)");
 }
 
 void BufferView::from_buffer(PyObject* object, Access access, std::string_view what) {
@@ -210,8 +209,8 @@ void BufferView::from_buffer(PyObject* object, Access access, std::string_view w
   has_buffer_ = true;
   const std::string_view format = buffer_.format ? buffer_.format : "B";
   if (!type_of_format(format, static_cast<size_t>(buffer_.itemsize), type_))
-    refuse(what, fmt::format("element type '{}' ({} bytes) is not one tutti reduces; it takes {}",
-                             format, buffer_.itemsize, kSupported));
+    refuse(what, "element type '" + std::string(format) + "' (" + std::to_string(buffer_.itemsize) +
+                     " bytes) is not one tutti reduces; it takes " + std::string(kSupported));
   data_ = buffer_.buf;
   count_ = static_cast<size_t>(buffer_.len / buffer_.itemsize);
   for (int d = 0; d < buffer_.ndim; ++d) shape_.push_back(buffer_.shape[d]);
@@ -240,8 +239,9 @@ void BufferView::from_dlpack(PyObject* object, Access access, std::string_view w
     auto* m = static_cast<dlpack::ManagedTensorVersioned*>(
         PyCapsule_GetPointer(capsule_, "dltensor_versioned"));
     if (m->version.major != 1)
-      refuse(what, fmt::format("DLPack {}.{} is not one tutti reads (it reads 0.x and 1.x)",
-                               m->version.major, m->version.minor));
+      refuse(what, "DLPack " + std::to_string(m->version.major) + "." +
+                       std::to_string(m->version.minor) +
+                       " is not one tutti reads (it reads 0.x and 1.x)");
     managed_ = m;
     versioned_ = true;
     tensor = &m->dl_tensor;
@@ -266,13 +266,12 @@ void BufferView::from_dlpack(PyObject* object, Access access, std::string_view w
       on_device_ = true;
       break;
     default:
-      refuse(what, fmt::format("is on DLPack device type {}, which tutti cannot reach (host and "
-                               "CUDA memory only)",
-                               t.device.device_type));
+      refuse(what, "is on DLPack device type " + std::to_string(t.device.device_type) +
+                       ", which tutti cannot reach (host and CUDA memory only)");
   }
   if (!type_of_dlpack(t.dtype, type_))
-    refuse(what, fmt::format("element type {} is not one tutti reduces; it takes {}",
-                             dlpack_type_name(t.dtype), kSupported));
+    refuse(what, "element type " + dlpack_type_name(t.dtype) +
+                     " is not one tutti reduces; it takes " + std::string(kSupported));
   writable_ = (flags & dlpack::kFlagReadOnly) == 0;
   if (access == Access::kWrite && !writable_)
     refuse(what, "is read-only (its DLPack export says so); let tutti return a new array");

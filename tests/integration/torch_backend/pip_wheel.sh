@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# pip's way in (runtime/torch/pyproject.toml): tutti installed with `cmake --install` into a
-# temporary prefix, a wheel built by pip against PYTHON's torch and that prefix, the wheel installed
-# into a folder of its own, and the op-by-op test on 2 ranks importing tutti.torch from there only.
-#   pip_wheel.sh BUILD_DIR SOURCE_DIR PYTHON OPS_TEST
+# pip's way in (the root pyproject.toml): tutti installed with `cmake --install` into a temporary
+# prefix, one wheel built by pip against PYTHON (its torch, its pybind11) and that prefix, the wheel
+# installed into a folder of its own, and from there only: the op-by-op torch test on 2 ranks
+# (tutti.torch) and the Python API's test on 2 ranks (import tutti).
+#   pip_wheel.sh BUILD_DIR SOURCE_DIR PYTHON OPS_TEST CORE_TEST
 set -euo pipefail
-build=$1 source=$2 python=$3 ops_test=$4
+build=$1 source=$2 python=$3 ops_test=$4 core_test=$5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
@@ -12,12 +13,14 @@ cmake --install "$build" --prefix "$work/prefix" >/dev/null
 # same source paths every run).
 if command -v ccache >/dev/null; then export CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"; fi
 CMAKE_PREFIX_PATH="$work/prefix" "$python" -m pip wheel --quiet --no-build-isolation --no-deps \
-  --config-settings=build-dir="$work/build" -w "$work/wheels" "$source/runtime/torch"
-wheel=$(echo "$work"/wheels/tutti_torch-*.whl)
+  --config-settings=build-dir="$work/build" -w "$work/wheels" "$source"
+wheel=$(echo "$work"/wheels/tutti-*.whl)
 [ -f "$wheel" ] || { echo "pip_wheel: no wheel in $work/wheels" >&2; exit 1; }
 "$python" -m pip install --quiet --no-deps --target "$work/site" "$wheel"
 cd "$work"
 env -u LD_LIBRARY_PATH PYTHONPATH="$work/site" "$python" -c \
-  'import tutti.torch, sys; p = tutti.torch.__file__; sys.exit(0 if p.startswith(sys.argv[1]) else f"imported {p}")' \
-  "$work/site"
+  'import tutti, tutti.torch, sys
+for p in (tutti.__file__, tutti.torch.__file__):
+    p.startswith(sys.argv[1]) or sys.exit(f"imported {p}")' "$work/site"
 env -u LD_LIBRARY_PATH PYTHONPATH="$work/site" "$python" "$ops_test" 2
+env -u LD_LIBRARY_PATH PYTHONPATH="$work/site" "$work/prefix/bin/tuttirun" -np 2 -- "$python" "$core_test"
