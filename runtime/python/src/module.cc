@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <memory>
@@ -215,6 +216,22 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("send"), py::arg("recv"), py::arg("op"), py::arg("timeout") = py::none(),
           py::arg("prescale") = 1.0, py::arg("postscale") = 1.0)
+      .def(
+          "_loop_allreduce",
+          [](const Communicator& c, py::handle send, py::handle recv, int iterations) {
+            // For bench/python_allreduce_bench.py: the C++ call alone, `iterations` times, on the
+            // same buffers; seconds per call (what the Python layer adds is the difference).
+            auto in = view(send, Access::kRead, "the input");
+            auto out = view(recv, Access::kWrite, "the output");
+            expect_count(*out, in->count(), "the output");
+            py::gil_scoped_release unlocked;
+            const auto start = std::chrono::steady_clock::now();
+            for (int i = 0; i < iterations; ++i)
+              c.allreduce(in->data(), out->data(), in->count(), in->type(), ReduceOp::kSum);
+            return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                   std::max(iterations, 1);
+          },
+          py::arg("send"), py::arg("recv"), py::arg("iterations"))
       .def(
           "broadcast",
           [](const Communicator& c, py::handle buffer, int root, std::optional<double> timeout) {

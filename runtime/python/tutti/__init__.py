@@ -53,6 +53,8 @@ def _need_core():
 
 
 def _op(op):
+    if type(op) is ReduceOp:
+        return op
     if isinstance(op, str):
         name = _OPS.get(op.lower())
         if name is None:
@@ -78,6 +80,12 @@ def _framework(x):
 def _np():
     import numpy
     return numpy
+
+
+try:
+    from numpy import ndarray as _ndarray
+except ImportError:  # no numpy: every array goes the general way
+    _ndarray = None
 
 
 def _writable(x):
@@ -231,9 +239,18 @@ class Communicator:
         """op over every rank's x (default SUM). In place when x is writable and out is not given;
         else a new array of x's kind. prescale/postscale (floating sum/avg) scale inside the
         reduction."""
+        op = SUM if op is None else _op(op)
+        seconds = None if timeout is None else _timeout(timeout)
+        # The common cases first, without the general machinery: out= given, or a writable numpy
+        # array (a small message costs about a microsecond, and so may this layer).
+        if out is not None:
+            self._impl.allreduce(x, out, op, seconds, prescale, postscale)
+            return out
+        if type(x) is _ndarray and x.flags.writeable:
+            self._impl.allreduce(x, x, op, seconds, prescale, postscale)
+            return x
         target, returned = self._output(x, out, _same, True)
-        self._impl.allreduce(x, target, _op(op if op is not None else SUM), _timeout(timeout),
-                             float(prescale), float(postscale))
+        self._impl.allreduce(x, target, op, seconds, float(prescale), float(postscale))
         return self._result(target, returned, x)
 
     def broadcast(self, x, root=0, *, out=None, timeout=None):
