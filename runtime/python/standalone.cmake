@@ -1,23 +1,7 @@
 # The set-up runtime/python needs when it is built as a project of its own (see CMakeLists.txt):
 # tutti as tutti::tutti, Python 3 and pybind11, and the variables the root build would have set
 # (TUTTI_PYTHON_BUILD_DIR, TUTTI_LIBRARY_DIR); TUTTI_PYTHON_WITH_TORCH when that Python has torch.
-set(CMAKE_CXX_STANDARD 20)
-set(CMAKE_CXX_STANDARD_REQUIRED ON)
-set(CMAKE_CXX_EXTENSIONS OFF)
-set(CMAKE_POSITION_INDEPENDENT_CODE ON)
-add_compile_options(-Wall -Wextra -Werror)
-
-set(TUTTI_LIBRARY "" CACHE FILEPATH "libtutti.so of a tutti build tree (else find_package(tutti))")
-set(TUTTI_INCLUDE_DIR "" CACHE PATH "tutti's public headers (runtime/include) for TUTTI_LIBRARY")
-if(TUTTI_LIBRARY)
-  add_library(tutti::tutti SHARED IMPORTED)
-  set_target_properties(tutti::tutti PROPERTIES IMPORTED_LOCATION ${TUTTI_LIBRARY}
-                        INTERFACE_INCLUDE_DIRECTORIES ${TUTTI_INCLUDE_DIR})
-else()
-  find_package(tutti 0.1 CONFIG REQUIRED)
-endif()
-get_target_property(tutti_library_file tutti::tutti LOCATION)
-get_filename_component(TUTTI_LIBRARY_DIR ${tutti_library_file} DIRECTORY)
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/Standalone.cmake)
 
 find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
 # pybind11 from the building Python (pip install pybind11), else one CMake finds (pybind11-dev).

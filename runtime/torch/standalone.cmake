@@ -1,31 +1,9 @@
 # The set-up runtime/torch needs when it is built as a project of its own (see CMakeLists.txt):
 # tutti as tutti::tutti, the torch that Python3_EXECUTABLE imports, and the variables the root
 # build would have set (TUTTI_HAVE_TORCH_PYTHON, TUTTI_PYTHON_BUILD_DIR, TUTTI_PYTHON_INSTALL_DIR).
-set(CMAKE_CXX_STANDARD 20)
-set(CMAKE_CXX_STANDARD_REQUIRED ON)
-set(CMAKE_CXX_EXTENSIONS OFF)
-set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/Standalone.cmake)
 set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 set(CMAKE_LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
-add_compile_options(-Wall -Wextra -Werror)
-# g++ 12 and 13's false -Wrestrict in std::string's operator+ at -O3 (GCC bug 105329), as in tutti.
-if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 14)
-  add_compile_options(-Wno-error=restrict)
-endif()
-
-set(TUTTI_LIBRARY "" CACHE FILEPATH "libtutti.so of a tutti build tree (else find_package(tutti))")
-set(TUTTI_INCLUDE_DIR "" CACHE PATH "tutti's public headers (runtime/include) for TUTTI_LIBRARY")
-if(TARGET tutti::tutti)
-  # runtime/python's project found it already.
-elseif(TUTTI_LIBRARY)
-  add_library(tutti::tutti SHARED IMPORTED)
-  set_target_properties(tutti::tutti PROPERTIES IMPORTED_LOCATION ${TUTTI_LIBRARY}
-                        INTERFACE_INCLUDE_DIRECTORIES ${TUTTI_INCLUDE_DIR})
-else()
-  find_package(tutti 0.1 CONFIG REQUIRED)
-endif()
-get_target_property(tutti_library_file tutti::tutti LOCATION)
-get_filename_component(TUTTI_LIBRARY_DIR ${tutti_library_file} DIRECTORY)
 
 # The torch is the one this Python imports: its wheel carries libtorch's headers, libraries and
 # CMake package (torch.utils.cmake_prefix_path).
