@@ -588,6 +588,22 @@ void FramedChannel::send_abort_in(ContextId context, ErrorCode code,
   }
 }
 
+void FramedChannel::drain_before_close(Deadline deadline) {
+  if (!abort_sent_ || stream_broken_) return;
+  // An abort notice that did not go out within send_abort's budget (queued behind the rest of a
+  // half-sent frame, in a ring the peer had not read yet: a loaded machine) gets the linger too;
+  // otherwise the peer only learns that this rank died, not why (issue 26 item 17: one rank of
+  // mismatch_shm_hd reported a dead peer instead of the mismatch beside a second make test).
+  try {
+    while (!sends_.empty() && !deadline.expired())
+      if (!progress_sends()) sched_yield();
+  } catch (const std::exception& e) {
+    log::debug("abort notice to {} while closing: {}", stream_->describe(), e.what());
+    return;
+  }
+  stream_->drain_before_close(deadline);
+}
+
 int FramedChannel::wait_fd() const {
   return failure_ || closed_ ? -1 : stream_->wait_fd();
 }

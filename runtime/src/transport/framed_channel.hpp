@@ -41,9 +41,7 @@ class FramedChannel final : public Link {
   int wait_fd() const override;
   int liveness_fd() const override;
   bool wants_writable() const override { return !sends_.empty(); }
-  void drain_before_close(Deadline deadline) override {
-    if (abort_sent_ && !stream_broken_) stream_->drain_before_close(deadline);
-  }
+  void drain_before_close(Deadline deadline) override;
 
   const Error* context_failure(ContextId context) const override;
   bool busy_in(ContextId context) const override;
