@@ -31,6 +31,16 @@ endif()
 if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
   set(CMAKE_CUDA_ARCHITECTURES 75)
 endif()
+# And nvcc itself, which a toolkit outside PATH (/usr/local/cuda, where NVIDIA installs it) hides
+# from enable_language ("No CMAKE_CUDA_COMPILER could be found": pip install . in a fresh Debian
+# root). Looked for as cmake/Cuda.cmake does.
+if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+  find_program(TUTTI_NVCC nvcc HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin
+               PATHS /usr/local/cuda/bin)
+  if(TUTTI_NVCC)
+    set(CMAKE_CUDA_COMPILER ${TUTTI_NVCC})
+  endif()
+endif()
 find_package(Torch REQUIRED)
 find_library(TUTTI_TORCH_PYTHON_LIBRARY torch_python PATHS ${TORCH_INSTALL_PREFIX}/lib NO_DEFAULT_PATH
              REQUIRED)
