@@ -136,7 +136,7 @@ void Communicator::agree_on_group_order(const std::string& purpose, std::span<co
   const std::string base = fmt::format("{}/c{}/{}/order/", job_->job_id, context_, purpose);
   const std::string mine = list(listed);
   const std::string set_text = list(set);
-  // Which group call each rank is in ("<set> <nth> waiting|done"), so that members that list
+  // Which group call each rank is in ("<set> <nth> waiting|done|failed"), so that members that list
   // different sets of ranks, each waiting for the other under its own set's keys, see it and fail
   // at once naming both lists instead of both timing out.
   auto grouping_key = [&](int r) {
@@ -185,8 +185,24 @@ void Communicator::agree_on_group_order(const std::string& purpose, std::span<co
                        rank_, r, theirs, mine);
     }
   };
-  const std::vector<int> missing = wait_for_ranks(keys, set, deadline, "group", look);
+  std::vector<int> missing;
+  try {
+    missing = wait_for_ranks(keys, set, deadline, "group", look);
+  } catch (const Error& e) {
+    // No longer waiting (an abort, a dead member): a peer that read a stale "waiting" would take
+    // it for a disagreement with its next, correct call. Not after a disagreement this rank saw
+    // (kInvalidArgument): the other side must still see it waiting, to fail too. Best effort (the
+    // store may be what failed).
+    if (e.code() != ErrorCode::kInvalidArgument) {
+      try {
+        store.set(grouping_key(rank_), fmt::format("{} {} failed", set_text, nth));
+      } catch (const Error&) {
+      }
+    }
+    throw;
+  }
   if (!missing.empty()) {
+    store.set(grouping_key(rank_), fmt::format("{} {} failed", set_text, nth));
     std::string who, doing;
     for (int r : missing) {
       who += fmt::format("{}{}", who.empty() ? "" : ", ", r);
