@@ -158,6 +158,11 @@ void CollectiveRunner::fill_host(const RunSpec& s) {
 }
 
 void CollectiveRunner::run(const RunSpec& s) {
+  issue(s);
+  if (device_ != nullptr) device_->wait_for_calls();
+}
+
+void CollectiveRunner::issue(const RunSpec& s) {
   const size_t count = s.layout.param_count;
   switch (s.collective) {
     case Collective::kAllreduce:

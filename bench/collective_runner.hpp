@@ -55,7 +55,9 @@ class CollectiveRunner {
 
   // Puts this rank's inputs in place and poisons what must be received.
   void fill(const RunSpec& spec);
-  // One call of the collective.
+  // One call of the collective; with --device cuda it returns once the call's work on the caller's
+  // stream has completed, as the NCCL baseline waits for its stream after each ncclAllReduce (a
+  // call that only enqueues, like a world of one's allreduce, is not timed as free).
   void run(const RunSpec& spec);
   // Elements of this rank's result that differ from the expected ones.
   uint64_t count_wrong(const RunSpec& spec);
@@ -70,6 +72,7 @@ class CollectiveRunner {
 
  private:
   void fill_host(const RunSpec& spec);
+  void issue(const RunSpec& spec);
   uint64_t count_wrong_host(const RunSpec& spec) const;
 
   Communicator& comm_;

@@ -2,12 +2,17 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include "device/device_buffers.hpp"
 #include "tutti/error.hpp"
 
 namespace tutti::bench {
 
 namespace {
+
+// As long as the NCCL baseline waits for its stream.
+constexpr std::chrono::seconds kWaitDeadline{120};
 
 void check(cudaError_t status, const char* call) {
   if (status == cudaSuccess) return;
@@ -42,6 +47,18 @@ class CudaDeviceBuffers final : public DeviceBuffers {
   void download_recv(std::span<std::byte> host_recv, size_t bytes) override {
     check(cudaMemcpy(host_recv.data(), recv_.get(), bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
   }
+  void wait_for_calls() override {
+    const auto deadline = std::chrono::steady_clock::now() + kWaitDeadline;
+    cudaError_t status = cudaErrorNotReady;
+    while ((status = cudaStreamQuery(nullptr)) == cudaErrorNotReady) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw Error(ErrorCode::kTimeout,
+                    fmt::format("--device cuda: the work of tutti's call on GPU {} did not "
+                                "complete within {} s (cudaStreamQuery of the default stream)",
+                                device_, kWaitDeadline.count()));
+    }
+    check(status, "cudaStreamQuery");
+  }
   std::string description() const override { return name_; }
 
  private:
@@ -60,8 +77,7 @@ bool cuda_built() {
 std::unique_ptr<DeviceBuffers> make_device_buffers(size_t bytes, int local_rank) {
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-  if (count == 0)
-    throw Error(ErrorCode::kDevice, "--device cuda: this host has no CUDA device");
+  if (count == 0) throw Error(ErrorCode::kDevice, "--device cuda: this host has no CUDA device");
   const int device = local_rank % count;
   check(cudaSetDevice(device), "cudaSetDevice");
   cudaDeviceProp prop{};

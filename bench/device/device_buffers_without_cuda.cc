@@ -1,5 +1,5 @@
-#include "tutti/error.hpp"
 #include "device/device_buffers.hpp"
+#include "tutti/error.hpp"
 
 namespace tutti::bench {
 

@@ -2,6 +2,7 @@
 // coalesced tensor collectives, split, and abort/shutdown. On torch 1.13 this file is empty.
 #include <algorithm>
 
+#include "caller_stream.hpp"
 #include "process_group.hpp"
 #include "tensors.hpp"
 
@@ -26,6 +27,24 @@ void check_coalesced(const char* op, const std::vector<at::Tensor>& small,
                 " times ", describe(small[i]), " (the group's size), of the same dtype");
 }
 
+// OpType::ALLGATHER_INTO_TENSOR_COALESCED and REDUCE_SCATTER_TENSOR_COALESCED where this torch has
+// them (they came after 2.11, whose c10d has only COALESCED for both); dependent names, so that
+// their absence is no error.
+template <typename Type = c10d::OpType>
+constexpr Type allgather_into_tensor_coalesced_type() {
+  if constexpr (requires { Type::ALLGATHER_INTO_TENSOR_COALESCED; })
+    return Type::ALLGATHER_INTO_TENSOR_COALESCED;
+  else
+    return Type::COALESCED;
+}
+template <typename Type = c10d::OpType>
+constexpr Type reduce_scatter_tensor_coalesced_type() {
+  if constexpr (requires { Type::REDUCE_SCATTER_TENSOR_COALESCED; })
+    return Type::REDUCE_SCATTER_TENSOR_COALESCED;
+  else
+    return Type::COALESCED;
+}
+
 int64_t total_numel(const std::vector<at::Tensor>& tensors) {
   int64_t total = 0;
   for (const auto& t : tensors) total += t.numel();
@@ -43,21 +62,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesce
   // One all-gather of the inputs back to back: rank p's block of the result is its inputs, so
   // output i is column block i of the [size, total] result.
   return enqueue(
-      c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, "tutti:all_gather_into_tensor_coalesced",
+      allgather_into_tensor_coalesced_type(), "tutti:all_gather_into_tensor_coalesced",
       label_of(op, inputs.front()) + " and " + std::to_string(inputs.size() - 1) + " more", outputs,
       [inputs, outputs, call](const tutti::Communicator& comm) {
         const at::Tensor in = flat_concat(inputs);
         const int64_t total = in.numel();
         at::Tensor grid = at::empty({comm.size(), total}, in.options());
         comm.allgather(in.data_ptr(), grid.data_ptr(), static_cast<size_t>(total), data_type_of(in),
-                       call);
+                       on_stream(call, in));
         int64_t offset = 0;
         for (const auto& out : outputs) {
           const int64_t n = out.numel() / comm.size();
           out.copy_(grid.narrow(1, offset, n).reshape(out.sizes()));
           offset += n;
         }
-      });
+      },
+      inputs);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesced(
@@ -69,7 +89,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesce
   // The inputs laid out as [size, total]: row p holds rank p's share of every input, so one
   // reduce-scatter gives this rank its share of all of them, output after output.
   return enqueue(
-      c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, "tutti:reduce_scatter_tensor_coalesced",
+      reduce_scatter_tensor_coalesced_type(), "tutti:reduce_scatter_tensor_coalesced",
       label_of(op, inputs.front()) + " and " + std::to_string(inputs.size() - 1) + " more", outputs,
       [inputs, outputs, r](const tutti::Communicator& comm) {
         const int64_t total = total_numel(outputs);
@@ -82,9 +102,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesce
         }
         at::Tensor mine = at::empty({total}, grid.options());
         comm.reduce_scatter(grid.data_ptr(), mine.data_ptr(), static_cast<size_t>(total),
-                            data_type_of(mine), r.op, r.call);
+                            data_type_of(mine), r.op, on_stream(r.call, mine));
         copy_from_flat(mine, outputs);
-      });
+      },
+      inputs);
 }
 
 c10::intrusive_ptr<c10d::Backend> ProcessGroupTutti::split(

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "caller_stream.hpp"
 #include "store_adapter.hpp"
 #include "tensors.hpp"
 
@@ -120,10 +121,13 @@ void ProcessGroupTutti::submit(const char* op, std::function<void(Worker&)> job)
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(
     c10d::OpType type, const char* op, std::string label, std::vector<at::Tensor> outputs,
-    std::function<void(const tutti::Communicator&)> body) {
+    std::function<void(const tutti::Communicator&)> body, const std::vector<at::Tensor>& inputs) {
+  const std::optional<c10::Stream> stream = CallerStream::of(op, outputs, inputs);
   ++sequence_;
-  auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::move(outputs));
-  submit(op, [this, work, body = std::move(body), label = std::move(label)](Worker&) {
+  auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::move(outputs), stream);
+  submit(op, [this, work, stream, body = std::move(body), label = std::move(label)](Worker&) {
+    // The caller's stream stays current through complete(): the future records its event there.
+    const CallerStream::Guard on_callers_stream(stream);
     std::exception_ptr error;
     try {
       body(comm_);
@@ -138,33 +142,38 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue_p2p(
     c10d::OpType type, const char* op, std::string label, at::Tensor tensor,
     std::function<tutti::Request(const tutti::Communicator&, const at::Tensor&)> post) {
+  const std::optional<c10::Stream> stream = CallerStream::of(op, {tensor});
   ++sequence_;
-  auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::vector<at::Tensor>{tensor});
-  submit(op,
-         [this, work, tensor, post = std::move(post), label = std::move(label)](Worker& worker) {
-           try {
-             auto staged = std::make_shared<Staged>(tensor);
-             tutti::Request request = post(comm_, staged->buffer());
-             worker.watch(std::move(request), [work, staged, label](std::exception_ptr error) {
-               if (error) {
-                 try {
-                   std::rethrow_exception(error);
-                 } catch (...) {
-                   error = labelled(label);
-                 }
-               } else {
-                 try {
-                   staged->write_back();
-                 } catch (...) {
-                   error = labelled(label);
-                 }
-               }
-               work->complete(error);
-             });
-           } catch (...) {
-             work->complete(labelled(label));
-           }
-         });
+  auto work =
+      c10::make_intrusive<TuttiWork>(rank_, type, op, std::vector<at::Tensor>{tensor}, stream);
+  submit(op, [this, work, tensor, stream, post = std::move(post),
+              label = std::move(label)](Worker& worker) {
+    // Sends and receives run on host buffers: a CUDA tensor goes through a CPU copy.
+    const CallerStream::Guard on_callers_stream(stream);
+    try {
+      auto staged = std::make_shared<Staged>(tensor, Staged::kHost);
+      tutti::Request request = post(comm_, staged->buffer());
+      worker.watch(std::move(request), [work, staged, stream, label](std::exception_ptr error) {
+        const CallerStream::Guard on_callers_stream(stream);
+        if (error) {
+          try {
+            std::rethrow_exception(error);
+          } catch (...) {
+            error = labelled(label);
+          }
+        } else {
+          try {
+            staged->write_back();
+          } catch (...) {
+            error = labelled(label);
+          }
+        }
+        work->complete(error);
+      });
+    } catch (...) {
+      work->complete(labelled(label));
+    }
+  });
   return work;
 }
 
@@ -179,7 +188,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tens
                  [tensor, r](const tutti::Communicator& comm) {
                    Staged s(tensor);
                    comm.allreduce(s.data(), s.data(), s.count(), data_type_of(tensor), r.op,
-                                  r.call);
+                                  on_stream(r.call, tensor));
                    s.write_back();
                  });
 }
@@ -197,7 +206,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
                  tensors, [tensors, r](const tutti::Communicator& comm) {
                    at::Tensor flat = flat_concat(tensors);
                    comm.allreduce(flat.data_ptr(), flat.data_ptr(), flat.numel(),
-                                  data_type_of(flat), r.op, r.call);
+                                  data_type_of(flat), r.op, on_stream(r.call, flat));
                    copy_from_flat(flat, tensors);
                  });
 }
@@ -213,7 +222,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::broadcast(std::vector<at::Tens
   return enqueue(c10d::OpType::BROADCAST, "tutti:broadcast", label_of("broadcast", given), tensors,
                  [tensor, root, call](const tutti::Communicator& comm) {
                    Staged s(tensor);
-                   comm.broadcast(s.data(), s.count(), data_type_of(tensor), root, call);
+                   comm.broadcast(s.data(), s.count(), data_type_of(tensor), root,
+                                  on_stream(call, tensor));
                    s.write_back();
                  });
 }
@@ -227,7 +237,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>
   const at::Tensor tensor = carried(given);
   return enqueue(c10d::OpType::REDUCE, "tutti:reduce", label_of("reduce", given), tensors,
                  [tensor, root, r](const tutti::Communicator& comm) {
-                   Staged s(tensor);
+                   Staged s(tensor, Staged::kHost);
                    comm.reduce(s.data(), s.data(), s.count(), data_type_of(tensor), r.op, root,
                                r.call);
                    if (comm.rank() == root) s.write_back();
@@ -261,9 +271,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
                    const Staged in(input);
                    at::Tensor flat = at::empty({input.numel() * comm.size()}, input.options());
                    comm.allgather(in.data(), flat.data_ptr(), in.count(), data_type_of(input),
-                                  call);
+                                  on_stream(call, input));
                    copy_from_flat(flat, outs);
-                 });
+                 },
+                 {input});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
@@ -280,9 +291,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
                  [input, output, call](const tutti::Communicator& comm) {
                    const Staged in(input);
                    Staged out(output);
-                   comm.allgather(in.data(), out.data(), in.count(), data_type_of(input), call);
+                   comm.allgather(in.data(), out.data(), in.count(), data_type_of(input),
+                                  on_stream(call, input));
                    out.write_back();
-                 });
+                 },
+                 {input});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
@@ -308,19 +321,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
     counts.push_back(count);
   }
   const tutti::CallOptions call = call_options(effective(opts.timeout));
-  return enqueue(c10d::OpType::ALLGATHER_COALESCED, "tutti:all_gather_coalesced",
-                 label_of("allgather_coalesced", inputs.front()), outs,
-                 [inputs, outs, counts, call](const tutti::Communicator& comm) {
-                   const at::Tensor in = flat_concat(inputs);
-                   size_t total = 0;
-                   for (size_t c : counts) total += c;
-                   TORCH_CHECK(static_cast<size_t>(in.numel()) == counts[comm.rank()],
-                               "this rank's inputs hold ", in.numel(),
-                               " elements but its output list holds ", counts[comm.rank()]);
-                   at::Tensor flat = at::empty({static_cast<int64_t>(total)}, in.options());
-                   comm.allgatherv(in.data_ptr(), flat.data_ptr(), counts, data_type_of(in), call);
-                   copy_from_flat(flat, outs);
-                 });
+  return enqueue(
+      c10d::OpType::ALLGATHER_COALESCED, "tutti:all_gather_coalesced",
+      label_of("allgather_coalesced", inputs.front()), outs,
+      [inputs, outs, counts, call](const tutti::Communicator& comm) {
+        const at::Tensor in = on_host(flat_concat(inputs));
+        size_t total = 0;
+        for (size_t c : counts) total += c;
+        TORCH_CHECK(static_cast<size_t>(in.numel()) == counts[comm.rank()],
+                    "this rank's inputs hold ", in.numel(), " elements but its output list holds ",
+                    counts[comm.rank()]);
+        at::Tensor flat = at::empty({static_cast<int64_t>(total)}, in.options());
+        comm.allgatherv(in.data_ptr(), flat.data_ptr(), counts, data_type_of(in), call);
+        copy_from_flat(flat, outs);
+      },
+      inputs);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
@@ -346,14 +361,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
   const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(c10d::OpType::GATHER, "tutti:gather", label_of("gather", input), outs,
                  [input, outs, root, call](const tutti::Communicator& comm) {
-                   const Staged in(input);
+                   const Staged in(input, Staged::kHost);
                    at::Tensor flat;
                    if (comm.rank() == root)
-                     flat = at::empty({input.numel() * comm.size()}, input.options());
+                     flat = at::empty({input.numel() * comm.size()}, in.buffer().options());
                    comm.gather(in.data(), flat.defined() ? flat.data_ptr() : nullptr, in.count(),
                                data_type_of(input), root, call);
                    if (flat.defined()) copy_from_flat(flat, outs);
-                 });
+                 },
+                 {input});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
@@ -377,15 +393,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
     TORCH_CHECK(inputs.empty(), "tutti scatter: only the root takes input tensors");
   }
   const tutti::CallOptions call = call_options(effective(opts.timeout));
-  return enqueue(c10d::OpType::SCATTER, "tutti:scatter", label_of("scatter", output), outputs,
-                 [output, ins, root, call](const tutti::Communicator& comm) {
-                   at::Tensor flat;
-                   if (comm.rank() == root) flat = flat_concat(ins);
-                   Staged out(output);
-                   comm.scatter(flat.defined() ? flat.data_ptr() : nullptr, out.data(), out.count(),
-                                data_type_of(output), root, call);
-                   out.write_back();
-                 });
+  return enqueue(
+      c10d::OpType::SCATTER, "tutti:scatter", label_of("scatter", output), outputs,
+      [output, ins, root, call](const tutti::Communicator& comm) {
+        at::Tensor flat;
+        if (comm.rank() == root) flat = on_host(flat_concat(ins));
+        Staged out(output, Staged::kHost);
+        comm.scatter(flat.defined() ? flat.data_ptr() : nullptr, out.data(), out.count(),
+                     data_type_of(output), root, call);
+        out.write_back();
+      },
+      ins);
 }
 
 // ---- Reduce-scatter and all-to-all ---------------------------------------------------------
@@ -404,15 +422,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
   const std::vector<at::Tensor> ins = inputs[0];
   const Reduction r =
       reduction_of("reduce_scatter", opts.reduceOp, output, effective(opts.timeout));
-  return enqueue(c10d::OpType::REDUCE_SCATTER, "tutti:reduce_scatter",
-                 label_of("reduce_scatter", output), outputs,
-                 [output, ins, r](const tutti::Communicator& comm) {
-                   const at::Tensor flat = flat_concat(ins);
-                   Staged out(output);
-                   comm.reduce_scatter_v(flat.data_ptr(), out.data(), counts_of(ins),
-                                         data_type_of(output), r.op, r.call);
-                   out.write_back();
-                 });
+  return enqueue(
+      c10d::OpType::REDUCE_SCATTER, "tutti:reduce_scatter", label_of("reduce_scatter", output),
+      outputs,
+      [output, ins, r](const tutti::Communicator& comm) {
+        const at::Tensor flat = on_host(flat_concat(ins));
+        Staged out(output, Staged::kHost);
+        comm.reduce_scatter_v(flat.data_ptr(), out.data(), counts_of(ins), data_type_of(output),
+                              r.op, r.call);
+        out.write_back();
+      },
+      ins);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
@@ -431,9 +451,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
                    const Staged in(input);
                    Staged out(output);
                    comm.reduce_scatter(in.data(), out.data(), out.count(), data_type_of(output),
-                                       r.op, r.call);
+                                       r.op, on_stream(r.call, output));
                    out.write_back();
-                 });
+                 },
+                 {input});
 }
 
 namespace {
@@ -481,11 +502,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall_base(
   return enqueue(
       c10d::OpType::ALLTOALL_BASE, "tutti:all_to_all", label_of("alltoall_base", input), {output},
       [input, output, send_counts, recv_counts, call](const tutti::Communicator& comm) {
-        const Staged in(input);
-        Staged out(output);
+        const Staged in(input, Staged::kHost);
+        Staged out(output, Staged::kHost);
         comm.alltoallv(in.data(), send_counts, out.data(), recv_counts, data_type_of(input), call);
         out.write_back();
-      });
+      },
+      {input});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tensor>& outputs,
@@ -498,16 +520,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tenso
   TORCH_CHECK(inputs.front().scalar_type() == outputs.front().scalar_type(),
               "tutti alltoall: inputs and outputs differ in dtype");
   const tutti::CallOptions call = call_options(effective(opts.timeout));
-  return enqueue(c10d::OpType::ALLTOALL, "tutti:all_to_all", label_of("alltoall", inputs.front()),
-                 outputs, [inputs, outputs, call](const tutti::Communicator& comm) {
-                   const at::Tensor in = flat_concat(inputs);
-                   int64_t total = 0;
-                   for (const auto& t : outputs) total += t.numel();
-                   at::Tensor out = at::empty({total}, in.options());
-                   comm.alltoallv(in.data_ptr(), counts_of(inputs), out.data_ptr(),
-                                  counts_of(outputs), data_type_of(in), call);
-                   copy_from_flat(out, outputs);
-                 });
+  return enqueue(
+      c10d::OpType::ALLTOALL, "tutti:all_to_all", label_of("alltoall", inputs.front()), outputs,
+      [inputs, outputs, call](const tutti::Communicator& comm) {
+        const at::Tensor in = on_host(flat_concat(inputs));
+        int64_t total = 0;
+        for (const auto& t : outputs) total += t.numel();
+        at::Tensor out = at::empty({total}, in.options());
+        comm.alltoallv(in.data_ptr(), counts_of(inputs), out.data_ptr(), counts_of(outputs),
+                       data_type_of(in), call);
+        copy_from_flat(out, outputs);
+      },
+      inputs);
 }
 
 // ---- Point to point ------------------------------------------------------------------------

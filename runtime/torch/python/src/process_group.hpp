@@ -115,10 +115,13 @@ class ProcessGroupTutti final : public BackendBase {
  private:
   // Queues `body` (run on the worker thread with the communicator) behind everything queued
   // before; the returned Work completes with `outputs` when it returns, or with its error as a
-  // RuntimeError that starts with `label` ("tutti allreduce of float32[10]").
+  // RuntimeError that starts with `label` ("tutti allreduce of float32[10]"). CUDA tensors among
+  // `outputs` and `inputs`: body runs with the issuing thread's current stream current
+  // (caller_stream.hpp), and the Work's future is one of their device.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* op, std::string label,
                                          std::vector<at::Tensor> outputs,
-                                         std::function<void(const tutti::Communicator&)> body);
+                                         std::function<void(const tutti::Communicator&)> body,
+                                         const std::vector<at::Tensor>& inputs = {});
 
   // Posts a send or receive (`post` runs on the worker thread) and completes its Work when the
   // request does.

@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "caller_stream.hpp"
 #include "tutti/torch_ops.hpp"
 
 namespace tutti::torch_backend {
@@ -38,12 +39,13 @@ std::string label_of(const char* op, const at::Tensor& tensor) {
 
 void check_tensor(const char* op, const at::Tensor& tensor, bool complex_ok) {
   TORCH_CHECK(tensor.defined(), "tutti ", op, ": an undefined tensor");
-  TORCH_CHECK(!tensor.is_cuda(), "tutti ", op, ": tensor ", describe(tensor), " is on ",
-              tensor.device(),
-              "; backend tutti takes CPU tensors (GPU buffers are the NCCL path of issue 12: "
-              "use backend nccl for them)");
-  TORCH_CHECK(tensor.device().is_cpu(), "tutti ", op, ": tensor ", describe(tensor), " is on ",
-              tensor.device(), "; backend tutti takes CPU tensors");
+  TORCH_CHECK(!tensor.is_cuda() || cuda_tensors_supported(), "tutti ", op, ": tensor ",
+              describe(tensor), " is on ", tensor.device(),
+              "; with this torch (1.x) backend tutti takes CPU tensors (CUDA tensors need torch "
+              "2.x, or use backend nccl)");
+  TORCH_CHECK(tensor.device().is_cpu() || tensor.is_cuda(), "tutti ", op, ": tensor ",
+              describe(tensor), " is on ", tensor.device(),
+              "; backend tutti takes CPU and CUDA tensors");
   TORCH_CHECK(tensor.layout() == at::kStrided, "tutti ", op, ": tensor ", describe(tensor), " is ",
               tensor.layout(), "; backend tutti takes dense (strided) tensors");
   // Throws for a dtype tutti does not carry (complex: where the op carries it as its real view).

@@ -1,6 +1,6 @@
 // What tutti needs to know about a torch tensor: its tutti DataType and ReduceOp, whether it can
-// go to tutti at all (CPU, dense), and a contiguous buffer for it (a copy for a strided view,
-// written back after the operation).
+// go to tutti at all (CPU or CUDA, dense), and a contiguous buffer for it (a copy for a strided
+// view, written back after the operation).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -19,8 +19,8 @@ std::string describe(const at::Tensor& tensor);
 // "tutti allreduce of float32[4, 3]": how errors name an operation.
 std::string label_of(const char* op, const at::Tensor& tensor);
 
-// Throws (c10::Error, a RuntimeError in Python) naming `op` unless `tensor` is a dense CPU tensor
-// of a dtype tutti carries.
+// Throws (c10::Error, a RuntimeError in Python) naming `op` unless `tensor` is a dense CPU (or,
+// with torch 2.x, CUDA) tensor of a dtype tutti carries.
 // complex_ok: the op carries a complex tensor as its real view (see carried()).
 void check_tensor(const char* op, const at::Tensor& tensor, bool complex_ok = false);
 // check_tensor on each, and the same dtype as the first.
@@ -44,10 +44,15 @@ Reduction reduction_of(const char* op, const c10d::ReduceOp& reduce_op, const at
 tutti::CallOptions call_options(std::chrono::milliseconds timeout);
 
 // A contiguous buffer for `tensor`: the tensor itself when it already is, else a copy that
-// write_back() copies into the tensor after the operation.
+// write_back() copies into the tensor after the operation. kHost: a CPU buffer even for a CUDA
+// tensor, for the calls tutti runs on host buffers only.
 class Staged {
  public:
-  explicit Staged(at::Tensor tensor) : tensor_(std::move(tensor)), buffer_(tensor_.contiguous()) {}
+  enum Where { kWhereItIs, kHost };
+  explicit Staged(at::Tensor tensor, Where where = kWhereItIs)
+      : tensor_(std::move(tensor)),
+        buffer_(where == kHost && tensor_.is_cuda() ? tensor_.to(at::kCPU).contiguous()
+                                                    : tensor_.contiguous()) {}
   void* data() const { return buffer_.data_ptr(); }
   size_t count() const { return static_cast<size_t>(buffer_.numel()); }
   const at::Tensor& buffer() const { return buffer_; }

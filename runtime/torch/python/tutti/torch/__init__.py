@@ -1,4 +1,4 @@
-"""Backend "tutti" for torch.distributed (CPU tensors; PyTorch 1.13 and 2.x).
+"""Backend "tutti" for torch.distributed (CPU tensors on PyTorch 1.13 and 2.x, CUDA tensors on 2.x).
 
     import tutti.torch                                   # registers the backend
     torch.distributed.init_process_group(backend="tutti")
@@ -41,9 +41,11 @@ def _create_process_group(store, rank, size, timeout):
 
 def _register():
     # torch 2.x asks which device types a backend serves (and warns when it must guess); tutti's
-    # backend takes CPU tensors. torch 1.13's register_backend has no such argument.
+    # backend takes CPU and CUDA tensors there (one communicator for both: torch registers a
+    # single backend object when every device maps to the same backend). torch 1.13's
+    # register_backend has no such argument, and its tutti takes CPU tensors only.
     if "devices" in _inspect.signature(_dist.Backend.register_backend).parameters:
-        _dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=["cpu"])
+        _dist.Backend.register_backend(BACKEND_NAME, _create_process_group, devices=["cpu", "cuda"])
     else:
         _dist.Backend.register_backend(BACKEND_NAME, _create_process_group)
 
