@@ -164,18 +164,21 @@ void CollectiveRunner::run(const RunSpec& s) {
 
 void CollectiveRunner::issue(const RunSpec& s) {
   const size_t count = s.layout.param_count;
+  CallOptions call;
+  if (device_ != nullptr) call.stream = device_->stream();
   switch (s.collective) {
     case Collective::kAllreduce:
-      comm_.allreduce(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.op);
+      comm_.allreduce(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.op, call);
       return;
     case Collective::kAllgather:
-      comm_.allgather(call_send_ptr(s), call_recv_ptr(s), count, s.type);
+      comm_.allgather(call_send_ptr(s), call_recv_ptr(s), count, s.type, call);
       return;
     case Collective::kBroadcast:
-      comm_.broadcast(device_ != nullptr ? device_->recv() : recv_.data(), count, s.type, s.root);
+      comm_.broadcast(device_ != nullptr ? device_->recv() : recv_.data(), count, s.type, s.root,
+                      call);
       return;
     case Collective::kReduceScatter:
-      comm_.reduce_scatter(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.op);
+      comm_.reduce_scatter(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.op, call);
       return;
     case Collective::kReduce:
       comm_.reduce(call_send_ptr(s), call_recv_ptr(s), count, s.type, s.op, s.root);

@@ -55,9 +55,10 @@ class CollectiveRunner {
 
   // Puts this rank's inputs in place and poisons what must be received.
   void fill(const RunSpec& spec);
-  // One call of the collective; with --device cuda it returns once the call's work on the caller's
-  // stream has completed, as the NCCL baseline waits for its stream after each ncclAllReduce (a
-  // call that only enqueues, like a world of one's allreduce, is not timed as free).
+  // One call of the collective; with --device cuda it runs on the buffers' own stream (a
+  // non-blocking one, as the NCCL baseline's) and returns once its work there has completed, as
+  // the baseline waits for its stream after each ncclAllReduce (a call that only enqueues, like a
+  // world of one's allreduce, is not timed as free).
   void run(const RunSpec& spec);
   // Elements of this rank's result that differ from the expected ones.
   uint64_t count_wrong(const RunSpec& spec);

@@ -36,25 +36,41 @@ DevicePtr allocate(size_t bytes) {
 class CudaDeviceBuffers final : public DeviceBuffers {
  public:
   CudaDeviceBuffers(size_t bytes, int device, std::string name)
-      : send_(allocate(bytes)), recv_(allocate(bytes)), device_(device), name_(std::move(name)) {}
+      : send_(allocate(bytes)), recv_(allocate(bytes)), device_(device), name_(std::move(name)) {
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~CudaDeviceBuffers() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  CudaDeviceBuffers(const CudaDeviceBuffers&) = delete;
+  CudaDeviceBuffers& operator=(const CudaDeviceBuffers&) = delete;
+  void* stream() override { return stream_; }
   std::byte* send() override { return send_.get(); }
   std::byte* recv() override { return recv_.get(); }
   void upload(std::span<const std::byte> host_send, std::span<const std::byte> host_recv,
               size_t bytes) override {
-    check(cudaMemcpy(send_.get(), host_send.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-    check(cudaMemcpy(recv_.get(), host_recv.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    // On the calls' stream, and waited for: a plain cudaMemcpy from pageable memory runs on the
+    // legacy stream, which a non-blocking stream does not wait for, and may return before its
+    // last bytes land.
+    check(cudaMemcpyAsync(send_.get(), host_send.data(), bytes, cudaMemcpyHostToDevice, stream_),
+          "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(recv_.get(), host_recv.data(), bytes, cudaMemcpyHostToDevice, stream_),
+          "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
   void download_recv(std::span<std::byte> host_recv, size_t bytes) override {
-    check(cudaMemcpy(host_recv.data(), recv_.get(), bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    check(cudaMemcpyAsync(host_recv.data(), recv_.get(), bytes, cudaMemcpyDeviceToHost, stream_),
+          "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   }
   void wait_for_calls() override {
     const auto deadline = std::chrono::steady_clock::now() + kWaitDeadline;
     cudaError_t status = cudaErrorNotReady;
-    while ((status = cudaStreamQuery(nullptr)) == cudaErrorNotReady) {
+    while ((status = cudaStreamQuery(stream_)) == cudaErrorNotReady) {
       if (std::chrono::steady_clock::now() > deadline)
         throw Error(ErrorCode::kTimeout,
                     fmt::format("--device cuda: the work of tutti's call on GPU {} did not "
-                                "complete within {} s (cudaStreamQuery of the default stream)",
+                                "complete within {} s (cudaStreamQuery of its stream)",
                                 device_, kWaitDeadline.count()));
     }
     check(status, "cudaStreamQuery");
@@ -66,6 +82,7 @@ class CudaDeviceBuffers final : public DeviceBuffers {
   DevicePtr recv_;
   int device_;
   std::string name_;
+  cudaStream_t stream_ = nullptr;
 };
 
 }  // namespace

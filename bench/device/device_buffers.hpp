@@ -19,8 +19,12 @@ class DeviceBuffers {
   // The first `bytes` of each host buffer to its device twin; returns once they are there.
   virtual void upload(std::span<const std::byte> host_send, std::span<const std::byte> host_recv,
                       size_t bytes) = 0;
-  // Returns once the work tutti's calls enqueued on the caller's stream (they are given none, so
-  // the legacy default stream) has completed; polls the stream, as the NCCL baseline polls its own.
+  // The stream tutti's calls are given (CallOptions::stream): a non-blocking stream of the buffers'
+  // device, made as the NCCL baseline makes its own (a query of the legacy default stream cost
+  // about 2 us more on an H200). upload() and download_recv() run on it too.
+  virtual void* stream() = 0;
+  // Returns once the work tutti's calls enqueued on stream() has completed; polls it, as the NCCL
+  // baseline polls its own.
   virtual void wait_for_calls() = 0;
   virtual void download_recv(std::span<std::byte> host_recv, size_t bytes) = 0;
   // "GPU 1 of 8: NVIDIA H100 80GB HBM3", for the header.
