@@ -34,8 +34,12 @@ std::optional<int> Communicator::device_of(std::string_view name,
   device::DeviceApi& api = device::api();
   std::optional<int> device;
   bool host = false;
+  const void* previous = nullptr;
   for (const void* p : buffers) {
-    if (p == nullptr) continue;  // a buffer this rank does not touch
+    // nullptr: a buffer this rank does not touch. The same pointer again (in place) is not asked
+    // about twice: each cudaPointerGetAttributes is a few hundred ns of a call's cost.
+    if (p == nullptr || p == previous) continue;
+    previous = p;
     const device::PointerInfo info = api.locate(p);
     if (!info.on_device) {
       host = true;

@@ -57,6 +57,11 @@ class CudaDeviceApi final : public DeviceApi {
   }
 
   void set_device(int device) override {
+    // Every device call sets its device (the thread may have changed); most find it current, and
+    // cudaGetDevice is a thread-local read (the runtime makes the device's primary context current
+    // on its next call if this thread has none yet).
+    int current = -1;
+    if (cudaGetDevice(&current) == cudaSuccess && current == device) return;
     check_cuda(cudaSetDevice(device), fmt::format("cudaSetDevice({})", device));
   }
 
