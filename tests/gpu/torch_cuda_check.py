@@ -216,7 +216,7 @@ def check_training(dev):
                 None).module
     close = all(torch.allclose(a.cpu(), b, atol=1e-5, rtol=1e-4)
                 for a, b in zip(gpu.parameters(), cpu.parameters()))
-    say(close, "DDP on CUDA: 3 SGD steps match DDP on the CPU")
+    say(close, f"DDP on {dev.type}: 3 SGD steps match DDP on the CPU")
     try:
         from torch.distributed.fsdp import fully_shard
     except ImportError:
@@ -230,7 +230,7 @@ def check_training(dev):
     train(model, 3, dev, None)
     full = [p.full_tensor().cpu() for p in model.parameters()]
     close = all(torch.allclose(a, b, atol=1e-5, rtol=1e-4) for a, b in zip(full, cpu.parameters()))
-    say(close, "fully_shard on CUDA: 3 SGD steps match DDP on the CPU")
+    say(close, f"fully_shard on {dev.type}: 3 SGD steps match DDP on the CPU")
 
 
 def main():
