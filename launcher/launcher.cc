@@ -256,7 +256,8 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
 
   Supervisor supervisor(
       ranks, *backend, mux, signals,
-      SupervisorOptions{s.options.grace_seconds, s.options.verbose, backend->remote()});
+      SupervisorOptions{s.options.grace_seconds, s.options.verbose, backend->remote(),
+                        s.options.min_np});
   int code = supervisor.run();
   *interrupted = supervisor.interrupted();
   return code;
@@ -312,6 +313,11 @@ int run_job(const LaunchOptions& options) {
                   hosts.source);
     }
     exec = choose_exec(options, hosts, plan);
+    if (options.min_np > plan.world_size())
+      throw make_error(ErrorCode::kConfig,
+                       "--min-np {} is more than the {} ranks the hosts give: the job could never "
+                       "go on after a failure",
+                       options.min_np, plan.world_size());
     // mpirun starts the processes itself; every other mode forks one local child per rank.
     if (!options.mpirun)
       check_launch_capacity(plan.world_size(), exec == ExecKind::kLocal ? plan.world_size() : 0,

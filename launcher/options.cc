@@ -19,12 +19,13 @@ namespace {
 
 // Options that consume the next argument unless written as --opt=value. Needed to find where the
 // rank command starts without letting CLI11 swallow the command's own options.
-constexpr std::array<std::string_view, 25> kValueOptions = {
+constexpr std::array<std::string_view, 26> kValueOptions = {
     "-np",          "-n",           "--np",         "--timeout",         "--grace",
     "-x",           "--job-id",     "--store-port", "--hostfile",        "--machinefile",
     "-H",           "--host",       "--pods",       "--pods-file",       "--slots",
     "--exec",       "--kubexec",    "--ssh",        "--remote-tuttirun", "--probe-timeout",
-    "--store-addr", "--output-dir", "--restarts",   "--restart-backoff", "--mpirun-path"};
+    "--store-addr", "--output-dir", "--restarts",   "--restart-backoff", "--mpirun-path",
+    "--min-np"};
 
 bool takes_value(std::string_view arg) {
   return std::find(kValueOptions.begin(), kValueOptions.end(), arg) != kValueOptions.end();
@@ -103,7 +104,7 @@ ParseResult parse_options(std::span<const std::string> args) {
   std::string timeout_text;
   std::string grace_text = "5";
   // Numbers are taken as text and read by tutti::parse, the one checked parser (ranges, overflow).
-  std::string np_text, slots_text, restarts_text = "0", store_port_text = "0";
+  std::string np_text, slots_text, restarts_text = "0", store_port_text = "0", min_np_text;
   std::string probe_text = "120";
   std::string backoff_text = "10";
   std::string exec_text;
@@ -154,6 +155,11 @@ ParseResult parse_options(std::span<const std::string> args) {
                  "Relaunch the whole job after a failure, up to K times (default 0); ranks read "
                  "the attempt from TUTTI_RESTART_COUNT");
   app.add_option("--restart-backoff", backoff_text, "Seconds between attempts (default 10)");
+  app.add_option("--min-np", min_np_text,
+                 "Elastic: a failed rank does not stop the job while at least N ranks still run; "
+                 "the survivors go on (Communicator::shrink, docs/ELASTIC.md). Exit status 0 when "
+                 "every rank that ran to the end succeeded. Default: the job stops at the first "
+                 "failure");
   app.add_flag("--mpirun", opts.mpirun,
                "Hand the job to Open MPI's mpirun with a hostfile and kubexec/ssh as its remote "
                "shell");
@@ -202,6 +208,8 @@ ParseResult parse_options(std::span<const std::string> args) {
       opts.hosts.slots =
           static_cast<int>(parse::integer(slots_text, "--slots", 1, hostfile::kMaxSlots));
     opts.restarts = static_cast<int>(parse::integer(restarts_text, "--restarts", 0, 1000000));
+    if (app.count("--min-np") > 0)
+      opts.min_np = static_cast<int>(parse::integer(min_np_text, "--min-np", 1, kMaxRanks));
     opts.store_port =
         static_cast<uint16_t>(parse::integer(store_port_text, "--store-port", 0, 65535));
     opts.probe_timeout_seconds = parse::seconds(probe_text, "--probe-timeout");
@@ -219,6 +227,13 @@ ParseResult parse_options(std::span<const std::string> args) {
     return usage_error(fmt::format(
         "--job-id '{}' may only contain letters, digits, '.', '_' and '-' (at most 128)",
         opts.job_id));
+  if (opts.min_np > 0 && opts.np > 0 && opts.min_np > opts.np)
+    return usage_error(fmt::format("--min-np {} is more than -np {}: the job could never go on "
+                                   "after a failure",
+                                   opts.min_np, opts.np));
+  if (opts.min_np > 0 && opts.mpirun)
+    return usage_error("--min-np cannot go with --mpirun: mpirun stops the whole job when a rank "
+                       "fails");
   for (const std::string& x : opts.exports) {
     std::string_view name = std::string_view(x).substr(0, x.find('='));
     if (name.empty())

@@ -30,6 +30,7 @@ struct LaunchOptions {
   std::string store_addr;  // empty: the address on the route to the first host
   std::string output_dir;  // empty: output only to the terminal
   int restarts = 0;
+  int min_np = 0;  // --min-np: 0 stops the job at the first failure
   double restart_backoff_seconds = 10.0;
   bool mpirun = false;
   std::string mpirun_path = "mpirun";

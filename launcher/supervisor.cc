@@ -74,6 +74,19 @@ void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
   failed_.push_back(RankOutcome{r.slot.rank, r.process.pid(), seen, ours, host});
   if (phase_ != Phase::kRunning) return;
   mux_.flush_rank(r.slot.rank);
+  if (options_.min_ranks > 0) {
+    const int running = static_cast<int>(std::count_if(
+        ranks_.begin(), ranks_.end(), [](const RankProcess& p) { return !p.process.reaped(); }));
+    if (running >= options_.min_ranks) {
+      say(fmt::format("{}; {} rank{} go on (--min-np {})",
+                      rank_failure_line(r.slot.rank, r.process.pid(), status, host), running,
+                      running == 1 ? "" : "s", options_.min_ranks));
+      went_on_ = true;
+      return;
+    }
+    say(fmt::format("tuttirun: {} rank{} left, fewer than --min-np {}; stopping the job", running,
+                    running == 1 ? "" : "s", options_.min_ranks));
+  }
   say(rank_failure_line(r.slot.rank, r.process.pid(), status, host));
   exit_code_ = status.shell_code();
   enter(Phase::kGrace, options_.grace_seconds);
@@ -153,7 +166,11 @@ int Supervisor::run() {
     log::warn("tuttirun: {} output stream(s) were still open after every rank exited; closed them",
               cut);
   std::string summary = failure_summary(failed_, static_cast<int>(ranks_.size()));
-  if (!summary.empty()) say(summary);
+  if (!summary.empty())
+    say(went_on_ && !exit_code_
+            ? summary + fmt::format(" (the others went on without them: --min-np {})",
+                                    options_.min_ranks)
+            : summary);
   return exit_code_.value_or(0);
 }
 

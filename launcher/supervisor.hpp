@@ -24,6 +24,9 @@ struct SupervisorOptions {
   double grace_seconds = 5.0;
   bool verbose = false;
   bool name_hosts = false;  // say which host a rank ran on (remote backends)
+  // --min-np: a failed rank does not stop the job while at least this many ranks still run (0:
+  // the first failure stops it).
+  int min_ranks = 0;
 };
 
 // One rank's end, as the summary reports it.
@@ -75,6 +78,7 @@ class Supervisor {
   std::vector<RankOutcome> failed_;
   bool interrupted_ = false;
   bool kill_now_ = false;  // a second interrupt asked for SIGKILL at once
+  bool went_on_ = false;   // a rank failed and the others went on (--min-np)
 };
 
 }  // namespace tutti::launcher

@@ -119,6 +119,11 @@ TUTTI_API int tutti_comm_split(tutti_comm_t comm, int color, int key, tutti_comm
 /* Only the n listed ranks of comm call it; they form *out in the order listed. */
 TUTTI_API int tutti_comm_group(tutti_comm_t comm, const int* ranks, int n, tutti_comm_t* out);
 TUTTI_API int tutti_comm_dup(tutti_comm_t comm, tutti_comm_t* out);
+/* The survivors go on: after a call failed because a peer died, every rank still alive calls it
+ * and gets *out, a communicator of the ranks still here, renumbered in their order in comm
+ * (Communicator::shrink in tutti.hpp; docs/ELASTIC.md). A live rank that calls it too late gets
+ * TUTTI_ERR_TIMEOUT. comm stays broken; free it. */
+TUTTI_API int tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t* out);
 TUTTI_API int tutti_comm_free(tutti_comm_t comm);
 /* From any thread: every pending and later call on comm, on every rank, fails with
  * TUTTI_ERR_ABORTED naming this rank and the reason. Other communicators go on. */

@@ -118,6 +118,14 @@ class TUTTI_CXX_API Communicator {
   // The same ranks in a communicator of their own (collective): for a second thread, or a library
   // that must not share call order with its caller.
   Communicator dup() const;
+  // The survivors go on (docs/ELASTIC.md): after a call failed because a peer died, every rank
+  // still alive calls shrink() and gets a communicator of the ranks still here, renumbered in
+  // their order here; no process restarts. Ranks agree through the job's store (which must
+  // outlive the dead rank: tuttirun's, or a store a surviving rank hosts). A dead rank is left
+  // out as soon as any caller sees it gone; a live one that does not call within the init timeout
+  // is left out too, and its own shrink fails with Error(kTimeout). Also works with no rank lost
+  // (then like dup()). The old communicator stays broken; free it.
+  Communicator shrink() const;
 
   // From any thread: every pending and later call on this communicator, on every rank, fails with
   // Error(kAborted) naming this rank and `reason`. Other communicators are not affected.

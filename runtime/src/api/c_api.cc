@@ -116,6 +116,12 @@ int tutti_comm_dup(tutti_comm_t comm, tutti_comm_t* out) {
     return give(comm_of(comm).dup(), out);
   });
 }
+int tutti_comm_shrink(tutti_comm_t comm, tutti_comm_t* out) {
+  return guarded([&] {
+    out_pointer(out);
+    return give(comm_of(comm).shrink(), out);
+  });
+}
 int tutti_comm_free(tutti_comm_t comm) {
   return guarded([&] {
     std::unique_ptr<tutti_comm> owned(comm);

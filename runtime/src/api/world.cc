@@ -84,6 +84,9 @@ Communicator Communicator::group(std::span<const int> ranks) const {
 Communicator Communicator::dup() const {
   return errors_as_tutti("dup", [&] { return Communicator(get().dup()); });
 }
+Communicator Communicator::shrink() const {
+  return errors_as_tutti("shrink", [&] { return Communicator(get().shrink()); });
+}
 void Communicator::abort(const std::string& reason) const {
   get().abort(reason);
   abort_engine(get(), reason);

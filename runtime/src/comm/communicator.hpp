@@ -96,6 +96,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // The listed ranks (of this communicator, in the order given) form a communicator; only they
   // call it. A caller that is not listed gets Error(kInvalidArgument).
   std::shared_ptr<Communicator> group(std::span<const int> ranks);
+  // The survivors go on (communicator_shrink.cc): every rank still alive calls it, typically
+  // after a call failed because a peer died; they agree through the store on who is here and get
+  // a communicator of those ranks, renumbered in their order here. A rank whose process died is
+  // left out as soon as any caller sees it gone; one alive that does not call within the init
+  // timeout is left out too (its own shrink then fails). Works on a broken communicator.
+  std::shared_ptr<Communicator> shrink();
   // The same ranks in a communicator of their own (collective).
   std::shared_ptr<Communicator> dup();
 
@@ -236,6 +242,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<const collectives::Settings> settings_;
   uint64_t sequence_ = 0;
   uint64_t children_ = 0;                        // communicators made by split/dup so far
+  uint64_t shrinks_ = 0;                         // shrink() calls so far
   std::map<std::vector<int>, uint64_t> groups_;  // group() calls so far, per member set (sorted)
   std::optional<Error> failure_;
   std::atomic<bool> busy_{false};

@@ -1,6 +1,7 @@
 #include "transport/fabric.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 
 #include <chrono>
 
@@ -63,6 +64,22 @@ std::unique_ptr<Transport> Fabric::make_transport(ContextId context, std::span<c
   auto transport = std::make_unique<Transport>(self, std::move(channels));
   transport->share_links(live_contexts_);
   return transport;
+}
+
+bool Fabric::peer_gone(int peer, ContextId caller) {
+  if (peer < 0 || peer >= size() || peer == rank_) return false;
+  SharedLink& shared = *links_[peer];
+  if (shared.pidfd.valid()) {
+    pollfd p{shared.pidfd.get(), POLLIN, 0};
+    if (poll(&p, 1, 0) > 0) return true;
+  }
+  std::lock_guard lock(shared.mutex);
+  try {
+    shared.link->progress_link(caller);
+  } catch (const Error&) {
+    return true;
+  }
+  return false;
 }
 
 }  // namespace tutti::transport

@@ -108,7 +108,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{"-np", "2", "--grace", "1e400", "prog"}, "--grace"},
         BadCase{{"-np", "2", "--restarts", "-1", "prog"}, "--restarts"},
         BadCase{{"-np", "2", "--store-port", "-1", "prog"}, "--store-port"},
-        BadCase{{"-np", "2", "--exec", "rsh", "prog"}, "--exec"}));
+        BadCase{{"-np", "2", "--exec", "rsh", "prog"}, "--exec"},
+        BadCase{{"-np", "2", "--min-np", "0", "prog"}, "--min-np"},
+        BadCase{{"-np", "2", "--min-np", "3", "prog"}, "--min-np 3 is more than -np 2"},
+        BadCase{{"-np", "2", "--min-np", "1", "--mpirun", "prog"}, "--min-np cannot go with"}));
+
+// --min-np: absent (0) stops the job at the first failure; a value takes the next argument.
+TEST(Options, MinNp) {
+  EXPECT_EQ(parse({"-np", "4", "prog"}).options->min_np, 0);
+  ParseResult r = parse({"-np", "4", "--min-np", "2", "prog", "--min-np"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  EXPECT_EQ(r.options->min_np, 2);
+  EXPECT_EQ(r.options->command, (std::vector<std::string>{"prog", "--min-np"}));
+}
 
 // --exec arrives as the kind it names; without it the launcher chooses from the hosts.
 TEST(Options, ExecNamesAKind) {

@@ -59,8 +59,9 @@ struct Job {
       mux.add(slot.rank, Stream::kStderr, ranks.back().process.take_stderr());
     }
   }
-  int run(double grace) {
-    return Supervisor(ranks, backend, mux, watcher, {grace, false, backend.is_remote}).run();
+  int run(double grace, int min_ranks = 0) {
+    return Supervisor(ranks, backend, mux, watcher, {grace, false, backend.is_remote, min_ranks})
+        .run();
   }
 };
 
@@ -86,6 +87,32 @@ TEST(Supervisor, FirstFailureStatusAndItsLastWordsFirst) {
   EXPECT_NE(job.sink.err.find("tuttirun: 3 of 3 ranks failed: rank 1 "), std::string::npos)
       << job.sink.err;
   EXPECT_NE(job.sink.err.find("(SIGTERM) sent by tuttirun"), std::string::npos) << job.sink.err;
+}
+
+// --min-np: a failed rank leaves the others running while at least min_ranks still run; the job
+// then ends with 0 when they succeed, and says which ranks it went on without.
+TEST(Supervisor, MinRanksLetsTheOthersGoOn) {
+  Job job({"sleep 1; echo done", "exit 3", "sleep 1; echo done"});
+  EXPECT_EQ(job.run(0.2, 2), 0);
+  EXPECT_EQ(job.backend.signals, std::vector<int>{});
+  EXPECT_NE(job.sink.out.find("[0] done"), std::string::npos) << job.sink.out;
+  EXPECT_NE(job.sink.out.find("[2] done"), std::string::npos) << job.sink.out;
+  EXPECT_NE(job.sink.err.find("exited with status 3; 2 ranks go on (--min-np 2)"),
+            std::string::npos)
+      << job.sink.err;
+  EXPECT_NE(job.sink.err.find("(the others went on without them: --min-np 2)"),
+            std::string::npos)
+      << job.sink.err;
+}
+
+// Below min_ranks the job stops as without it, with the status of the failure that crossed it.
+TEST(Supervisor, BelowMinRanksTheJobStops) {
+  Job job({"sleep 30", "exit 3", "sleep 0.5; exit 4"});
+  EXPECT_EQ(job.run(0.2, 2), 4);
+  EXPECT_EQ(job.backend.signals, std::vector<int>{SIGTERM});
+  EXPECT_NE(job.sink.err.find("1 rank left, fewer than --min-np 2; stopping the job"),
+            std::string::npos)
+      << job.sink.err;
 }
 
 // A local rank that catches tuttirun's SIGTERM and exits 128 + SIGTERM itself was still stopped by
