@@ -85,7 +85,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
             here[r] = true;
           } else if (present(gone_key(r))) {
             gone[r] = true;
-          } else if (job_->fabric->peer_gone(members_[r], context_)) {
+          } else if (job_->fabric && job_->fabric->peer_gone(members_[r], context_)) {
             gone[r] = true;
             store.set(gone_key(r), std::to_string(rank_));
           }
@@ -156,7 +156,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
       } catch (const Error& e) {
         if (e.code() != ErrorCode::kTimeout) throw;
       }
-      if (job_->fabric->peer_gone(members_[members.front()], context_))
+      if (job_->fabric && job_->fabric->peer_gone(members_[members.front()], context_))
         throw make_error(ErrorCode::kPeerFailure,
                          "shrink on rank {}: rank {}, the lowest survivor, died before it made "
                          "the shrunk communicator; shrink again",
