@@ -254,10 +254,9 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
     mux.add(slot.rank, Stream::kStderr, p.take_stderr());
   }
 
-  Supervisor supervisor(
-      ranks, *backend, mux, signals,
-      SupervisorOptions{s.options.grace_seconds, s.options.verbose, backend->remote(),
-                        s.options.min_np});
+  Supervisor supervisor(ranks, *backend, mux, signals,
+                        SupervisorOptions{s.options.grace_seconds, s.options.verbose,
+                                          backend->remote(), s.options.min_np});
   int code = supervisor.run();
   *interrupted = supervisor.interrupted();
   return code;

@@ -228,12 +228,14 @@ ParseResult parse_options(std::span<const std::string> args) {
         "--job-id '{}' may only contain letters, digits, '.', '_' and '-' (at most 128)",
         opts.job_id));
   if (opts.min_np > 0 && opts.np > 0 && opts.min_np > opts.np)
-    return usage_error(fmt::format("--min-np {} is more than -np {}: the job could never go on "
-                                   "after a failure",
-                                   opts.min_np, opts.np));
+    return usage_error(
+        fmt::format("--min-np {} is more than -np {}: the job could never go on "
+                    "after a failure",
+                    opts.min_np, opts.np));
   if (opts.min_np > 0 && opts.mpirun)
-    return usage_error("--min-np cannot go with --mpirun: mpirun stops the whole job when a rank "
-                       "fails");
+    return usage_error(
+        "--min-np cannot go with --mpirun: mpirun stops the whole job when a rank "
+        "fails");
   for (const std::string& x : opts.exports) {
     std::string_view name = std::string_view(x).substr(0, x.find('='));
     if (name.empty())

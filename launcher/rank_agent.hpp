@@ -2,10 +2,11 @@
 // host. tuttirun sends the rank's environment and argv as one JSON line on the agent's stdin, so
 // neither goes through a remote shell (nothing to quote, nothing to inject, and the job token never
 // shows in a process list). They are bytes, not text: the line carries them base64-encoded, so
-// every byte but NUL arrives exactly as local mode would pass it. The agent runs the rank in a process group of its own, passes its
-// output straight through, and exits with its status. When its stdin closes (tuttirun stopped the
-// job, or the exec stream died) it stops the rank: SIGTERM, then SIGKILL after the grace period,
-// and kills whatever the rank left behind, so no process of the job outlives it on that host.
+// every byte but NUL arrives exactly as local mode would pass it. The agent runs the rank in a
+// process group of its own, passes its output straight through, and exits with its status. When its
+// stdin closes (tuttirun stopped the job, or the exec stream died) it stops the rank: SIGTERM, then
+// SIGKILL after the grace period, and kills whatever the rank left behind, so no process of the job
+// outlives it on that host.
 #pragma once
 
 #include <string>

@@ -168,8 +168,8 @@ int Supervisor::run() {
   std::string summary = failure_summary(failed_, static_cast<int>(ranks_.size()));
   if (!summary.empty())
     say(went_on_ && !exit_code_
-            ? summary + fmt::format(" (the others went on without them: --min-np {})",
-                                    options_.min_ranks)
+            ? summary +
+                  fmt::format(" (the others went on without them: --min-np {})", options_.min_ranks)
             : summary);
   return exit_code_.value_or(0);
 }

@@ -91,8 +91,8 @@ std::shared_ptr<Communicator> Communicator::shrink() {
           }
         }
       }
-      const bool accounted = std::all_of(whose.begin(), whose.end(),
-                                         [&](int r) { return here[r] || gone[r]; });
+      const bool accounted =
+          std::all_of(whose.begin(), whose.end(), [&](int r) { return here[r] || gone[r]; });
       if (accounted || deadline.expired()) {
         // The first to decide writes the list; the rest wait for it below.
         if (store.add(base + "decider", 1) == 1) {
@@ -103,9 +103,10 @@ std::shared_ptr<Communicator> Communicator::shrink() {
             std::vector<int> late;
             for (int r = 0; r < size_; ++r)
               if (!here[r] && !gone[r]) late.push_back(r);
-            log::warn("rank {}: shrink goes on without rank(s) {}, which neither called shrink nor "
-                      "were seen to die within {} ms",
-                      rank_, list(late), options_.init_timeout.count());
+            log::warn(
+                "rank {}: shrink goes on without rank(s) {}, which neither called shrink nor "
+                "were seen to die within {} ms",
+                rank_, list(late), options_.init_timeout.count());
           }
           store.set(members_key, list(chosen));
         }
@@ -119,8 +120,8 @@ std::shared_ptr<Communicator> Communicator::shrink() {
     }
     // The decider writes its list right after its ticket; should it die in between, this wait
     // ends (a decision at the deadline still gets a moment to be written).
-    const std::string text = store.get(
-        members_key, deadline.expired() ? Deadline::after(kDecisionGrace) : deadline);
+    const std::string text =
+        store.get(members_key, deadline.expired() ? Deadline::after(kDecisionGrace) : deadline);
     members = parse_list(text);
     if (members.empty())
       throw make_error(ErrorCode::kConfig,
@@ -136,6 +137,8 @@ std::shared_ptr<Communicator> Communicator::shrink() {
                      rank_, list(members), options_.init_timeout.count());
 
   // The new context id: the lowest member draws it, the others read it (watching that it lives).
+  // A deadline of its own: the agreement may have used all of the first one (a late rank).
+  const Deadline setup = Deadline::after(options_.init_timeout);
   const std::string purpose = fmt::format("shrink/{}", nth);
   const std::string context_key = fmt::format("{}/c{}/{}", job_->job_id, context_, purpose);
   transport::ContextId context = 0;
@@ -151,7 +154,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
   } else {
     for (;;) {
       try {
-        store.wait({context_key}, Deadline::after(kShrinkSlice * 5).earlier(deadline));
+        store.wait({context_key}, Deadline::after(kShrinkSlice * 5).earlier(setup));
         break;
       } catch (const Error& e) {
         if (e.code() != ErrorCode::kTimeout) throw;
@@ -161,13 +164,13 @@ std::shared_ptr<Communicator> Communicator::shrink() {
                          "shrink on rank {}: rank {}, the lowest survivor, died before it made "
                          "the shrunk communicator; shrink again",
                          rank_, members.front());
-      if (deadline.expired())
+      if (setup.expired())
         throw make_error(ErrorCode::kTimeout,
                          "shrink on rank {}: timed out after {} ms waiting for rank {} to make "
                          "the shrunk communicator",
                          rank_, options_.init_timeout.count(), members.front());
     }
-    const std::string value = store.get(context_key, deadline);
+    const std::string value = store.get(context_key, setup);
     uint64_t id = 0;
     const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), id);
     if (error != std::errc() || end != value.data() + value.size() || id < 1 ||
@@ -180,7 +183,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
   }
   std::vector<int> fabric_ranks;
   for (int r : members) fabric_ranks.push_back(members_[r]);
-  auto made = make(job_, context, std::move(fabric_ranks), options_, deadline);
+  auto made = make(job_, context, std::move(fabric_ranks), options_, setup);
   log::info("rank {}: shrink #{}: {} of {} ranks go on (ranks {} here), as rank {}", rank_, nth,
             members.size(), size_, list(members), made->rank());
   return made;

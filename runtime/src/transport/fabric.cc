@@ -79,7 +79,7 @@ bool Fabric::peer_gone(int peer, ContextId caller) {
   } catch (const Error&) {
     return true;
   }
-  return false;
+  return shared.link->ended();
 }
 
 }  // namespace tutti::transport

@@ -46,9 +46,9 @@ class Fabric : public std::enable_shared_from_this<Fabric> {
   SharedLink& link(int peer) { return *links_[peer]; }
 
   // Whether fabric rank `peer`'s process is gone: its pidfd (a peer on this host) turned readable,
-  // or its link failed as a whole (closed, reset, garbage), which one non-blocking pass of the link
-  // (progressed for `caller`'s context) finds. An abort notice fails a context, not the link: a
-  // peer that aborted a communicator is not gone.
+  // or its link ended (failed, reset, or closed by the peer), which one non-blocking pass of the
+  // link (progressed for `caller`'s context) finds. An abort notice fails a context, not the link:
+  // a peer that aborted a communicator is not gone.
   bool peer_gone(int peer, ContextId caller);
 
  private:

@@ -34,6 +34,9 @@ class FramedChannel final : public Link {
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
   bool progress_link(ContextId caller) override;
+  bool ended() const override {
+    return failure_.has_value() || closed_.has_value() || stream_broken_;
+  }
   void verify_context(ContextId context) override;
   bool checks_pending() const override {
     return deferred_checks_.load(std::memory_order_acquire) > 0;

@@ -22,6 +22,11 @@ class Link : public Channel {
   // of another context (whose thread may be changing its call right now) is delivered or stashed
   // unchecked, and its check waits for that context's thread (verify_context).
   virtual bool progress_link(ContextId caller) = 0;
+  // Whether the connection is over: it failed, or the peer closed it while nothing was pending
+  // (which progress_link does not throw for: an idle close is how a finished peer leaves). A
+  // process that died closes its connections, so this is how a peer on another host is seen gone
+  // between calls.
+  virtual bool ended() const = 0;
   // Runs the checks that other threads' progress left for `context` (from its own thread); a
   // disagreement fails the context. Cheap to skip when checks_pending() is false.
   virtual void verify_context(ContextId context) = 0;

@@ -10,12 +10,18 @@
 //   late 2      nobody dies; the listed rank calls shrink only after TUTTI_TIMEOUT (the test sets
 //               3 s): the others go on without it, and its own shrink fails with kTimeout.
 //   c_api 2     as die, through tutti_comm_shrink and tutti_allreduce.
+//   loop DIR    every rank writes DIR/<rank>.pid and runs steps (2 ms apart) until one fails,
+//               whoever killed whom (the pods test kills a whole pod); then the survivors shrink,
+//               learn who is left (an allgather of their world ranks) and run 50 checked steps.
+//               Each prints the wall-clock time (epoch seconds) of its first completed step after
+//               the shrink, for the test to compare with the moment it killed the pod.
 // Each survivor prints "ok: rank R ..." or "FAIL: ...".
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -95,8 +101,8 @@ tutti::Communicator shrink_and_check(const tutti::Communicator& comm, std::vecto
   for (size_t i = 0; i < alive.size(); ++i)
     if (alive[i] == world_rank) expected_rank = static_cast<int>(i);
   if (next.size() != static_cast<int>(alive.size()) || next.rank() != expected_rank) {
-    std::printf("FAIL: rank %d: shrunk to rank %d of %d, want %d of %zu\n", world_rank,
-                next.rank(), next.size(), expected_rank, alive.size());
+    std::printf("FAIL: rank %d: shrunk to rank %d of %d, want %d of %zu\n", world_rank, next.rank(),
+                next.size(), expected_rank, alive.size());
     std::exit(1);
   }
   step(next, world_rank + 1, sum_of(alive), world_rank, 0);
@@ -104,8 +110,8 @@ tutti::Communicator shrink_and_check(const tutti::Communicator& comm, std::vecto
   std::printf("ok: rank %d: shrunk to rank %d of %d in %.3f s; first step after %.3f s\n",
               world_rank, next.rank(), next.size(), shrunk, first);
   if (first > 3.0) {
-    std::printf("FAIL: rank %d: %.3f s from the failure to the first step (goal 3 s)\n",
-                world_rank, first);
+    std::printf("FAIL: rank %d: %.3f s from the failure to the first step (goal 3 s)\n", world_rank,
+                first);
     std::exit(1);
   }
   return next;
@@ -188,11 +194,44 @@ int c_api_mode(const std::vector<int>& victims) {
   return 0;
 }
 
+int loop_mode(const tutti::Communicator& world, const std::string& pid_dir) {
+  const int rank = world.rank();
+  std::ofstream(pid_dir + "/" + std::to_string(rank) + ".pid") << getpid() << "\n";
+  std::vector<int> all;
+  for (int r = 0; r < world.size(); ++r) all.push_back(r);
+  Clock::time_point failed_at;
+  try {
+    for (int n = 0;; ++n) {
+      step(world, rank + 1, sum_of(all), rank, n);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  } catch (const tutti::Error& e) {
+    failed_at = Clock::now();
+    std::printf("ok: rank %d: the call failed: %.160s\n", rank, e.what());
+  }
+  tutti::Communicator rest = world.shrink();
+  std::vector<int64_t> ranks(static_cast<size_t>(rest.size()));
+  const int64_t mine = rank;
+  rest.allgather(&mine, ranks.data(), 1, tutti::DataType::kInt64);
+  const auto first_at = std::chrono::system_clock::now();
+  std::vector<int> alive(ranks.begin(), ranks.end());
+  for (size_t i = 1; i < alive.size(); ++i)
+    if (alive[i] <= alive[i - 1]) {
+      std::printf("FAIL: rank %d: the shrunk communicator's ranks are out of order\n", rank);
+      return 1;
+    }
+  run_steps(rest, alive, rank, 50, -1, -1);
+  std::printf("ok: rank %d: went on as rank %d of %d after %.3f s; first step at %.3f\n", rank,
+              rest.rank(), rest.size(), seconds_since(failed_at),
+              std::chrono::duration<double>(first_at.time_since_epoch()).count());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  const std::vector<int> victims = parse_ranks(argc > 2 ? argv[2] : "");
+  const std::vector<int> victims = parse_ranks(argc > 2 && mode != "loop" ? argv[2] : "");
   if (mode == "c_api") {
     if (tutti_init() != 0) {
       std::printf("FAIL: tutti_init: %s\n", tutti_last_error());
@@ -207,13 +246,14 @@ int main(int argc, char** argv) {
   const int rank = world.rank();
   try {
     if (mode == "die" || mode == "twice") return die_mode(world, victims, mode == "twice");
+    if (mode == "loop") return loop_mode(world, argc > 2 ? argv[2] : ".");
     if (mode == "none") {
       tutti::Communicator all = world.shrink();
       std::vector<int> alive;
       for (int r = 0; r < world.size(); ++r) alive.push_back(r);
       if (all.size() != world.size() || all.rank() != rank) {
-        std::printf("FAIL: rank %d: shrink with nobody lost gave rank %d of %d\n", rank,
-                    all.rank(), all.size());
+        std::printf("FAIL: rank %d: shrink with nobody lost gave rank %d of %d\n", rank, all.rank(),
+                    all.size());
         return 1;
       }
       run_steps(all, alive, rank, 10, -1, -1);
@@ -252,6 +292,6 @@ int main(int argc, char** argv) {
     std::printf("FAIL: rank %d: %s\n", rank, e.what());
     return 1;
   }
-  std::printf("FAIL: unknown mode '%s' (die, twice, none, late, c_api)\n", mode.c_str());
+  std::printf("FAIL: unknown mode '%s' (die, twice, none, late, c_api, loop)\n", mode.c_str());
   return 2;
 }

@@ -100,8 +100,7 @@ TEST(Supervisor, MinRanksLetsTheOthersGoOn) {
   EXPECT_NE(job.sink.err.find("exited with status 3; 2 ranks go on (--min-np 2)"),
             std::string::npos)
       << job.sink.err;
-  EXPECT_NE(job.sink.err.find("(the others went on without them: --min-np 2)"),
-            std::string::npos)
+  EXPECT_NE(job.sink.err.find("(the others went on without them: --min-np 2)"), std::string::npos)
       << job.sink.err;
 }
 

@@ -34,6 +34,11 @@ class StripedChannel final : public Link {
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
   bool progress_link(ContextId caller) override;
+  bool ended() const override {
+    for (const auto& s : streams_)
+      if (s->ended()) return true;
+    return false;
+  }
   void verify_context(ContextId context) override {
     for (auto& s : streams_) s->verify_context(context);
   }

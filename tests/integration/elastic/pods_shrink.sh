@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# A whole pod killed mid-training, the survivors go on (issue 28's shrink, on the pods harness):
+# 8 ranks in 4 pods (network namespaces, 2 slots each) under tuttirun --pods --exec kubexec
+# --min-np 6; every rank runs shrink_check loop. Once all run, pod 2 (ranks 4 and 5) is killed
+# (kill -9 of everything in it, then the namespace deleted, as a node or pod loss). The other 6 must
+# fail their call, shrink to 6 ranks, run 50 checked steps and exit 0; tuttirun must exit 0 naming
+# the lost ranks. Prints, per survivor, the time from the kill to its first step after the shrink
+# (issue 28's goal: 3 s), and fails above it.
+#   pods_shrink.sh K tuttirun=P kubexec=P check=P
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PODS_DIR=$HERE/../pods
+CASE=pods_shrink
+K=$1
+shift
+TUTTIRUN='' KUBEXEC='' CHECK=''
+for arg in "$@"; do
+  case $arg in
+    tuttirun=*) TUTTIRUN=${arg#*=} ;;
+    kubexec=*) KUBEXEC=${arg#*=} ;;
+    check=*) CHECK=${arg#*=} ;;
+    *) echo "pods_shrink.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+# shellcheck source=../pods/pods.sh
+source "$PODS_DIR/pods.sh"
+pods_check_possible
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-pods-shrink.XXXXXX")
+pods_user_cleanup() { rm -rf "$WORK"; }
+trap pods_user_cleanup EXIT
+export PATH="$PODS_DIR:$PATH"
+export KUBEXEC_KUBECTL="$PODS_DIR/kubectl"
+export KUBEXEC_TIMEOUT=20
+HOST_ADDR="198.18.$K.1"
+# shellcheck source=../pods/checks.sh
+source "$PODS_DIR/checks.sh"
+
+pod_names() {
+  local i names=
+  for ((i = 0; i < $2; i++)); do names+="${names:+,}$1-worker-$i"; done
+  echo "$names"
+}
+
+pods_up shr 4 "$K"
+mkdir -p "$WORK/pids"
+TUTTI_TIMEOUT=30 timeout -k 5 200 "$TUTTIRUN" --pods "$(pod_names shr 4)" --slots 2 --exec kubexec \
+  --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" --probe-timeout 20 --min-np 6 -- \
+  "$CHECK" loop "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
+launcher=$!
+RUN_PID=$launcher
+for _ in $(seq 1 600); do
+  [ "$(ls "$WORK/pids"/*.pid 2>/dev/null | wc -l)" -eq 8 ] && break
+  kill -0 $launcher 2>/dev/null || break
+  sleep 0.1
+done
+[ "$(ls "$WORK/pids"/*.pid 2>/dev/null | wc -l)" -eq 8 ] || fail "the 8 ranks never started"
+for r in 4 5; do
+  ip netns pids shr-worker-2 | grep -qx "$(cat "$WORK/pids/$r.pid")" ||
+    fail "rank $r is not in pod shr-worker-2"
+done
+sleep 1
+killed_at=$(date +%s.%N)
+pods_kill_and_delete shr-worker-2
+for _ in $(seq 1 600); do
+  kill -0 $launcher 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 $launcher 2>/dev/null && fail "tuttirun still running 60 s after pod 2 was killed"
+wait $launcher
+RC=$?
+[ "$RC" -eq 0 ] || fail "tuttirun exited $RC, want 0 (the 6 survivors went on)"
+grep -qE 'go on \(--min-np 6\)' "$WORK/err" || fail "tuttirun did not say the others go on"
+grep -qE 'the others went on without them' "$WORK/err" || fail "tuttirun's summary does not say the job went on"
+went_on=$(grep -cE '^\[[0-9]+\] ok: rank [0-9]+: went on as rank [0-9]+ of 6 ' "$WORK/out")
+[ "$went_on" -eq 6 ] || fail "$went_on ranks went on as one of 6, want 6"
+worst=0
+while read -r rank at; do
+  took=$(echo "$at - $killed_at" | bc -l)
+  printf '[%s] rank %s: first step after the shrink %.3f s after the pod was killed\n' "$CASE" "$rank" "$took"
+  worst=$(echo "if ($took > $worst) $took else $worst" | bc -l)
+done < <(sed -nE 's/^\[[0-9]+\] ok: rank ([0-9]+): went on as .* first step at ([0-9.]+)$/\1 \2/p' "$WORK/out")
+printf '[%s] slowest survivor: %.3f s from the kill to its first step (goal 3 s)\n' "$CASE" "$worst"
+[ "$(echo "$worst <= 3" | bc -l)" -eq 1 ] || fail "the slowest survivor took $worst s (goal 3 s)"
+grep -q FAIL "$WORK/out" && fail "a rank printed FAIL"
+echo "[$CASE] ok"
