@@ -1,0 +1,86 @@
+// Elastic training (docs/ELASTIC.md): the state a job rolls back to when ranks die, and a loop that
+// goes on with the survivors. Horovod elastic's model (State commit/restore/sync, elastic.run) on
+// tutti's Communicator::shrink.
+//
+//   std::vector<float> weights(n);
+//   int64_t step = 0;
+//   tutti::elastic::State state;
+//   state.add("weights", std::span<float>(weights));
+//   state.add("step", std::span<int64_t>(&step, 1));
+//   state.commit();
+//   tutti::Communicator last = tutti::elastic::run(world.communicator(), state,
+//       [&](const tutti::Communicator& comm) {
+//         for (; step < steps; ++step) {
+//           train_step(comm, weights);          // allreduces on comm
+//           if (step % 10 == 0) state.commit();  // what a failure rolls back to
+//         }
+//       });
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tutti/tutti.hpp"
+
+namespace tutti::elastic {
+
+// Host buffers registered by name, with a copy of each taken at every commit(). The buffers must
+// outlive the State and keep their size.
+class TUTTI_CXX_API State {
+ public:
+  // Registers `bytes` under `name` (unique). Error(kInvalidArgument) for a name used twice.
+  void add(const std::string& name, std::span<std::byte> bytes);
+  template <typename T>
+  void add(const std::string& name, std::span<T> values) {
+    static_assert(std::is_trivially_copyable_v<T>, "elastic::State holds plain data");
+    add(name, std::as_writable_bytes(values));
+  }
+  // Copies every buffer: what restore() goes back to. Cheap enough to call every few steps (a
+  // memcpy of the state); the first commit is the starting point.
+  void commit();
+  // Copies the last commit back into the buffers (Error(kInvalidArgument) before any commit).
+  void restore();
+  // Every rank's buffers become `root`'s (one broadcast per buffer), and its commit too: after a
+  // shrink the survivors agree on one state even when they had committed different steps.
+  void sync(const Communicator& comm, int root = 0);
+  // Runs after each reset (shrink, restore, sync), before the work is called again: repartition
+  // data, rebuild optimizers, log. Called in the order added.
+  void on_reset(std::function<void(const Communicator&)> callback);
+  uint64_t commits() const { return commits_; }
+  // For run(): the reset callbacks, in order.
+  void reset(const Communicator& comm) const;
+
+ private:
+  struct Entry {
+    std::string name;
+    std::span<std::byte> bytes;
+    std::vector<std::byte> committed;
+  };
+  std::vector<Entry> entries_;
+  std::vector<std::function<void(const Communicator&)>> callbacks_;
+  uint64_t commits_ = 0;
+};
+
+struct RunOptions {
+  // How many times the ranks may shrink before run() gives up and rethrows (default: as often as
+  // ranks die; the job's --min-np bounds it).
+  int max_resets = 1 << 30;
+  // Fewer ranks than this left: run() rethrows the failure instead of going on.
+  int min_size = 1;
+};
+
+// Calls work(comm) until it returns. When a call inside it fails because ranks died or aborted
+// (Error kPeerFailure, kAborted), the survivors shrink the communicator, restore `state` to its
+// last commit, sync it from the shrunk communicator's rank 0, run the reset callbacks and call work
+// again with the shrunk communicator. Any other error (a bug, a timeout, a mismatch) is rethrown.
+// Returns the communicator the work finished on. The state must have been committed once.
+TUTTI_CXX_API Communicator run(Communicator comm, State& state,
+                               const std::function<void(const Communicator&)>& work,
+                               const RunOptions& options = {});
+
+}  // namespace tutti::elastic

@@ -1,0 +1,87 @@
+// tutti::elastic (tutti/elastic.hpp): State's copies and the loop that shrinks and goes on.
+#include "tutti/elastic.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.hpp"
+
+namespace tutti::elastic {
+
+void State::add(const std::string& name, std::span<std::byte> bytes) {
+  if (std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.name == name; }))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("elastic::State::add: '{}' is already in the state", name));
+  entries_.push_back(Entry{name, bytes, {}});
+}
+
+void State::commit() {
+  for (Entry& e : entries_) e.committed.assign(e.bytes.begin(), e.bytes.end());
+  ++commits_;
+}
+
+void State::restore() {
+  if (commits_ == 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                "elastic::State::restore: nothing was committed yet; commit() the starting state "
+                "first");
+  for (Entry& e : entries_) {
+    // An entry added after the last commit has no copy: it keeps what it holds.
+    if (e.committed.size() != e.bytes.size()) continue;
+    std::memcpy(e.bytes.data(), e.committed.data(), e.bytes.size());
+  }
+}
+
+void State::sync(const Communicator& comm, int root) {
+  // The entries in the order added, which every rank shares (a rank that added other sizes fails
+  // the broadcast with kMismatch naming both).
+  for (Entry& e : entries_) {
+    comm.broadcast(e.bytes.data(), e.bytes.size(), DataType::kUInt8, root);
+    e.committed.assign(e.bytes.begin(), e.bytes.end());
+  }
+  int64_t commits = static_cast<int64_t>(commits_);
+  comm.broadcast(&commits, 1, DataType::kInt64, root);
+  commits_ = static_cast<uint64_t>(commits);
+}
+
+void State::on_reset(std::function<void(const Communicator&)> callback) {
+  callbacks_.push_back(std::move(callback));
+}
+
+void State::reset(const Communicator& comm) const {
+  for (const auto& callback : callbacks_) callback(comm);
+}
+
+Communicator run(Communicator comm, State& state,
+                 const std::function<void(const Communicator&)>& work, const RunOptions& options) {
+  if (state.commits() == 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                "elastic::run: commit() the state once before run(): it is what a failure rolls "
+                "back to");
+  for (int resets = 0;; ++resets) {
+    try {
+      work(comm);
+      return comm;
+    } catch (const Error& e) {
+      // Ranks that died, or peers that failed because of it: the survivors go on. Anything else
+      // (a mismatch, a timeout, a bad argument) is the program's to handle.
+      if (e.code() != ErrorCode::kPeerFailure && e.code() != ErrorCode::kAborted) throw;
+      if (resets >= options.max_resets) throw;
+      const int before = comm.size();
+      Communicator next = comm.shrink();
+      if (next.size() < options.min_size)
+        throw Error(e.code(), fmt::format("elastic::run: {} rank(s) left, fewer than min_size {}; "
+                                          "the failure was: {}",
+                                          next.size(), options.min_size, e.what()));
+      log::warn("elastic::run: {} of {} ranks go on after: {}", next.size(), before, e.what());
+      comm = next;
+      state.restore();
+      state.sync(comm, 0);
+      state.reset(comm);
+    }
+  }
+}
+
+}  // namespace tutti::elastic
