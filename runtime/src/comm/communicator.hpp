@@ -227,6 +227,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // A new context id, the same on every rank of `members` (this communicator's ranks that call
   // it): the lowest of them draws it from the job's counter in the store, the others read it.
   transport::ContextId draw_context(std::string_view purpose, std::span<const int> members);
+  // draw_context's halves: the lowest member takes the job's next id and publishes it under `key`;
+  // the others read and check it (Error(kConfig) for anything but an id).
+  transport::ContextId publish_new_context(const std::string& key);
+  transport::ContextId read_new_context(const std::string& key, Deadline deadline);
 
   std::shared_ptr<Job> job_;
   transport::ContextId context_ = 0;

@@ -143,14 +143,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
   const std::string context_key = fmt::format("{}/c{}/{}", job_->job_id, context_, purpose);
   transport::ContextId context = 0;
   if (rank_ == members.front()) {
-    const int64_t id = store.add(fmt::format("{}/next_context", job_->job_id), 1);
-    if (id < 1 || id > static_cast<int64_t>(transport::kMaxContextId))
-      throw make_error(ErrorCode::kConfig,
-                       "rank {}: the job has made {} communicators, more than the {} a job may "
-                       "make; free and re-create fewer of them",
-                       rank_, id, transport::kMaxContextId);
-    store.set(context_key, std::to_string(id));
-    context = static_cast<transport::ContextId>(id);
+    context = publish_new_context(context_key);
   } else {
     for (;;) {
       try {
@@ -170,16 +163,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
                          "the shrunk communicator",
                          rank_, options_.init_timeout.count(), members.front());
     }
-    const std::string value = store.get(context_key, setup);
-    uint64_t id = 0;
-    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), id);
-    if (error != std::errc() || end != value.data() + value.size() || id < 1 ||
-        id > transport::kMaxContextId)
-      throw make_error(ErrorCode::kConfig,
-                       "rank {}: store key '{}' holds '{}', not a communicator id; another "
-                       "program writes under this job's keys",
-                       rank_, context_key, value.substr(0, 40));
-    context = static_cast<transport::ContextId>(id);
+    context = read_new_context(context_key, setup);
   }
   std::vector<int> fabric_ranks;
   for (int r : members) fabric_ranks.push_back(members_[r]);

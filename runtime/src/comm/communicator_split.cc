@@ -24,32 +24,19 @@ std::string list(std::span<const int> ranks) {
 
 }  // namespace
 
-transport::ContextId Communicator::draw_context(std::string_view purpose,
-                                                std::span<const int> members) {
-  bootstrap::Store& store = *job_->store;
-  const Deadline deadline = Deadline::after(options_.init_timeout);
-  const std::string key = fmt::format("{}/c{}/{}", job_->job_id, context_, purpose);
-  const int lowest = *std::min_element(members.begin(), members.end());
-  if (rank_ == lowest) {
-    const int64_t id = store.add(fmt::format("{}/next_context", job_->job_id), 1);
-    if (id < 1 || id > static_cast<int64_t>(transport::kMaxContextId))
-      throw make_error(ErrorCode::kConfig,
-                       "rank {}: the job has made {} communicators, more than the {} a job may "
-                       "make; free and re-create fewer of them",
-                       rank_, id, transport::kMaxContextId);
-    store.set(key, std::to_string(id));
-    return static_cast<transport::ContextId>(id);
-  }
-  // The lowest member may have died or aborted: look at it while waiting, not only at the end.
-  const std::vector<int> lowest_only{lowest};
-  if (!wait_for_ranks({key}, lowest_only, deadline,
-                      fmt::format("creating a communicator ({})", purpose))
-           .empty())
-    throw make_error(ErrorCode::kTimeout,
-                     "rank {} timed out after {} ms waiting for rank {} to create communicator "
-                     "({}); every member must make the same call",
-                     rank_, options_.init_timeout.count(), lowest, purpose);
-  const std::string value = store.get(key, deadline);
+transport::ContextId Communicator::publish_new_context(const std::string& key) {
+  const int64_t id = job_->store->add(fmt::format("{}/next_context", job_->job_id), 1);
+  if (id < 1 || id > static_cast<int64_t>(transport::kMaxContextId))
+    throw make_error(ErrorCode::kConfig,
+                     "rank {}: the job has made {} communicators, more than the {} a job may "
+                     "make; free and re-create fewer of them",
+                     rank_, id, transport::kMaxContextId);
+  job_->store->set(key, std::to_string(id));
+  return static_cast<transport::ContextId>(id);
+}
+
+transport::ContextId Communicator::read_new_context(const std::string& key, Deadline deadline) {
+  const std::string value = job_->store->get(key, deadline);
   // The store is shared with the caller (a torch Store, say): refuse anything but an id we wrote.
   uint64_t id = 0;
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), id);
@@ -60,6 +47,24 @@ transport::ContextId Communicator::draw_context(std::string_view purpose,
                      "writes under this job's keys (give it another TUTTI_JOB_ID or store prefix)",
                      rank_, key, value.substr(0, 40));
   return static_cast<transport::ContextId>(id);
+}
+
+transport::ContextId Communicator::draw_context(std::string_view purpose,
+                                                std::span<const int> members) {
+  const Deadline deadline = Deadline::after(options_.init_timeout);
+  const std::string key = fmt::format("{}/c{}/{}", job_->job_id, context_, purpose);
+  const int lowest = *std::min_element(members.begin(), members.end());
+  if (rank_ == lowest) return publish_new_context(key);
+  // The lowest member may have died or aborted: look at it while waiting, not only at the end.
+  const std::vector<int> lowest_only{lowest};
+  if (!wait_for_ranks({key}, lowest_only, deadline,
+                      fmt::format("creating a communicator ({})", purpose))
+           .empty())
+    throw make_error(ErrorCode::kTimeout,
+                     "rank {} timed out after {} ms waiting for rank {} to create communicator "
+                     "({}); every member must make the same call",
+                     rank_, options_.init_timeout.count(), lowest, purpose);
+  return read_new_context(key, deadline);
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {

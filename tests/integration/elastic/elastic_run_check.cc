@@ -34,8 +34,8 @@ std::vector<Death> parse_deaths(const std::string& text) {
     if (comma == std::string::npos) comma = text.size();
     const std::string item = text.substr(at, comma - at);
     const size_t sign = item.find('@');
-    out.push_back({std::atoi(item.substr(0, sign).c_str()),
-                   std::atoll(item.substr(sign + 1).c_str())});
+    out.push_back(
+        {std::atoi(item.substr(0, sign).c_str()), std::atoll(item.substr(sign + 1).c_str())});
     at = comma + 1;
   }
   return out;
@@ -86,13 +86,13 @@ int train(const tutti::Communicator& world, int64_t steps, int64_t every,
   want -= static_cast<double>(steps - at) * sum();
   bool equal = true;
   for (double w : weights) equal = equal && w == want;
-  const bool resets_right = reset_sizes.size() == deaths.size() &&
-                            (deaths.empty() || reset_sizes.back() == last.size());
-  std::printf("%s: rank %d: step %lld of %lld, weights %.0f (want %.0f), %zu reset(s), "
-              "finished on %d ranks\n",
-              equal && step == steps && resets_right ? "ok" : "FAIL", rank,
-              static_cast<long long>(step), static_cast<long long>(steps), weights[0], want,
-              reset_sizes.size(), last.size());
+  const bool resets_right =
+      reset_sizes.size() == deaths.size() && (deaths.empty() || reset_sizes.back() == last.size());
+  std::printf(
+      "%s: rank %d: step %lld of %lld, weights %.0f (want %.0f), %zu reset(s), "
+      "finished on %d ranks\n",
+      equal && step == steps && resets_right ? "ok" : "FAIL", rank, static_cast<long long>(step),
+      static_cast<long long>(steps), weights[0], want, reset_sizes.size(), last.size());
   return equal && step == steps && resets_right ? 0 : 1;
 }
 
