@@ -75,9 +75,10 @@ struct RunOptions {
 };
 
 // Calls work(comm) until it returns. When a call inside it fails because ranks died or aborted
-// (Error kPeerFailure, kAborted), the survivors shrink the communicator, restore `state` to its
-// last commit, sync it from the shrunk communicator's rank 0, run the reset callbacks and call work
-// again with the shrunk communicator. Any other error (a bug, a timeout, a mismatch) is rethrown.
+// (Error kPeerFailure, kAborted), the survivors shrink the communicator (again, up to 3 times, if
+// ranks die during the shrink), restore `state` to its last commit, sync it from the shrunk
+// communicator's rank 0, run the reset callbacks and call work again with the shrunk
+// communicator. Any other error (a bug, a timeout, a mismatch) is rethrown.
 // Returns the communicator the work finished on. The state must have been committed once.
 TUTTI_CXX_API Communicator run(Communicator comm, State& state,
                                const std::function<void(const Communicator&)>& work,

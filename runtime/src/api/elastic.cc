@@ -9,6 +9,12 @@
 #include "core/log.hpp"
 
 namespace tutti::elastic {
+namespace {
+
+// Shrinks run() tries in a row when ranks keep dying during the shrink itself.
+constexpr int kShrinkAttempts = 3;
+
+}  // namespace
 
 void State::add(const std::string& name, std::span<std::byte> bytes) {
   if (std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.name == name; }))
@@ -70,7 +76,17 @@ Communicator run(Communicator comm, State& state,
       if (e.code() != ErrorCode::kPeerFailure && e.code() != ErrorCode::kAborted) throw;
       if (resets >= options.max_resets) throw;
       const int before = comm.size();
-      Communicator next = comm.shrink();
+      Communicator next;
+      // The lowest survivor may die inside the shrink itself (kPeerFailure on the others): shrink
+      // again, a few times at most.
+      for (int attempt = 1;; ++attempt) {
+        try {
+          next = comm.shrink();
+          break;
+        } catch (const Error& s) {
+          if (s.code() != ErrorCode::kPeerFailure || attempt >= kShrinkAttempts) throw;
+        }
+      }
       if (next.size() < options.min_size)
         throw Error(e.code(), fmt::format("elastic::run: {} rank(s) left, fewer than min_size {}; "
                                           "the failure was: {}",

@@ -10,6 +10,8 @@
 //   late 2      nobody dies; the listed rank calls shrink only after TUTTI_TIMEOUT (the test sets
 //               3 s): the others go on without it, and its own shrink fails with kTimeout.
 //   c_api 2     as die, through tutti_comm_shrink and tutti_allreduce.
+//   engine 2    as die, through the engine (allreduce_async + wait): a handle fails when rank 2
+//               dies; the survivors shrink and the shrunk communicator's own engine runs 20 steps.
 //   loop DIR    every rank writes DIR/<rank>.pid and runs steps (2 ms apart) until one fails,
 //               whoever killed whom (the pods test kills a whole pod); then the survivors shrink,
 //               learn who is left (an allgather of their world ranks) and run 50 checked steps.
@@ -194,6 +196,43 @@ int c_api_mode(const std::vector<int>& victims) {
   return 0;
 }
 
+int engine_mode(const tutti::Communicator& world, const std::vector<int>& victims) {
+  const int rank = world.rank();
+  std::vector<int> alive;
+  for (int r = 0; r < world.size(); ++r) alive.push_back(r);
+  auto async_step = [&](const tutti::Communicator& comm, int n) {
+    int64_t v = rank + 1;
+    comm.allreduce_async("g", &v, &v, 1, tutti::DataType::kInt64, tutti::ReduceOp::kSum).wait();
+    if (v != sum_of(alive)) {
+      std::printf("FAIL: rank %d: async step %d summed %lld, want %lld\n", rank, n,
+                  static_cast<long long>(v), static_cast<long long>(sum_of(alive)));
+      std::exit(1);
+    }
+  };
+  Clock::time_point failed_at;
+  try {
+    for (int n = 0;; ++n) {
+      if (listed(victims, rank) && n == 5) {
+        std::fflush(stdout);
+        _exit(3);
+      }
+      async_step(world, n);
+    }
+  } catch (const tutti::Error& e) {
+    failed_at = Clock::now();
+    std::printf("ok: rank %d: the handle failed: %.160s\n", rank, e.what());
+  }
+  std::vector<int> still;
+  for (int r : alive)
+    if (!listed(victims, r)) still.push_back(r);
+  alive = still;
+  tutti::Communicator rest = world.shrink();
+  for (int n = 0; n < 20; ++n) async_step(rest, n);
+  std::printf("ok: rank %d: 20 async steps on %d ranks, %.3f s after the failure\n", rank,
+              rest.size(), seconds_since(failed_at));
+  return 0;
+}
+
 int loop_mode(const tutti::Communicator& world, const std::string& pid_dir) {
   const int rank = world.rank();
   std::ofstream(pid_dir + "/" + std::to_string(rank) + ".pid") << getpid() << "\n";
@@ -247,6 +286,7 @@ int main(int argc, char** argv) {
   try {
     if (mode == "die" || mode == "twice") return die_mode(world, victims, mode == "twice");
     if (mode == "loop") return loop_mode(world, argc > 2 ? argv[2] : ".");
+    if (mode == "engine") return engine_mode(world, victims);
     if (mode == "none") {
       tutti::Communicator all = world.shrink();
       std::vector<int> alive;
@@ -292,6 +332,7 @@ int main(int argc, char** argv) {
     std::printf("FAIL: rank %d: %s\n", rank, e.what());
     return 1;
   }
-  std::printf("FAIL: unknown mode '%s' (die, twice, none, late, c_api, loop)\n", mode.c_str());
+  std::printf("FAIL: unknown mode '%s' (die, twice, none, late, c_api, engine, loop)\n",
+              mode.c_str());
   return 2;
 }
