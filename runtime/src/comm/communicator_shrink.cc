@@ -33,13 +33,17 @@ std::string list(std::span<const int> ranks) {
   return out;
 }
 
-std::vector<int> parse_list(std::string_view text) {
+// The member list as the decider wrote it: ascending ranks below `size`. Anything else (another
+// program's value under our key) gives an empty list.
+std::vector<int> parse_list(std::string_view text, int size) {
   std::vector<int> out;
   for (size_t at = 0; at < text.size();) {
     const size_t comma = std::min(text.find(',', at), text.size());
     int value = -1;
     const auto [end, error] = std::from_chars(text.data() + at, text.data() + comma, value);
-    if (error != std::errc() || end != text.data() + comma) return {};
+    if (error != std::errc() || end != text.data() + comma || value < 0 || value >= size ||
+        (!out.empty() && value <= out.back()))
+      return {};
     out.push_back(value);
     at = comma + 1;
   }
@@ -122,7 +126,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
     // ends (a decision at the deadline still gets a moment to be written).
     const std::string text =
         store.get(members_key, deadline.expired() ? Deadline::after(kDecisionGrace) : deadline);
-    members = parse_list(text);
+    members = parse_list(text, size_);
     if (members.empty())
       throw make_error(ErrorCode::kConfig,
                        "rank {}: store key '{}' holds '{}', not a list of ranks; another program "
@@ -152,7 +156,10 @@ std::shared_ptr<Communicator> Communicator::shrink() {
       } catch (const Error& e) {
         if (e.code() != ErrorCode::kTimeout) throw;
       }
-      if (job_->fabric && job_->fabric->peer_gone(members_[members.front()], context_))
+      // Gone after it published the id (the key may have landed since the last look) is no
+      // failure: every member reads the same id, and the first call on it finds the loss.
+      if (job_->fabric && job_->fabric->peer_gone(members_[members.front()], context_) &&
+          !store.missing({context_key}).empty())
         throw make_error(ErrorCode::kPeerFailure,
                          "shrink on rank {}: rank {}, the lowest survivor, died before it made "
                          "the shrunk communicator; shrink again",
