@@ -35,12 +35,6 @@ HOST_ADDR="198.18.$K.1"
 # shellcheck source=../pods/checks.sh
 source "$PODS_DIR/checks.sh"
 
-pod_names() {
-  local i names=
-  for ((i = 0; i < $2; i++)); do names+="${names:+,}$1-worker-$i"; done
-  echo "$names"
-}
-
 pods_up shr 4 "$K"
 mkdir -p "$WORK/pids"
 TUTTI_TIMEOUT=30 timeout -k 5 200 "$TUTTIRUN" --pods "$(pod_names shr 4)" --slots 2 --exec kubexec \
@@ -48,12 +42,7 @@ TUTTI_TIMEOUT=30 timeout -k 5 200 "$TUTTIRUN" --pods "$(pod_names shr 4)" --slot
   "$CHECK" loop "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
 launcher=$!
 RUN_PID=$launcher
-for _ in $(seq 1 600); do
-  [ "$(ls "$WORK/pids"/*.pid 2>/dev/null | wc -l)" -eq 8 ] && break
-  kill -0 $launcher 2>/dev/null || break
-  sleep 0.1
-done
-[ "$(ls "$WORK/pids"/*.pid 2>/dev/null | wc -l)" -eq 8 ] || fail "the 8 ranks never started"
+pods_wait_pid_files "$WORK/pids" 8 $launcher || fail "the 8 ranks never started"
 for r in 4 5; do
   ip netns pids shr-worker-2 | grep -qx "$(cat "$WORK/pids/$r.pid")" ||
     fail "rank $r is not in pod shr-worker-2"

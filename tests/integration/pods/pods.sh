@@ -81,6 +81,25 @@ pods_check_possible() {
 
 pod_ip() { echo "198.18.$1.$((10 + $2))"; }
 
+# pod_names PREFIX N: PREFIX-worker-0,...,PREFIX-worker-(N-1)
+pod_names() {
+  local i names=
+  for ((i = 0; i < $2; i++)); do names+="${names:+,}$1-worker-$i"; done
+  echo "$names"
+}
+
+# pods_wait_pid_files DIR N PID: waits up to 60 s for N files DIR/*.pid (ranks that wrote their
+# pids) while process PID (the launcher) lives; fails (status 1) unless all N are there.
+pods_wait_pid_files() {
+  local dir=$1 n=$2 pid=$3
+  for _ in $(seq 1 600); do
+    [ "$(ls "$dir"/*.pid 2>/dev/null | wc -l)" -eq "$n" ] && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ "$(ls "$dir"/*.pid 2>/dev/null | wc -l)" -eq "$n" ]
+}
+
 # Removes one namespace after killing every process still in it.
 pods_kill_and_delete() {
   local ns=$1

@@ -66,12 +66,6 @@ require() {
   done
 }
 
-# pod_names PREFIX N: PREFIX-worker-0,...,PREFIX-worker-(N-1)
-pod_names() {
-  local i names=
-  for ((i = 0; i < $2; i++)); do names+="${names:+,}$1-worker-$i"; done
-  echo "$names"
-}
 
 # Every process of the test must be gone: nothing in any pod, and no tuttirun, kubexec, kubectl or
 # `ip netns exec` on the host side that names one of our pods (they all carry PREFIX-worker- in their
@@ -258,12 +252,7 @@ EOF
       "$CHECK" --loop-seconds 120 --pid-dir "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
     launcher=$!
     RUN_PID=$launcher
-    for _ in $(seq 1 600); do
-      [ "$(ls "$WORK/pids"/*.pid 2>/dev/null | wc -l)" -eq 3 ] && break
-      kill -0 $launcher 2>/dev/null || break
-      sleep 0.1
-    done
-    [ "$(ls "$WORK/pids"/*.pid 2>/dev/null | wc -l)" -eq 3 ] || fail "the 3 ranks never started"
+    pods_wait_pid_files "$WORK/pids" 3 $launcher || fail "the 3 ranks never started"
     victim=$(cat "$WORK/pids/1.pid")
     ip netns pids kill-worker-1 | grep -qx "$victim" || fail "rank 1 (pid $victim) is not in pod kill-worker-1"
     sleep 1
