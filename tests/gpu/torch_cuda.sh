@@ -10,7 +10,8 @@
 # one GPU and NPROC 2, pass --pretend-hosts to the check (each rank its own host, as run-checks
 # does); --cpu runs the check on CPU tensors (where no GPU is). PYTHON names another Python
 # (default python3); the package is built in $TMPDIR, or kept in TORCH_CUDA_BUILD_DIR and reused
-# (--build-only stops there).
+# (--build-only stops there). The package holds tutti._core too (import tutti). TORCH_CUDA_CHECK
+# names another script of tests/gpu to run (torch_cuda_train.py, dlpack_cuda_check.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 [ -d "$root/runtime/torch" ] || { echo "torch_cuda.sh: no runtime/torch under $root: run it from the source tree (a pack's tests/ sits in one)" >&2; exit 1; }
@@ -51,10 +52,22 @@ wait
 g++ -shared -o "$out/tutti/torch/_backend$suffix" "${objs[@]}" -L"$tlib" -ltorch -ltorch_cpu -lc10 \
   -ltorch_python -L"$lib" -ltutti -Wl,-rpath,"$lib:$tlib"
 cp "$root/runtime/torch/python/tutti/torch/__init__.py" "$out/tutti/torch/"
-touch "$out/tutti/__init__.py"
 fi
+# The package's own module too (import tutti: numpy and DLPack arrays), with the pybind11 that
+# torch's headers carry.
+if ! ls "$out"/tutti/_core*.so >/dev/null 2>&1; then
+  for src in module buffer_view; do
+    # shellcheck disable=SC2086
+    g++ -O2 -fPIC -std=c++20 -fvisibility=hidden -I"$root/runtime/include" $inc \
+      -c "$root/runtime/python/src/$src.cc" -o "$out/obj/python_$src.o" &
+  done
+  wait
+  g++ -shared -o "$out/tutti/_core$suffix" "$out/obj/python_module.o" "$out/obj/python_buffer_view.o" \
+    -L"$lib" -ltutti -Wl,-rpath,"$lib"
+fi
+cp "$root/runtime/python/tutti/__init__.py" "$out/tutti/"
 echo "torch_cuda.sh: tutti.torch built against torch $($py -c 'import torch; print(torch.__version__)')"
 case " $* " in *" --build-only "*) exit 0 ;; esac
 PYTHONPATH=$out${PYTHONPATH:+:$PYTHONPATH} LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   $py -m torch.distributed.run --nproc-per-node "$nproc" --master-port "${MASTER_PORT:-29561}" \
-  "$root/tests/gpu/torch_cuda_check.py" "$@"
+  "$root/tests/gpu/${TORCH_CUDA_CHECK:-torch_cuda_check.py}" "$@"

@@ -34,6 +34,23 @@ std::string take_python_error() {
   return text;
 }
 
+// Whether `object` says, through __dlpack_device__, that its memory is CUDA device (or managed)
+// memory. Objects without the method, or whose answer is not a (type, id) pair, are not.
+bool on_cuda(PyObject* object) {
+  if (!PyObject_HasAttrString(object, "__dlpack_device__")) return false;
+  PyObject* device = PyObject_CallMethod(object, "__dlpack_device__", nullptr);
+  if (device == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  long type = -1;
+  if (PyTuple_Check(device) && PyTuple_Size(device) >= 1)
+    type = PyLong_AsLong(PyTuple_GetItem(device, 0));
+  if (PyErr_Occurred()) PyErr_Clear();
+  Py_DECREF(device);
+  return type == dlpack::kCuda || type == dlpack::kCudaManaged;
+}
+
 bool type_of_dlpack(const dlpack::DataType& t, DataType& type) {
   if (t.lanes != 1) return false;
   switch (t.code) {
@@ -220,15 +237,24 @@ void BufferView::from_buffer(PyObject* object, Access access, std::string_view w
 void BufferView::from_dlpack(PyObject* object, Access access, std::string_view what) {
   // DLPack 1.0 first (it carries a read-only flag); producers that do not know max_version raise
   // TypeError, and get the 0.x call.
+  //
+  // CUDA memory: the producer is asked to make its pending writes visible to the legacy default
+  // stream (DLPack's stream 1), the stream tutti's device calls order after by default. Without a
+  // stream the producer syncs nothing (torch), and a tensor still being written on torch's side
+  // stream would be read early.
   PyObject* method = PyObject_GetAttrString(object, "__dlpack__");
   if (method == nullptr) refuse(what, take_python_error());
   PyObject* no_args = PyTuple_New(0);
-  PyObject* kwargs = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
+  PyObject* kwargs = on_cuda(object)
+                         ? Py_BuildValue("{s:(ii),s:i}", "max_version", 1, 0, "stream", 1)
+                         : Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
   capsule_ = PyObject_Call(method, no_args, kwargs);
   Py_XDECREF(kwargs);
   if (capsule_ == nullptr && PyErr_ExceptionMatches(PyExc_TypeError)) {
     PyErr_Clear();
-    capsule_ = PyObject_Call(method, no_args, nullptr);
+    PyObject* stream = on_cuda(object) ? Py_BuildValue("{s:i}", "stream", 1) : nullptr;
+    capsule_ = PyObject_Call(method, no_args, stream);
+    Py_XDECREF(stream);
   }
   Py_DECREF(no_args);
   Py_DECREF(method);

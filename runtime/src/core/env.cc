@@ -75,6 +75,12 @@ constexpr std::array kVariables = {
              "(milliseconds where NCCL goes over sockets), so the ring moves whole blocks up to "
              "this size; two chunks of device scratch are kept per communicator.",
              1, 4 * kGiB},
+    Variable{"TUTTI_NCCL_P2P_CHUNK_BYTES", Kind::kBytes, "512K", "",
+             "NCCL_P2P_NET_CHUNKSIZE that libtutti sets, before it first uses NCCL, when the "
+             "process has none: the bytes NCCL's send/recv (tutti's device ring and hier paths) "
+             "moves per network step. NCCL's default is 128K; NCCL reads it once per process; its "
+             "collectives do not use it. 0 leaves NCCL's own.",
+             0, kGiB},
     Variable{
         "TUTTI_TUNE_FILE", Kind::kString, "", "",
         "Tuning file from `tutti-bench allreduce --tune FILE`: fitted latency/bandwidth lines that "
