@@ -33,6 +33,15 @@
 
 namespace tutti::collectives {
 
+// The device ring's second stream: a chunk's reduce runs there while the next chunk moves on the
+// communicator's stream (device_ring.cc).
+struct DeviceReduceLane {
+  device::Stream stream;
+  device::Event received[2];   // recorded on the transfer stream once slot i holds its chunk
+  device::Event slot_free[2];  // recorded on `stream` once slot i's reduce read it
+  device::Event reduced;       // recorded on `stream` after the last reduce so far
+};
+
 class DeviceCollectives {
  public:
   // `device`: the device of the communicator's first device buffer; every later one must be on
@@ -104,6 +113,9 @@ class DeviceCollectives {
   // device_ring.cc
   void ring_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
                       size_t count, DataType type, ReduceOp op);
+  // The ring's second stream (DeviceReduceLane), made at the first ring call (a stream is a thread
+  // in the CPU stand-in).
+  DeviceReduceLane& reduce_lane();
   // device_hierarchical.cc
   void hierarchical_allreduce(Context& ctx, const DeviceCall& call, const void* send, void* recv,
                               size_t count, DataType type, ReduceOp op, const std::string& what);
@@ -121,6 +133,7 @@ class DeviceCollectives {
   device::Event done_;
   device::Buffer scratch_[3];
   device::Buffer pinned_;
+  std::unique_ptr<DeviceReduceLane> reduce_lane_;
 };
 
 }  // namespace tutti::collectives
