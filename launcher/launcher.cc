@@ -12,8 +12,10 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "launcher/elastic_growth.hpp"
 #include "launcher/exec_backend.hpp"
 #include "launcher/exec_kind.hpp"
+#include "launcher/host_discovery.hpp"
 #include "launcher/host_probe.hpp"
 #include "launcher/job_env.hpp"
 #include "launcher/launch_limits.hpp"
@@ -103,6 +105,12 @@ ExecKind choose_exec(const LaunchOptions& options, const HostSelection& hosts,
 }
 
 // The store address the ranks dial and the one the server binds.
+// The backend could not start a rank (as opposed to what goes wrong around it, such as
+// --output-dir).
+struct StartFailed : Error {
+  explicit StartFailed(const Error& e) : Error(e) {}
+};
+
 struct StoreEndpoint {
   std::string dial;
   std::string bind;
@@ -223,9 +231,14 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
   if (!backend->remote() && !torch_master_exported(s.exports))
     torch_master = TorchMaster{"127.0.0.1", pick_free_tcp_port()};
   bool one_thread_said = false;
-  for (const RankSlot& slot : s.plan.slots) {
-    Environment env = rank_environment(base, s.exports, slot, s.plan.world_size(), s.job);
-    if (set_torch_identity(env, s.exports, slot, s.plan.world_size()) && !one_thread_said) {
+  const bool elastic = !s.options.host_discovery_script.empty();
+  // Starts one rank: `label` tags its output (its rank, or in an elastic job its member id),
+  // `slot` and `size` are its place in the world it starts into, `extra` more variables.
+  const auto start_rank = [&](int label, const RankSlot& slot, int size,
+                              const std::vector<std::pair<std::string, std::string>>& extra) {
+    Environment env = rank_environment(base, s.exports, slot, size, s.job);
+    for (const auto& [name, value] : extra) env.set(name, value);
+    if (set_torch_identity(env, s.exports, slot, size) && !one_thread_said) {
       one_thread_said = true;
       log::info(
           "tuttirun: OMP_NUM_THREADS=1 for every rank that shares its host, as torchrun "
@@ -238,31 +251,90 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
         std::none_of(s.exports.begin(), s.exports.end(),
                      [](const EnvExport& e) { return e.name == "TUTTI_HOST"; }))
       env.set("TUTTI_HOST", slot.host);
+    RankSlot labelled = slot;
+    labelled.rank = label;
+    std::optional<ChildProcess> child;
     try {
-      ranks.push_back(RankProcess{slot, backend->start(slot, s.options.command, env)});
+      child.emplace(backend->start(slot, s.options.command, env));
     } catch (const Error& e) {
+      throw StartFailed(e);
+    }
+    ranks.push_back(RankProcess{labelled, std::move(*child)});
+    ChildProcess& p = ranks.back().process;
+    log::info("tuttirun: started {} as pid {}",
+              rank_and_host(label, backend->remote() ? slot.host : ""), p.pid());
+    mux.add(label, Stream::kStdout, p.take_stdout());
+    mux.add(label, Stream::kStderr, p.take_stderr());
+  };
+  for (const RankSlot& slot : s.plan.slots) {
+    std::vector<std::pair<std::string, std::string>> extra;
+    if (elastic)
+      extra = {{"TUTTI_ELASTIC_EPOCH", "0"},
+               {"TUTTI_MEMBER_ID", std::to_string(slot.rank)},
+               {"TUTTI_ELASTIC_JOB", s.job.job_id}};
+    try {
+      start_rank(slot.rank, slot, s.plan.world_size(), extra);
+    } catch (const StartFailed& e) {
       print_error(fmt::format("tuttirun: could not start {}: {}",
                               rank_and_host(slot.rank, backend->remote() ? slot.host : ""),
                               e.what()));
       backend->signal_job(SIGKILL);
       return 1;
     }
-    ChildProcess& p = ranks.back().process;
-    log::info("tuttirun: started {} as pid {}",
-              rank_and_host(slot.rank, backend->remote() ? slot.host : ""), p.pid());
-    mux.add(slot.rank, Stream::kStdout, p.take_stdout());
-    mux.add(slot.rank, Stream::kStderr, p.take_stderr());
+  }
+  std::optional<bootstrap::TcpStore> store_client;
+  std::optional<ElasticGrowth> growth;
+  if (elastic) {
+    store_client.emplace(net::parse_endpoint(s.job.store_address, "the job's store"),
+                         s.job.job_token, -1, Deadline::after_seconds(10));
+    std::vector<Member> initial;
+    for (const RankSlot& slot : s.plan.slots) initial.push_back(Member{slot.rank, slot.host});
+    growth.emplace(
+        ElasticConfig{s.options.host_discovery_script, s.options.discovery_interval_seconds,
+                      s.options.max_np, s.options.blacklist_after},
+        s.job.job_id, *store_client, std::move(initial), start_rank,
+        [&mux](const std::string& line) { mux.sink().write(Stream::kStderr, line + "\n"); });
   }
 
   Supervisor supervisor(ranks, *backend, mux, signals,
                         SupervisorOptions{s.options.grace_seconds, s.options.verbose,
-                                          backend->remote(), s.options.min_np});
+                                          backend->remote(), s.options.min_np},
+                        growth ? &*growth : nullptr);
   int code = supervisor.run();
   *interrupted = supervisor.interrupted();
   return code;
 }
 
 // Sleeps between attempts; a signal to tuttirun cuts the wait short and ends the job.
+// How long an elastic job waits at its start for the discovery script to list enough slots.
+constexpr double kInitialDiscoverySeconds = 60.0;
+
+// The hosts an elastic job starts on: the discovery script's, once they have the slots -np (or
+// --min-np) needs.
+HostSelection initial_discovery(const LaunchOptions& options) {
+  const int needed = std::max({options.np, options.min_np, 1});
+  const Deadline give_up = Deadline::after_seconds(kInitialDiscoverySeconds);
+  for (bool said = false;; said = true) {
+    Discovery found = discover_hosts(options.host_discovery_script, 10.0);
+    if (!found.error.empty()) throw make_error(ErrorCode::kConfig, "{}", found.error);
+    const long slots = found.hosts.total_slots();
+    if (slots >= needed)
+      return HostSelection{HostOrigin::kHostList, std::move(found.hosts), "--host-discovery-script",
+                           ""};
+    if (give_up.expired())
+      throw make_error(ErrorCode::kConfig,
+                       "the host discovery script listed {} slot{} for {} s; the job needs {} "
+                       "to start (-np, --min-np)",
+                       slots, slots == 1 ? "" : "s", kInitialDiscoverySeconds, needed);
+    if (!said)
+      print_error(
+          fmt::format("tuttirun: the host discovery script lists {} slot{}; waiting up "
+                      "to {} s for the {} the job needs to start",
+                      slots, slots == 1 ? "" : "s", kInitialDiscoverySeconds, needed));
+    ::usleep(static_cast<useconds_t>(options.discovery_interval_seconds * 1e6));
+  }
+}
+
 std::optional<int> wait_backoff(double seconds, SignalWatcher& signals) {
   Deadline until = Deadline::after_seconds(seconds);
   while (!until.expired()) {
@@ -276,7 +348,8 @@ std::optional<int> wait_backoff(double seconds, SignalWatcher& signals) {
 
 }  // namespace
 
-int run_job(const LaunchOptions& options) {
+int run_job(const LaunchOptions& given) {
+  LaunchOptions options = given;  // an elastic job's -np and --min-np come from its hosts
   // tuttirun logs by the ranks' TUTTI_LOG_LEVEL and passes it on to them. The logger itself falls
   // back to warn on a bad value, so without this check a typo would pass here silently and then
   // fail every rank's init, once per rank.
@@ -299,8 +372,19 @@ int run_job(const LaunchOptions& options) {
   try {
     exports = resolve_exports(options.exports, launcher_env, &unset);
     torch_master_exported(exports);  // both or neither
-    hosts = select_hosts(options.hosts, env::process_value,
-                         [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; });
+    if (!options.host_discovery_script.empty()) {
+      hosts = initial_discovery(options);
+      if (options.np == 0) {
+        const long slots = hosts.hosts.total_slots();
+        options.np =
+            static_cast<int>(options.max_np > 0 ? std::min<long>(slots, options.max_np) : slots);
+      }
+      if (options.min_np == 0) options.min_np = options.np;  // Horovod's default
+    } else {
+      hosts = select_hosts(options.hosts, env::process_value, [](const std::string& path) {
+        return ::access(path.c_str(), R_OK) == 0;
+      });
+    }
     if (hosts.origin == HostOrigin::kThisHost) {
       if (options.np < 1)
         throw make_error(ErrorCode::kConfig, "-np N is required when no hosts are given");

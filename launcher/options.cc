@@ -19,13 +19,36 @@ namespace {
 
 // Options that consume the next argument unless written as --opt=value. Needed to find where the
 // rank command starts without letting CLI11 swallow the command's own options.
-constexpr std::array<std::string_view, 26> kValueOptions = {
-    "-np",          "-n",           "--np",         "--timeout",         "--grace",
-    "-x",           "--job-id",     "--store-port", "--hostfile",        "--machinefile",
-    "-H",           "--host",       "--pods",       "--pods-file",       "--slots",
-    "--exec",       "--kubexec",    "--ssh",        "--remote-tuttirun", "--probe-timeout",
-    "--store-addr", "--output-dir", "--restarts",   "--restart-backoff", "--mpirun-path",
-    "--min-np"};
+constexpr std::array<std::string_view, 30> kValueOptions = {"-np",
+                                                            "-n",
+                                                            "--np",
+                                                            "--timeout",
+                                                            "--grace",
+                                                            "-x",
+                                                            "--job-id",
+                                                            "--store-port",
+                                                            "--hostfile",
+                                                            "--machinefile",
+                                                            "-H",
+                                                            "--host",
+                                                            "--pods",
+                                                            "--pods-file",
+                                                            "--slots",
+                                                            "--exec",
+                                                            "--kubexec",
+                                                            "--ssh",
+                                                            "--remote-tuttirun",
+                                                            "--probe-timeout",
+                                                            "--store-addr",
+                                                            "--output-dir",
+                                                            "--restarts",
+                                                            "--restart-backoff",
+                                                            "--mpirun-path",
+                                                            "--min-np",
+                                                            "--host-discovery-script",
+                                                            "--max-np",
+                                                            "--discovery-interval",
+                                                            "--blacklist-after"};
 
 bool takes_value(std::string_view arg) {
   return std::find(kValueOptions.begin(), kValueOptions.end(), arg) != kValueOptions.end();
@@ -105,6 +128,7 @@ ParseResult parse_options(std::span<const std::string> args) {
   std::string grace_text = "5";
   // Numbers are taken as text and read by tutti::parse, the one checked parser (ranges, overflow).
   std::string np_text, slots_text, restarts_text = "0", store_port_text = "0", min_np_text;
+  std::string max_np_text, interval_text = "1", blacklist_text = "1";
   std::string probe_text = "120";
   std::string backoff_text = "10";
   std::string exec_text;
@@ -160,6 +184,17 @@ ParseResult parse_options(std::span<const std::string> args) {
                  "the survivors go on (Communicator::shrink, docs/ELASTIC.md). Exit status 0 when "
                  "every rank that ran to the end succeeded. Default: the job stops at the first "
                  "failure");
+  app.add_option("--host-discovery-script", opts.host_discovery_script,
+                 "Elastic: hosts come from this script (run with sh -c), which prints one "
+                 "host:slots (or host) per line; it runs again every --discovery-interval, and "
+                 "free slots get new ranks that join the running job at its next elastic commit "
+                 "(tutti::elastic::run). Instead of --hostfile/-H/--pods");
+  app.add_option("--max-np", max_np_text,
+                 "Elastic: at most N ranks at once (default: as many as the hosts' slots)");
+  app.add_option("--discovery-interval", interval_text,
+                 "Elastic: seconds between runs of the discovery script (default 1)");
+  app.add_option("--blacklist-after", blacklist_text,
+                 "Elastic: a host whose ranks failed K times gets no new ranks (default 1)");
   app.add_flag("--mpirun", opts.mpirun,
                "Hand the job to Open MPI's mpirun with a hostfile and kubexec/ssh as its remote "
                "shell");
@@ -192,8 +227,8 @@ ParseResult parse_options(std::span<const std::string> args) {
   if (!exec_text.empty()) opts.exec = parse_exec_kind(exec_text);  // IsMember checked the name
 
   const HostOptions& h = opts.hosts;
-  bool hosts_given =
-      !h.hostfile.empty() || !h.host_list.empty() || !h.pods.empty() || !h.pods_file.empty();
+  bool hosts_given = !h.hostfile.empty() || !h.host_list.empty() || !h.pods.empty() ||
+                     !h.pods_file.empty() || !opts.host_discovery_script.empty();
   if (app.count("--np") == 0 && !hosts_given &&
       !mpijob_hostfile(env::process_value,
                        [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }))
@@ -210,6 +245,11 @@ ParseResult parse_options(std::span<const std::string> args) {
     opts.restarts = static_cast<int>(parse::integer(restarts_text, "--restarts", 0, 1000000));
     if (app.count("--min-np") > 0)
       opts.min_np = static_cast<int>(parse::integer(min_np_text, "--min-np", 1, kMaxRanks));
+    if (app.count("--max-np") > 0)
+      opts.max_np = static_cast<int>(parse::integer(max_np_text, "--max-np", 1, kMaxRanks));
+    opts.discovery_interval_seconds = parse::seconds(interval_text, "--discovery-interval", 0.01);
+    opts.blacklist_after =
+        static_cast<int>(parse::integer(blacklist_text, "--blacklist-after", 1, 1000000));
     opts.store_port =
         static_cast<uint16_t>(parse::integer(store_port_text, "--store-port", 0, 65535));
     opts.probe_timeout_seconds = parse::seconds(probe_text, "--probe-timeout");
@@ -232,6 +272,26 @@ ParseResult parse_options(std::span<const std::string> args) {
         fmt::format("--min-np {} is more than -np {}: the job could never go on "
                     "after a failure",
                     opts.min_np, opts.np));
+  const bool elastic = !opts.host_discovery_script.empty();
+  if (!elastic) {
+    for (const char* option : {"--max-np", "--discovery-interval", "--blacklist-after"})
+      if (app.count(option) > 0)
+        return usage_error(fmt::format(
+            "{} needs --host-discovery-script: it is what says which hosts new ranks can go to",
+            option));
+  } else {
+    if (!opts.hosts.hostfile.empty() || !opts.hosts.host_list.empty() || !opts.hosts.pods.empty() ||
+        !opts.hosts.pods_file.empty())
+      return usage_error(
+          "--host-discovery-script gives the hosts; drop --hostfile, -H, --pods and --pods-file");
+    if (opts.mpirun)
+      return usage_error("--host-discovery-script cannot go with --mpirun: mpirun's job is fixed");
+    if (opts.max_np > 0 && opts.np > opts.max_np)
+      return usage_error(fmt::format("-np {} is more than --max-np {}", opts.np, opts.max_np));
+    if (opts.max_np > 0 && opts.min_np > opts.max_np)
+      return usage_error(
+          fmt::format("--min-np {} is more than --max-np {}", opts.min_np, opts.max_np));
+  }
   if (opts.min_np > 0 && opts.mpirun)
     return usage_error(
         "--min-np cannot go with --mpirun: mpirun stops the whole job when a rank "

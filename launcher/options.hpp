@@ -31,6 +31,12 @@ struct LaunchOptions {
   std::string output_dir;  // empty: output only to the terminal
   int restarts = 0;
   int min_np = 0;  // --min-np: 0 stops the job at the first failure
+  // Elastic growth (docs/ELASTIC.md): hosts come from this script, polled every
+  // discovery_interval_seconds; new slots get ranks up to max_np (0: no bound).
+  std::string host_discovery_script;
+  int max_np = 0;
+  double discovery_interval_seconds = 1.0;
+  int blacklist_after = 1;
   double restart_backoff_seconds = 10.0;
   bool mpirun = false;
   std::string mpirun_path = "mpirun";

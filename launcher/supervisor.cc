@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
 #include "core/log.hpp"
 
 namespace tutti::launcher {
@@ -35,8 +36,13 @@ std::string failure_summary(const std::vector<RankOutcome>& failed, int world_si
 }
 
 Supervisor::Supervisor(std::vector<RankProcess>& ranks, ExecBackend& backend, OutputMux& mux,
-                       SignalWatcher& signals, SupervisorOptions options)
-    : ranks_(ranks), backend_(backend), mux_(mux), signals_(signals), options_(options) {}
+                       SignalWatcher& signals, SupervisorOptions options, ElasticGrowth* growth)
+    : ranks_(ranks),
+      backend_(backend),
+      mux_(mux),
+      signals_(signals),
+      options_(options),
+      growth_(growth) {}
 
 void Supervisor::say(const std::string& line) {
   mux_.sink().write(Stream::kStderr, line + "\n");
@@ -57,6 +63,7 @@ void Supervisor::enter(Phase phase, double seconds) {
 void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
   if (options_.verbose)
     log::info("tuttirun: rank {} (pid {}) {}", r.slot.rank, r.process.pid(), status.describe());
+  if (growth_ != nullptr) growth_->on_exit(r.slot.rank, !status.success());
   if (status.success()) return;
   const auto stop_signal = [](int s) { return s == SIGTERM || s == SIGKILL; };
   const bool stop_code =
@@ -154,6 +161,15 @@ int Supervisor::run() {
     for (RankProcess& r : ranks_) {
       if (r.process.reaped()) continue;
       if (auto status = r.process.try_reap()) on_exit(r, *status);
+    }
+    if (growth_ != nullptr && phase_ == Phase::kRunning && !all_reaped()) {
+      try {
+        growth_->tick();  // may append to ranks_: no reference into it is held here
+      } catch (const Error& e) {
+        say(fmt::format("tuttirun: growing the job failed: {}; stopping it", e.what()));
+        if (!exit_code_) exit_code_ = 1;
+        enter(Phase::kGrace, options_.grace_seconds);
+      }
     }
     if (!all_reaped() && phase_deadline_.expired()) escalate();
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "launcher/child_process.hpp"
+#include "launcher/elastic_growth.hpp"
 #include "launcher/exec_backend.hpp"
 #include "launcher/output_mux.hpp"
 #include "launcher/plan.hpp"
@@ -44,8 +45,10 @@ std::string failure_summary(const std::vector<RankOutcome>& failed, int world_si
 
 class Supervisor {
  public:
+  // `growth` (elastic jobs, may be null) is asked to grow while the job runs, and told of every
+  // rank's end; ranks it starts are appended to `ranks`.
   Supervisor(std::vector<RankProcess>& ranks, ExecBackend& backend, OutputMux& mux,
-             SignalWatcher& signals, SupervisorOptions options);
+             SignalWatcher& signals, SupervisorOptions options, ElasticGrowth* growth = nullptr);
 
   // Runs until every rank has been reaped and its output drained. Returns tuttirun's exit code:
   // 0, the first failure's status (128 + signal for a signal), or 128 + the signal that
@@ -70,6 +73,7 @@ class Supervisor {
   OutputMux& mux_;
   SignalWatcher& signals_;
   SupervisorOptions options_;
+  ElasticGrowth* growth_;
 
   Phase phase_ = Phase::kRunning;
   Deadline phase_deadline_ = Deadline::never();

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <span>
 #include <string>
@@ -28,6 +29,22 @@
 #include "tutti/tutti.hpp"
 
 namespace tutti::elastic {
+
+// Thrown by State::commit() inside run() when the launcher (tuttirun --max-np) published a new
+// membership: ranks joined the job. Every member throws it at the same commit (rank 0 reads the
+// store and tells the others), and run() catches it, regroups with the newcomers and syncs them.
+class TUTTI_CXX_API MembershipChanged : public std::exception {
+ public:
+  explicit MembershipChanged(int64_t epoch);
+  int64_t epoch() const { return epoch_; }
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  int64_t epoch_;
+  std::string what_;
+};
+
+struct RunOptions;
 
 // Host buffers registered by name, with a copy of each taken at every commit(). The buffers must
 // outlive the State and keep their size.
@@ -41,7 +58,9 @@ class TUTTI_CXX_API State {
     add(name, std::as_writable_bytes(values));
   }
   // Copies every buffer: what restore() goes back to. Cheap enough to call every few steps (a
-  // memcpy of the state); the first commit is the starting point.
+  // memcpy of the state); the first commit is the starting point. Inside run() of an elastic job
+  // (tuttirun --max-np) it also asks whether ranks joined (one 8-byte broadcast) and throws
+  // MembershipChanged, after the copy, when they did.
   void commit();
   // Copies the last commit back into the buffers (Error(kInvalidArgument) before any commit).
   void restore();
@@ -61,7 +80,13 @@ class TUTTI_CXX_API State {
     std::span<std::byte> bytes;
     std::vector<std::byte> committed;
   };
+  friend Communicator run(Communicator, State&, const std::function<void(const Communicator&)>&,
+                          const RunOptions&);
+  void check_membership() const;
+
   std::vector<Entry> entries_;
+  const Communicator* watched_ = nullptr;  // run()'s communicator, in an elastic job
+  int64_t epoch_ = 0;                      // the membership watched_ belongs to
   std::vector<std::function<void(const Communicator&)>> callbacks_;
   uint64_t commits_ = 0;
 };
@@ -79,6 +104,10 @@ struct RunOptions {
 // ranks die during the shrink), restore `state` to its last commit, sync it from the shrunk
 // communicator's rank 0, run the reset callbacks and call work again with the shrunk
 // communicator. Any other error (a bug, a timeout, a mismatch) is rethrown.
+// In an elastic job (tuttirun --max-np) ranks may also join: a commit() throws
+// MembershipChanged, and every member regroups with the newcomers (Communicator::regroup), syncs
+// the state from rank 0 and runs the callbacks; a process the launcher started into a running
+// job takes the state from rank 0 before its first work call instead.
 // Returns the communicator the work finished on. The state must have been committed once.
 TUTTI_CXX_API Communicator run(Communicator comm, State& state,
                                const std::function<void(const Communicator&)>& work,

@@ -55,6 +55,9 @@ struct TUTTI_OPTIONS_API Options {
   // TUTTI_DEVICE_CHUNK_BYTES: the most bytes one step of the device ring moves in one grouped
   // NCCL send/recv (larger blocks go in chunks of this size).
   size_t device_chunk_bytes = 64 << 20;
+  // TUTTI_NCCL_P2P_CHUNK_BYTES: NCCL_P2P_NET_CHUNKSIZE set (process-wide, unless already set)
+  // before the first device call makes an NCCL communicator; 0 leaves NCCL's own.
+  size_t nccl_p2p_chunk_bytes = 512 << 10;
 
   // The engine (the *_async calls: named tensors negotiated, fused and run by a background
   // thread of each communicator that uses them).

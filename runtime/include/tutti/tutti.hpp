@@ -126,6 +126,12 @@ class TUTTI_CXX_API Communicator {
   // is left out too, and its own shrink fails with Error(kTimeout). Also works with no rank lost
   // (then like dup()). The old communicator stays broken; free it.
   Communicator shrink() const;
+  // Elastic jobs (tuttirun --max-np; tutti/elastic.hpp does both for you): the number of the
+  // latest membership the launcher published (0: none), one store read on this rank; and this
+  // process's communicator in membership `epoch`, where running members meet the ranks the
+  // launcher started for it (collective over its members; docs/ELASTIC.md).
+  int64_t membership_epoch() const;
+  Communicator regroup(int64_t epoch) const;
 
   // From any thread: every pending and later call on this communicator, on every rank, fails with
   // Error(kAborted) naming this rank and `reason`. Other communicators are not affected.

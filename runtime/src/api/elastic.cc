@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/env.hpp"
 #include "core/log.hpp"
 
 namespace tutti::elastic {
@@ -23,9 +24,25 @@ void State::add(const std::string& name, std::span<std::byte> bytes) {
   entries_.push_back(Entry{name, bytes, {}});
 }
 
+MembershipChanged::MembershipChanged(int64_t epoch)
+    : epoch_(epoch),
+      what_(fmt::format("elastic: the launcher published membership {}: ranks joined the job; "
+                        "elastic::run regroups (outside run(), call Communicator::regroup({}) on "
+                        "every member, then State::sync)",
+                        epoch, epoch)) {}
+
 void State::commit() {
   for (Entry& e : entries_) e.committed.assign(e.bytes.begin(), e.bytes.end());
   ++commits_;
+  if (watched_ != nullptr) check_membership();
+}
+
+void State::check_membership() const {
+  // Rank 0 asks the store and tells the others, so that every member throws at this same commit
+  // (two members that read the store a moment apart could see two answers).
+  int64_t latest = watched_->rank() == 0 ? watched_->membership_epoch() : 0;
+  watched_->broadcast(&latest, 1, DataType::kInt64, 0);
+  if (latest > epoch_) throw MembershipChanged(latest);
 }
 
 void State::restore() {
@@ -62,15 +79,48 @@ void State::reset(const Communicator& comm) const {
 
 Communicator run(Communicator comm, State& state,
                  const std::function<void(const Communicator&)>& work, const RunOptions& options) {
-  if (state.commits() == 0)
+  // An elastic job's ranks (tuttirun --max-np) watch for newcomers at each commit; a process
+  // started into a running job's membership (epoch > 0) takes the state from rank 0 first, when
+  // its first run() begins: the running members sync at the same point, right after they
+  // regrouped.
+  const bool elastic = env::is_set("TUTTI_ELASTIC_EPOCH");
+  static bool joined = false;  // this process's first run() in a later membership synced already
+  int64_t epoch = elastic ? env::get_int("TUTTI_ELASTIC_EPOCH") : 0;
+  if (elastic && epoch > 0 && !joined) {
+    joined = true;
+    // Started for membership `epoch`, it was placed in the one published for it (no newer one
+    // comes before every member met there).
+    epoch = comm.membership_epoch();
+    log::info("elastic::run: joined membership {} as rank {} of {}; taking the state from rank 0",
+              epoch, comm.rank(), comm.size());
+    state.sync(comm, 0);
+    state.reset(comm);
+  } else if (state.commits() == 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 "elastic::run: commit() the state once before run(): it is what a failure rolls "
                 "back to");
+  }
+  struct Unwatch {
+    State& state;
+    ~Unwatch() { state.watched_ = nullptr; }
+  } unwatch{state};
   for (int resets = 0;; ++resets) {
     try {
+      state.watched_ = elastic ? &comm : nullptr;
+      state.epoch_ = std::max(state.epoch_, epoch);
       work(comm);
       return comm;
+    } catch (const MembershipChanged& m) {
+      state.watched_ = nullptr;
+      const int before = comm.size();
+      comm = comm.regroup(m.epoch());
+      epoch = m.epoch();
+      log::info("elastic::run: membership {}: {} ranks (were {}); this is rank {}", epoch,
+                comm.size(), before, comm.rank());
+      state.sync(comm, 0);
+      state.reset(comm);
     } catch (const Error& e) {
+      state.watched_ = nullptr;
       // Ranks that died, or peers that failed because of it: the survivors go on. Anything else
       // (a mismatch, a timeout, a bad argument) is the program's to handle.
       if (e.code() != ErrorCode::kPeerFailure && e.code() != ErrorCode::kAborted) throw;

@@ -39,6 +39,7 @@ Options Options::from_env() {
   o.algorithm = static_cast<Algorithm>(collectives::parse_algorithm(env::get_choice("TUTTI_ALGO")));
   o.device_allreduce = device_allreduce_named(env::get_choice("TUTTI_DEVICE_ALLREDUCE"));
   o.device_chunk_bytes = env::get_bytes("TUTTI_DEVICE_CHUNK_BYTES");
+  o.nccl_p2p_chunk_bytes = env::get_bytes("TUTTI_NCCL_P2P_CHUNK_BYTES");
   o.init_timeout = milliseconds("TUTTI_TIMEOUT");
   o.timeout = milliseconds("TUTTI_COLLECTIVE_TIMEOUT");
   o.segment_bytes = env::get_bytes("TUTTI_SEGMENT_BYTES");

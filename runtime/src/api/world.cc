@@ -87,6 +87,12 @@ Communicator Communicator::dup() const {
 Communicator Communicator::shrink() const {
   return errors_as_tutti("shrink", [&] { return Communicator(get().shrink()); });
 }
+int64_t Communicator::membership_epoch() const {
+  return errors_as_tutti("membership_epoch", [&] { return get().membership_epoch(); });
+}
+Communicator Communicator::regroup(int64_t epoch) const {
+  return errors_as_tutti("regroup", [&] { return Communicator(get().regroup(epoch)); });
+}
 void Communicator::abort(const std::string& reason) const {
   get().abort(reason);
   abort_engine(get(), reason);

@@ -104,6 +104,15 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<Communicator> shrink();
   // The same ranks in a communicator of their own (collective).
   std::shared_ptr<Communicator> dup();
+  // Elastic grow (communicator_join.cc). The launcher (tuttirun --max-np) numbers the memberships
+  // it publishes in the job's store; this is the latest one's number (0: none yet), one store
+  // read.
+  int64_t membership_epoch();
+  // This process's communicator among the members of membership `epoch`, in the launcher's order:
+  // a new world (new connections) where members already running meet the processes the launcher
+  // started for it. Collective over those members. Error(kInvalidArgument) when the list does not
+  // name this process's member id (TUTTI_MEMBER_ID), kTimeout when a member never comes.
+  std::shared_ptr<Communicator> regroup(int64_t epoch);
 
   // From any thread: every pending and later call on this communicator, on every rank, fails with
   // Error(kAborted) naming this rank and the reason.

@@ -12,13 +12,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
+#include "bootstrap/elastic_keys.hpp"
 #include "bootstrap/rendezvous.hpp"
 #include "bootstrap/store_adapters.hpp"
 #include "comm/communicator.hpp"
 #include "comm/shared_store.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "net/host_interfaces.hpp"
@@ -164,6 +167,7 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
   bootstrap::Store& store = *job->store;
   job->job_id = j.job_id;
   job->job_token = j.job_token;
+  job->local_address = j.local_address;
   std::string drawn_claim;
   if (job->job_id.empty()) {
     // Without a launcher-given id, rank 0 draws one so that concurrent jobs never share keys or
@@ -246,6 +250,45 @@ std::string host_name_address() {
   return !ipv4.empty() ? ipv4 : !ipv6.empty() ? ipv6 : "127.0.0.1";
 }
 
+// Where a process started into a running elastic job (TUTTI_ELASTIC_EPOCH > 0) goes: it says it
+// arrived, then waits for the launcher to publish a membership at least as new as the one it was
+// started for (the launcher publishes once every newcomer arrived or died), and finds its member
+// id there.
+struct ElasticPlace {
+  int rank = 0;
+  int size = 1;
+  int64_t epoch = 0;
+  std::string job_id;
+};
+
+ElasticPlace elastic_place(bootstrap::Store& store, int64_t started_for, Deadline deadline) {
+  namespace keys = bootstrap::elastic_keys;
+  const int member = static_cast<int>(env::get_int("TUTTI_MEMBER_ID"));
+  store.set(keys::arrived(member), "1");
+  int64_t epoch = store.add(std::string(keys::kEpoch), 0);
+  while (epoch < started_for) {
+    if (deadline.expired())
+      throw make_error(ErrorCode::kTimeout,
+                       "init: member {} was started into membership {} of an elastic job, but "
+                       "the launcher has published only {} so far (its store {}); raise "
+                       "TUTTI_TIMEOUT if the other newcomers are slow to start",
+                       member, started_for, epoch, store.describe());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    epoch = store.add(std::string(keys::kEpoch), 0);
+  }
+  const std::string text = store.get(keys::members(epoch), deadline);
+  const std::vector<int> ids = keys::parse_members(text);
+  const auto at = std::find(ids.begin(), ids.end(), member);
+  if (at == ids.end())
+    throw make_error(ErrorCode::kAborted,
+                     "init: member {} is not in membership {} ({}) of the elastic job it was "
+                     "started into: the launcher left it out",
+                     member, epoch, text);
+  const std::string base = env::get_string("TUTTI_ELASTIC_JOB");
+  return ElasticPlace{static_cast<int>(at - ids.begin()), static_cast<int>(ids.size()), epoch,
+                      keys::job_id(base, epoch)};
+}
+
 // The job of a world that met through `met`: its store (and store server), MPI and PMI.
 std::shared_ptr<Job> job_of(bootstrap::Rendezvous& met) {
   auto job = std::make_shared<Job>();
@@ -278,6 +321,19 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
   log::set_rank(info.rank);
   log::debug("rank {} of {} meets the others through {}", info.rank, info.size, met.how);
   auto job = job_of(met);
+  // A process the launcher started into a running elastic job learns its place from the store.
+  const int64_t epoch =
+      env::is_set("TUTTI_ELASTIC_EPOCH") ? env::get_int("TUTTI_ELASTIC_EPOCH") : -1;
+  int64_t formed_epoch = epoch;
+  if (epoch > 0) {
+    const ElasticPlace place = elastic_place(*job->store, epoch, deadline);
+    info.rank = place.rank;
+    info.size = place.size;
+    info.local_rank = -1;  // the launcher's guess; the host ids say
+    info.job_id = place.job_id;
+    formed_epoch = place.epoch;
+    log::set_rank(info.rank);
+  }
   // A later incarnation's names differ from the earlier ones' (the same TUTTI_JOB_ID, the same
   // store): its shared-memory segments would otherwise meet the ones the ranks of the world before
   // were still unlinking ("not a tutti segment of this version"), issue 26.
@@ -319,6 +375,8 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
                                      where));
         });
   }
+  // A member of an elastic job's membership (tuttirun --max-np) tells the launcher it is in.
+  if (formed_epoch >= 0) job->store->add(bootstrap::elastic_keys::formed(formed_epoch), 1);
   log::debug("joined world of {} as rank {} (local {}/{}, host {}/{}), job {}", info.size,
              info.rank, topology.local_rank, topology.local_size, topology.cross_rank,
              topology.cross_size, job->job_id);
@@ -371,6 +429,49 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<bootstrap::Mp
             .ifname_address = chosen_by_ifname};
   meet(job, j, options, deadline);
   return world_of(job, options, deadline, size);
+}
+
+int64_t Communicator::membership_epoch() {
+  return job_->store->add(std::string(bootstrap::elastic_keys::kEpoch), 0);
+}
+
+std::shared_ptr<Communicator> Communicator::regroup(int64_t epoch) {
+  namespace keys = bootstrap::elastic_keys;
+  const Deadline deadline = Deadline::after(options_.init_timeout);
+  const int fabric_rank = members_[static_cast<size_t>(rank_)];
+  const int member = env::is_set("TUTTI_MEMBER_ID")
+                         ? static_cast<int>(env::get_int("TUTTI_MEMBER_ID"))
+                         : fabric_rank;
+  const std::string text = job_->store->get(keys::members(epoch), deadline);
+  const std::vector<int> ids = keys::parse_members(text);
+  if (ids.empty())
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "regroup: membership {} in the store ({}) is not a list of member ids: '{}'",
+                     epoch, job_->store->describe(), text);
+  const auto at = std::find(ids.begin(), ids.end(), member);
+  if (at == ids.end())
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "regroup: member {} (rank {} of {}) is not in membership {} ({}); the "
+                     "launcher left this process out (it counted it as failed?)",
+                     member, rank_, size_, epoch, text);
+  const std::string base =
+      env::is_set("TUTTI_ELASTIC_JOB") ? env::get_string("TUTTI_ELASTIC_JOB") : job_->job_id;
+  auto job = std::make_shared<Job>();
+  job->store = job_->store;  // the launcher's, shared with the world before
+  Joining j{.rank = static_cast<int>(at - ids.begin()),
+            .size = static_cast<int>(ids.size()),
+            .host_id = job_->host_ids[static_cast<size_t>(fabric_rank)],
+            .job_id = keys::job_id(base, epoch),
+            .id_key = {},
+            .job_token = job_->job_token,
+            .local_address = job_->local_address,
+            .ifname_address = ifname_address(options_, rank_)};
+  meet(job, j, options_, deadline);
+  auto world = world_of(job, options_, deadline, j.size);
+  job->store->add(keys::formed(epoch), 1);
+  log::debug("member {} regrouped as rank {} of {} in membership {}", member, j.rank, j.size,
+             epoch);
+  return world;
 }
 
 }  // namespace tutti::comm

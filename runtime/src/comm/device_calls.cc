@@ -27,6 +27,17 @@ void map_algorithm_onto_nccl(Algorithm algorithm) {
   if (nccl != nullptr) ::setenv("NCCL_ALGO", nccl, /*overwrite=*/0);
 }
 
+// NCCL's send/recv between hosts moves NCCL_P2P_NET_CHUNKSIZE bytes per network step, 128 KiB by
+// default; tutti's device ring is send/recv. On an H100 with two pretend hosts (NCCL over
+// sockets) our ring ran 128 MiB at 0.74-0.75x NCCL's allreduce with 128 KiB and 1.08-1.36x with
+// 512 KiB (docs/PERFORMANCE.md). NCCL reads the variable once per process, at its first
+// communicator, and has no per-communicator setting for it, so it is set before this process's
+// first device call makes one, unless the user set it (or Options::nccl_p2p_chunk_bytes is 0).
+// NCCL's collectives do not use it.
+void map_p2p_chunk_onto_nccl(uint64_t bytes) {
+  if (bytes > 0) ::setenv("NCCL_P2P_NET_CHUNKSIZE", std::to_string(bytes).c_str(), /*overwrite=*/0);
+}
+
 }  // namespace
 
 std::optional<int> Communicator::device_of(std::string_view name,
@@ -87,6 +98,7 @@ collectives::DeviceCollectives& Communicator::device_collectives(int device) {
   std::lock_guard lock(device_mutex_);
   if (!device_) {
     map_algorithm_onto_nccl(options_.algorithm);
+    map_p2p_chunk_onto_nccl(options_.nccl_p2p_chunk_bytes);
     device_ = std::make_shared<collectives::DeviceCollectives>(
         rank_, size_, device, options_.init_timeout, std::move(inherited_nccl_));
   } else if (device_->device() != device) {

@@ -24,6 +24,7 @@ namespace tutti::comm {
 struct Job {
   std::string job_id;  // namespaces the store keys and /dev/shm names of every communicator
   std::string job_token;
+  std::string local_address;  // our address that reaches the store, for a later regroup()
   // How the ranks met (MPI, PMI): declared first, so they go last, after the links that use MPI
   // and the store that PMI's rendezvous named.
   std::shared_ptr<bootstrap::MpiSession> mpi;

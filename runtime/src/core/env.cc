@@ -76,8 +76,9 @@ constexpr std::array kVariables = {
              "this size; two chunks of device scratch are kept per communicator.",
              1, 4 * kGiB},
     Variable{"TUTTI_NCCL_P2P_CHUNK_BYTES", Kind::kBytes, "512K", "",
-             "NCCL_P2P_NET_CHUNKSIZE that libtutti sets, before it first uses NCCL, when the "
-             "process has none: the bytes NCCL's send/recv (tutti's device ring and hier paths) "
+             "NCCL_P2P_NET_CHUNKSIZE that libtutti sets, before its first device call makes an "
+             "NCCL communicator, when the process has none: the bytes NCCL's send/recv (tutti's "
+             "device ring and hier paths) "
              "moves per network step. NCCL's default is 128K; NCCL reads it once per process; its "
              "collectives do not use it. 0 leaves NCCL's own.",
              0, kGiB},
@@ -150,6 +151,18 @@ constexpr std::array kVariables = {
              "TUTTI_ERR_ABORTED (the library never ends the process)."},
     Variable{"TUTTI_RESTART_COUNT", Kind::kInt, "0", "",
              "Which attempt of the job this is (set by tuttirun).", 0, 2147483647},
+    Variable{"TUTTI_MEMBER_ID", Kind::kInt, "", "",
+             "Elastic jobs (tuttirun --max-np): this process's member id, which the launcher's "
+             "membership lists name (set by tuttirun; default: the world rank).",
+             0, 2147483647},
+    Variable{"TUTTI_ELASTIC_EPOCH", Kind::kInt, "", "",
+             "Elastic jobs: the membership this process was started into (set by tuttirun "
+             "--max-np: 0 for the first ranks, later memberships for ranks that join a running "
+             "job, which then take the state from rank 0 in elastic::run).",
+             0, 2147483647},
+    Variable{"TUTTI_ELASTIC_JOB", Kind::kString, "", "",
+             "Elastic jobs: the job id memberships are numbered under (set by tuttirun "
+             "--max-np); membership E meets as job <id>-e<E>."},
     Variable{"TUTTI_CYCLE_TIME", Kind::kSeconds, "1ms", "",
              "Engine: the longest a rank with work pending waits for news before its next "
              "negotiation cycle, and the longest a burst of enqueues delays its cycle. An "

@@ -866,6 +866,15 @@ int main(int argc, char** argv) {
         duplicate_gpu(w);
       } else if (mode == "order") {
         order(w);
+      } else if (mode == "nccl_env") {
+        // NCCL_P2P_NET_CHUNKSIZE: set by the first device call (TUTTI_NCCL_P2P_CHUNK_BYTES), never
+        // over the user's; argv[2] is what it must read afterwards ("unset": not set).
+        const std::string want = argc > 2 ? argv[2] : "524288";
+        order(w);
+        const char* got = std::getenv("NCCL_P2P_NET_CHUNKSIZE");
+        if ((want == "unset") != (got == nullptr) || (got != nullptr && want != got))
+          fail(fmt::format("NCCL_P2P_NET_CHUNKSIZE after a device call is {}, want {}",
+                           got ? got : "unset", want));
       } else if (mode == "dispatch") {
         dispatch(w);
       } else if (mode == "mismatch") {

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -15,7 +14,6 @@
 #include <vector>
 
 #include "device/cuda/nccl_comm.hpp"
-#include "device/cuda/nccl_library.hpp"
 #include "tests/unit/device/support/fake_nccl.hpp"
 #include "tutti/error.hpp"
 
@@ -40,31 +38,6 @@ void ranks(int n, const std::function<void(int)>& fn) {
       fn(r);
     });
   for (auto& t : threads) t.join();
-}
-
-// NCCL reads NCCL_P2P_NET_CHUNKSIZE once, at its first communicator: libtutti sets it before it
-// first uses NCCL (TUTTI_NCCL_P2P_CHUNK_BYTES, 512K), unless the user set it. Each test is a
-// process of its own (gtest_discover_tests), so each sees NCCL loaded for the first time.
-TEST(NcclLibrary, SetsTheP2pChunkSizeBeforeNcclIsFirstUsed) {
-  ::unsetenv("NCCL_P2P_NET_CHUNKSIZE");
-  ::unsetenv("TUTTI_NCCL_P2P_CHUNK_BYTES");
-  (void)nccl();
-  ASSERT_NE(std::getenv("NCCL_P2P_NET_CHUNKSIZE"), nullptr);
-  EXPECT_STREQ(std::getenv("NCCL_P2P_NET_CHUNKSIZE"), "524288");
-}
-
-TEST(NcclLibrary, KeepsTheUsersP2pChunkSize) {
-  ::setenv("NCCL_P2P_NET_CHUNKSIZE", "131072", 1);
-  (void)nccl();
-  EXPECT_STREQ(std::getenv("NCCL_P2P_NET_CHUNKSIZE"), "131072");
-}
-
-TEST(NcclLibrary, ZeroLeavesNcclsOwn) {
-  ::unsetenv("NCCL_P2P_NET_CHUNKSIZE");
-  ::setenv("TUTTI_NCCL_P2P_CHUNK_BYTES", "0", 1);
-  (void)nccl();
-  EXPECT_EQ(std::getenv("NCCL_P2P_NET_CHUNKSIZE"), nullptr);
-  ::unsetenv("TUTTI_NCCL_P2P_CHUNK_BYTES");
 }
 
 TEST(NcclCommProtocol, InitWaitsOutTheNonBlockingInit) {

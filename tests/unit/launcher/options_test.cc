@@ -154,3 +154,41 @@ TEST(Options, JobIdCharacters) {
 
 }  // namespace
 }  // namespace tutti::launcher
+
+namespace tutti::launcher {
+namespace {
+
+TEST(Options, ElasticGrowthOptions) {
+  ParseResult r =
+      parse({"--host-discovery-script", "./hosts.sh --now", "--max-np", "8", "--discovery-interval",
+             "2.5", "--blacklist-after", "3", "--min-np", "2", "./train", "--lr", "1"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  EXPECT_EQ(r.options->host_discovery_script, "./hosts.sh --now");
+  EXPECT_EQ(r.options->max_np, 8);
+  EXPECT_DOUBLE_EQ(r.options->discovery_interval_seconds, 2.5);
+  EXPECT_EQ(r.options->blacklist_after, 3);
+  EXPECT_EQ(r.options->np, 0);  // not required: the script gives the hosts
+  EXPECT_EQ(r.options->command, (std::vector<std::string>{"./train", "--lr", "1"}));
+}
+
+TEST(Options, ElasticGrowthMisuseIsRefused) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"-np", "2", "--max-np", "4", "prog"},                  // no script
+      {"-np", "2", "--discovery-interval", "1", "prog"},      // no script
+      {"--host-discovery-script", "s", "-H", "a:2", "prog"},  // two sources of hosts
+      {"--host-discovery-script", "s", "--mpirun", "prog"},
+      {"--host-discovery-script", "s", "-np", "5", "--max-np", "4", "prog"},
+      {"--host-discovery-script", "s", "--min-np", "5", "--max-np", "4", "prog"},
+      {"--host-discovery-script", "s", "--blacklist-after", "0", "prog"},
+      {"--host-discovery-script", "s", "--discovery-interval", "0", "prog"},
+  };
+  for (const auto& args : bad) {
+    ParseResult r = parse(args);
+    EXPECT_FALSE(r.should_run()) << args[0] << " " << args[1] << " " << args[2];
+    EXPECT_EQ(r.exit_code, kExitUsage);
+    EXPECT_FALSE(r.message.empty());
+  }
+}
+
+}  // namespace
+}  // namespace tutti::launcher

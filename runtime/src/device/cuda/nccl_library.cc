@@ -2,12 +2,9 @@
 
 #include <dlfcn.h>
 
-#include <cstdint>
-#include <cstdlib>
 #include <mutex>
 #include <string>
 
-#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -25,20 +22,7 @@ void bind(void* handle, const char* name, Pointer& slot, std::string& missing) {
   if (slot == nullptr) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", name);
 }
 
-// NCCL's send/recv between hosts moves NCCL_P2P_NET_CHUNKSIZE bytes per network step, 128 KiB by
-// default; tutti's device ring is send/recv. On an H100 with two pretend hosts (NCCL over sockets)
-// our ring ran 128 MiB at 0.74-0.75x NCCL's allreduce with 128 KiB and 1.08-1.36x with 512 KiB
-// (docs/PERFORMANCE.md). NCCL reads the variable once per process, at its first communicator, and
-// has no per-communicator setting for it, so it is set here, before NCCL is used, unless the user
-// set it (or TUTTI_NCCL_P2P_CHUNK_BYTES is 0). NCCL's collectives do not use it.
-void set_p2p_chunk_size() {
-  const uint64_t bytes = env::get_bytes("TUTTI_NCCL_P2P_CHUNK_BYTES");
-  if (bytes == 0 || std::getenv("NCCL_P2P_NET_CHUNKSIZE") != nullptr) return;
-  ::setenv("NCCL_P2P_NET_CHUNKSIZE", std::to_string(bytes).c_str(), 0);
-}
-
 NcclLibrary load() {
-  set_p2p_chunk_size();
   void* handle = RTLD_DEFAULT;
   std::string where = "the NCCL already loaded in this process";
   if (!already_loaded()) {

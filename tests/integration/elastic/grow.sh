@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Elastic growth under the real tuttirun (docs/ELASTIC.md):
+#   grow.sh grow TUTTIRUN GROW_CHECK       2 ranks, then the discovery script lists 4 slots: two
+#                                          ranks join; every rank ends with the same total, which
+#                                          counts 2 ranks a step before the join and 4 after
+#   grow.sh blacklist TUTTIRUN GROW_CHECK  the joiner fails at once: its host is blacklisted, the
+#                                          membership goes on without it, the job succeeds
+set -u
+mode=$1 tuttirun=$2 check=$3
+dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+steps=250
+# The script counts its runs: the first 3 (the start and two polls) list 2 slots, then more.
+cat > "$dir/discover" <<EOS
+#!/bin/sh
+n=\$(cat "$dir/count" 2>/dev/null || echo 0); echo \$((n + 1)) > "$dir/count"
+if [ "\$n" -lt 3 ]; then echo localhost:2; else echo localhost:\$MORE; fi
+EOS
+chmod +x "$dir/discover"
+case $mode in
+  grow) more=4 args=() ;;
+  blacklist) more=3 args=(fail) ;;
+  *) echo "FAIL: unknown mode $mode"; exit 1 ;;
+esac
+MORE=$more TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" \
+  --max-np 4 --discovery-interval 0.2 -- "$check" $steps 20 "${args[@]}" > "$dir/out" 2>&1
+rc=$?
+cat "$dir/out"
+fail() { echo "FAIL: $*"; exit 1; }
+[ $rc -eq 0 ] || fail "tuttirun exited $rc"
+done_lines=$(grep -c "DONE member" "$dir/out")
+totals=$(grep "DONE member" "$dir/out" | awk '{print $NF}' | sort -u)
+[ "$(echo "$totals" | wc -l)" -eq 1 ] || fail "ranks ended with different totals: $totals"
+case $mode in
+  grow)
+    [ "$done_lines" -eq 4 ] || fail "$done_lines ranks finished, not 4"
+    grep -q "tuttirun: membership 1: 4 ranks" "$dir/out" || fail "tuttirun never grew the job to 4"
+    at=$(sed -nE 's/.*reset: 4 ranks from step ([0-9]+) at .*/\1/p' "$dir/out" | head -1)
+    [ -n "$at" ] || fail "rank 0 never saw the reset to 4 ranks"
+    want=$((2 * at + 4 * (steps - at)))
+    [ "$totals" -eq "$want" ] || fail "total $totals, want $want (2 ranks for $at steps, then 4)"
+    grep "DONE member" "$dir/out" | grep -qv " of 4 " && fail "a rank did not end in a world of 4"
+    echo "OK: grew from 2 to 4 ranks at step $at; every rank's total is $totals" ;;
+  blacklist)
+    [ "$done_lines" -eq 2 ] || fail "$done_lines ranks finished, not the 2 first"
+    grep -q "blacklisted after 1 failure" "$dir/out" || fail "the failing host was not blacklisted"
+    [ "$totals" -eq $((2 * steps)) ] || fail "total $totals, want $((2 * steps))"
+    [ "$(grep -c "failing on purpose" "$dir/out")" -eq 1 ] || fail "not exactly one joiner started"
+    echo "OK: the failing joiner's host was blacklisted; the 2 ranks went on" ;;
+esac

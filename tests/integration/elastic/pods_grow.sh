@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Pods added to a running job (issue 28's grow, on the pods harness): 2 pods (network namespaces,
+# one slot each) under tuttirun --host-discovery-script --exec kubexec --max-np 4, every rank
+# running grow_check. Once both run, two more pods are created and the discovery script starts
+# listing them: tuttirun starts a rank in each, the running ranks regroup with them at their next
+# commit, and all 4 end with the same total, which counts 2 ranks a step before the join and 4
+# after. Prints the time from the pods' listing to the first step of 4 ranks.
+#   pods_grow.sh K tuttirun=P kubexec=P check=P
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PODS_DIR=$HERE/../pods
+CASE=pods_grow
+K=$1
+shift
+TUTTIRUN='' KUBEXEC='' CHECK=''
+for arg in "$@"; do
+  case $arg in
+    tuttirun=*) TUTTIRUN=${arg#*=} ;;
+    kubexec=*) KUBEXEC=${arg#*=} ;;
+    check=*) CHECK=${arg#*=} ;;
+    *) echo "pods_grow.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+# shellcheck source=../pods/pods.sh
+source "$PODS_DIR/pods.sh"
+pods_check_possible
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-pods-grow.XXXXXX")
+pods_user_cleanup() { rm -rf "$WORK"; }
+trap pods_user_cleanup EXIT
+export PATH="$PODS_DIR:$PATH"
+export KUBEXEC_KUBECTL="$PODS_DIR/kubectl"
+export KUBEXEC_TIMEOUT=20
+HOST_ADDR="198.18.$K.1"
+# shellcheck source=../pods/checks.sh
+source "$PODS_DIR/checks.sh"
+
+pods_up grw 2 "$K"
+printf 'grw-worker-0:1\ngrw-worker-1:1\n' > "$WORK/hosts"
+steps=400
+TUTTI_TIMEOUT=30 timeout -k 5 200 "$TUTTIRUN" --host-discovery-script "cat $WORK/hosts" \
+  --discovery-interval 0.2 --max-np 4 --exec kubexec --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" \
+  --probe-timeout 20 -- "$CHECK" $steps 20 >"$WORK/out" 2>"$WORK/err" </dev/null &
+launcher=$!
+RUN_PID=$launcher
+# Let both ranks run a while first (200 of the steps take about 4 s).
+sleep 3
+for i in 2 3; do
+  pod_add "grw-worker-$i" "$K" "$i" || fail "pod grw-worker-$i could not be made"
+  pod_link_wait "grw-worker-$i" eth0 "tp${K}h${i}" || fail "pod grw-worker-$i's link never came up"
+done
+listed_at=$(date +%s.%N)
+printf 'grw-worker-0:1\ngrw-worker-1:1\ngrw-worker-2:1\ngrw-worker-3:1\n' > "$WORK/hosts.new"
+mv "$WORK/hosts.new" "$WORK/hosts"
+wait $launcher
+RC=$?
+cat "$WORK/out" "$WORK/err"
+[ "$RC" -eq 0 ] || fail "tuttirun exited $RC"
+grep -q "tuttirun: membership 1: 4 ranks" "$WORK/err" || fail "tuttirun never grew the job to 4 ranks"
+[ "$(grep -c "DONE member" "$WORK/out")" -eq 4 ] || fail "not 4 ranks finished"
+grep "DONE member" "$WORK/out" | grep -qv " of 4 " && fail "a rank did not end in a world of 4"
+totals=$(grep "DONE member" "$WORK/out" | awk '{print $NF}' | sort -u)
+[ "$(echo "$totals" | wc -l)" -eq 1 ] || fail "ranks ended with different totals: $totals"
+at=$(sed -nE 's/.*reset: 4 ranks from step ([0-9]+) at .*/\1/p' "$WORK/out" | head -1)
+reset_at=$(sed -nE 's/.*reset: 4 ranks from step [0-9]+ at ([0-9.]+)$/\1/p' "$WORK/out" | head -1)
+[ -n "$at" ] || fail "rank 0 never saw the reset to 4 ranks"
+[ "$totals" -eq $((2 * at + 4 * (steps - at))) ] || fail "total $totals, want 2 ranks for $at steps, then 4"
+for i in 2 3; do
+  ip netns list | grep -q "^grw-worker-$i" || fail "pod grw-worker-$i is gone"
+done
+grep -q FAIL "$WORK/out" && fail "a rank printed FAIL"
+took=$(awk -v a="$listed_at" -v b="$reset_at" 'BEGIN { printf "%.3f", b - a }')
+echo "[$CASE] ok: grew from 2 to 4 pods at step $at of $steps, $took s after the pods were listed; every rank's total is $totals"
