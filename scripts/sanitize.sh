@@ -23,7 +23,7 @@ ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-all
   mismatch_check two_threads_check launcher_probe token_intruder idle_intruder bench_tune_test
   communicators_check c_comms_check launcher_gone_check collective_set_check engine_check
   c_engine_check plain_sgd device_check window_wait_check reinit_check group_wait_check
-  shrink_check elastic_run_check)
+  shrink_check elastic_run_check grow_check)
 
 # The multi-threaded parts under TSan: the store server and its clients, the lifeline (bootstrap unit
 # tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
@@ -48,7 +48,7 @@ TSAN_TESTS+='|^engine_(random_np3|random_tcp_np4|fusion_np3|mismatch_np3|kill_ra
 # The device path (host stand-in): stream worker threads, the host wait, abort from a thread.
 # (Spelled out: CMake's regular expressions allow 9 groups, and the lines above use them all.)
 TSAN_TESTS+='|^device_ring_np3$|^device_order_np2$|^device_hang_np2$|^device_async_np3$'
-TSAN_TESTS+='|^device_abort_np2$|^device_engine_np2$|^device_kill_rank_np2$'
+TSAN_TESTS+='|^device_abort_np2$|^device_engine_np2$|^device_kill_rank_np2$|^device_large_ring_np3$'
 
 reset_logs() {
   rm -rf "$logs"
