@@ -32,6 +32,12 @@ if _core is not None:
     ReduceOp = _core.ReduceOp
     SUM, PROD, MIN, MAX, AVG = ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.AVG
     BAND, BOR, BXOR = ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR
+    # What the fast path of allreduce takes for op: None, a ReduceOp, or its name.
+    _OP_CODES = {None: int(SUM)}
+    for _name, _value in ReduceOp.__members__.items():
+        _OP_CODES[_value] = int(_value)
+        _OP_CODES[_name.lower()] = int(_value)
+    _OP_CODES["mean"] = int(AVG)
 
 __all__ = ["init", "finalize", "is_initialized", "world", "rank", "size", "local_rank",
            "local_size", "Communicator", "Handle", "Error", "ErrorCode", "ReduceOp", "SUM", "PROD",
@@ -239,10 +245,20 @@ class Communicator:
         """op over every rank's x (default SUM). In place when x is writable and out is not given;
         else a new array of x's kind. prescale/postscale (floating sum/avg) scale inside the
         reduction."""
+        # The plain call first: a buffer (numpy) with no timeout or scales goes to the core's fast
+        # path (a small message costs about a microsecond, and so may this layer); it declines
+        # anything else, which the general path below handles or explains.
+        if timeout is None and prescale == 1.0 and postscale == 1.0:
+            try:
+                code = _OP_CODES.get(op)
+            except TypeError:  # an unhashable op: the general path says what is wrong
+                code = None
+            if code is not None:
+                target = x if out is None else out
+                if _core._allreduce_buffers(self._impl, x, target, code):
+                    return target
         op = SUM if op is None else _op(op)
         seconds = None if timeout is None else _timeout(timeout)
-        # The common cases first, without the general machinery: out= given, or a writable numpy
-        # array (a small message costs about a microsecond, and so may this layer).
         if out is not None:
             self._impl.allreduce(x, out, op, seconds, prescale, postscale)
             return out

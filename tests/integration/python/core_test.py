@@ -261,6 +261,18 @@ def check_refusals(comm):
         doomed = comm.dup()
         expect(lambda: doomed.allreduce(np.zeros(10 + rank, np.float32), timeout=30),
                tutti.ErrorCode.MISMATCH, [], "counts that differ across ranks")
+        # The same through the plain call's fast path (no timeout or scales): the error is the
+        # same tutti.Error, code and all.
+        fast = comm.dup()
+        expect(lambda: fast.allreduce(np.zeros(10 + rank, np.float32)),
+               tutti.ErrorCode.MISMATCH, [], "counts that differ across ranks (fast path)")
+        expect(lambda: fast.allreduce(np.zeros(4, np.float32)), tutti.ErrorCode.ABORTED, [],
+               "a call on the communicator the mismatch broke (fast path)")
+    # The fast path's op names: every spelling the general path takes, and None.
+    for op, want in (("sum", 1), ("SUM", 1), ("mean", 1), (tutti.AVG, 1), (None, 1)):
+        x = np.ones(3, np.float64) * (1 if op in ("mean", tutti.AVG) else 1 / comm.size)
+        if not np.allclose(comm.allreduce(x, op), want):
+            fail(f"allreduce with op {op!r}")
     ok("refusals: complex64, uint16, strided, unknown op, out= size and type, a list; counts "
        "that differ across ranks raise MISMATCH on every rank")
 
