@@ -11,10 +11,12 @@ FUZZ_SECONDS ?= 30
 .PHONY: deps configure build test demo bench fuzz sanitize format clean image
 
 # Debian's packages, then PyPI's torch 2.x in a venv of its own (scripts/install-torch2.sh; exit 2,
-# PyPI out of reach, leaves the build without torch 2.x and says so; TUTTI_TORCH2=skip for none).
+# PyPI out of reach, leaves the build without torch 2.x and says so; TUTTI_TORCH2=skip for none),
+# and TensorFlow (CPU) in another for the Python API's tests (scripts/install-tf.sh; TUTTI_TF=skip).
 deps:
 	@bash scripts/install-deps.sh
 	@bash scripts/install-torch2.sh || [ $$? -eq 2 ]
+	@bash scripts/install-tf.sh || [ $$? -eq 2 ]
 
 configure: deps
 	@cmake --preset $(PRESET) >/dev/null

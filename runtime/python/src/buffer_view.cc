@@ -197,9 +197,19 @@ void BufferView::take(PyObject* object, Access access, std::string_view what) {
     from_dlpack(object, access, what);
     return;
   }
+  if (PyCapsule_CheckExact(object))
+    refuse(what,
+           "is a DLPack capsule (tf.experimental.dlpack.to_dlpack, torch.utils.dlpack.to_dlpack): "
+           "a capsule can be read once and says nothing of its owner, so tutti takes the array "
+           "itself (TensorFlow tensors, torch tensors, JAX and CuPy arrays have __dlpack__), or "
+           "the framework's from_dlpack(capsule)");
   refuse(what, std::string("a ") + Py_TYPE(object)->tp_name +
                    " is neither a buffer (numpy array, memoryview) nor has __dlpack__ (JAX, CuPy, "
-                   "TensorFlow, torch)");
+                   "TensorFlow, torch)" +
+                   (PyObject_HasAttrString(object, "value")
+                        ? "; for a variable pass its value (TensorFlow: "
+                          "v.assign(tutti.allreduce(v.value())))"
+                        : ""));
 }
 
 void BufferView::from_buffer(PyObject* object, Access access, std::string_view what) {

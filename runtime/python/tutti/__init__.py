@@ -109,7 +109,8 @@ def _writable(x):
 
 
 def _shape_dtype(x):
-    shape = tuple(int(d) for d in getattr(x, "shape", (len(x),)))
+    shape = getattr(x, "shape", None)  # not a getattr default: len(x) fails where shape exists
+    shape = tuple(int(d) for d in (shape if shape is not None else (len(x),)))
     return shape, getattr(x, "dtype", None)
 
 
@@ -129,7 +130,7 @@ def _empty_like(x, shape):
     _, dtype = _shape_dtype(x)
     if dtype is None:
         raise Error_(f"cannot make an array like a {type(x).__name__} (it has no dtype); pass out=")
-    dtype = np.dtype(dtype)
+    dtype = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))  # TensorFlow's DType names numpy's
     if dtype.name == "bfloat16":
         return _Bits(np.empty(shape, dtype=np.uint16), dtype)
     return np.empty(shape, dtype=dtype)
@@ -144,6 +145,14 @@ class _Bits:
 
     def typed(self):
         return self._tutti_bfloat16.view(self.dtype)
+
+
+def _plain(a):
+    """A numpy array of ml_dtypes' bfloat16 (JAX's and TensorFlow's host arrays), which neither the
+    buffer protocol nor numpy's DLPack export can carry, as its uint16 bits; anything else as is."""
+    if type(a) is _ndarray and a.dtype.name == "bfloat16":
+        return _Bits(a.view(_np().uint16), a.dtype)
+    return a
 
 
 def _as_kind(result, like):
@@ -253,20 +262,27 @@ class Communicator:
                 code = _OP_CODES.get(op)
             except TypeError:  # an unhashable op: the general path says what is wrong
                 code = None
+            # In place only on numpy arrays: another framework's buffer may be writable and still
+            # be an immutable value of that framework's (the general path returns a new array).
             if code is not None:
-                target = x if out is None else out
-                if _core._allreduce_buffers(self._impl, x, target, code):
-                    return target
+                if out is not None:
+                    if _core._allreduce_buffers(self._impl, x, out, code):
+                        return out
+                elif type(x) is _ndarray and _core._allreduce_buffers(self._impl, x, x, code):
+                    return x
         op = SUM if op is None else _op(op)
         seconds = None if timeout is None else _timeout(timeout)
         if out is not None:
-            self._impl.allreduce(x, out, op, seconds, prescale, postscale)
+            self._impl.allreduce(_plain(x), _plain(out), op, seconds, prescale, postscale)
             return out
         if type(x) is _ndarray and x.flags.writeable:
-            self._impl.allreduce(x, x, op, seconds, prescale, postscale)
+            send = _plain(x)
+            self._impl.allreduce(send, send, op, seconds, prescale, postscale)
             return x
         target, returned = self._output(x, out, _same, True)
-        self._impl.allreduce(x, target, op, seconds, float(prescale), float(postscale))
+        send = _plain(x)
+        self._impl.allreduce(send, send if target is x else _plain(target), op, seconds,
+                             float(prescale), float(postscale))
         return self._result(target, returned, x)
 
     def broadcast(self, x, root=0, *, out=None, timeout=None):
@@ -279,7 +295,7 @@ class Communicator:
                 target.typed()[...] = np.asarray(x)
             else:
                 target[...] = np.asarray(x) if isinstance(target, np.ndarray) else x
-        self._impl.broadcast(target, int(root), _timeout(timeout))
+        self._impl.broadcast(_plain(target), int(root), _timeout(timeout))
         return self._result(target, returned, x)
 
     def reduce(self, x, root=0, op=None, *, out=None, timeout=None):
@@ -288,17 +304,17 @@ class Communicator:
         root = int(root)
         op = _op(op if op is not None else SUM)
         if self.rank != root:
-            self._impl.reduce(x, None, op, root, _timeout(timeout))
+            self._impl.reduce(_plain(x), None, op, root, _timeout(timeout))
             return None
         shape, _ = _shape_dtype(x)
         target, returned = (out, out) if out is not None else (_empty_like(x, shape), None)
-        self._impl.reduce(x, target, op, root, _timeout(timeout))
+        self._impl.reduce(_plain(x), _plain(target), op, root, _timeout(timeout))
         return self._result(target, returned, x)
 
     def allgather(self, x, *, out=None, timeout=None):
         """Every rank's x, stacked in rank order: shape (size, *x.shape)."""
         target, returned = self._output(x, out, lambda shape: (self.size,) + shape, False)
-        self._impl.allgather(x, target, _timeout(timeout))
+        self._impl.allgather(_plain(x), _plain(target), _timeout(timeout))
         return self._result(target, returned, x)
 
     def reduce_scatter(self, x, op=None, *, out=None, timeout=None):
@@ -306,7 +322,8 @@ class Communicator:
         op over every rank's x[r], of shape block."""
         self._blocks(x, "reduce_scatter")
         target, returned = self._output(x, out, lambda shape: shape[1:], False)
-        self._impl.reduce_scatter(x, target, _op(op if op is not None else SUM), _timeout(timeout))
+        self._impl.reduce_scatter(_plain(x), _plain(target), _op(op if op is not None else SUM),
+                                  _timeout(timeout))
         return self._result(target, returned, x)
 
     def alltoall(self, x, *, out=None, timeout=None):
@@ -314,7 +331,7 @@ class Communicator:
         rank p, which gets it at [rank] of its result (the same shape as x)."""
         self._blocks(x, "alltoall")
         target, returned = self._output(x, out, _same, False)
-        self._impl.alltoall(x, target, _timeout(timeout))
+        self._impl.alltoall(_plain(x), _plain(target), _timeout(timeout))
         return self._result(target, returned, x)
 
     def _blocks(self, x, name):
@@ -329,12 +346,12 @@ class Communicator:
         """Every rank's x at root, stacked: shape (size, *x.shape); None elsewhere."""
         root = int(root)
         if self.rank != root:
-            self._impl.gather(x, None, root, _timeout(timeout))
+            self._impl.gather(_plain(x), None, root, _timeout(timeout))
             return None
         shape, _ = _shape_dtype(x)
         target, returned = (out, out) if out is not None else (
             _empty_like(x, (self.size,) + shape), None)
-        self._impl.gather(x, target, root, _timeout(timeout))
+        self._impl.gather(_plain(x), _plain(target), root, _timeout(timeout))
         return self._result(target, returned, x)
 
     def scatter(self, x, root=0, *, out=None, timeout=None):
@@ -344,17 +361,17 @@ class Communicator:
         if self.rank == root:
             shape = self._blocks(x, "scatter")
             target, returned = (out, out) if out is not None else (_empty_like(x, shape[1:]), None)
-            self._impl.scatter(x, target, root, _timeout(timeout))
+            self._impl.scatter(_plain(x), _plain(target), root, _timeout(timeout))
             return self._result(target, returned, x)
         if out is None and x is None:
             raise Error_(f"scatter on rank {self.rank}: give out= (the block to receive) or a "
                          "template x of its shape and type")
         if out is not None:
-            self._impl.scatter(None, out, root, _timeout(timeout))
+            self._impl.scatter(None, _plain(out), root, _timeout(timeout))
             return out
         shape, _ = _shape_dtype(x)
         target = _empty_like(x, shape)
-        self._impl.scatter(None, target, root, _timeout(timeout))
+        self._impl.scatter(None, _plain(target), root, _timeout(timeout))
         return _as_kind(target, x)
 
     def barrier(self, *, timeout=None):
@@ -362,11 +379,11 @@ class Communicator:
 
     def send(self, x, peer, tag=0, *, timeout=None):
         """x to rank peer; it receives with recv(from this rank, the same tag). Sizes must match."""
-        self._impl.send(x, int(peer), int(tag), _timeout(timeout))
+        self._impl.send(_plain(x), int(peer), int(tag), _timeout(timeout))
 
     def recv(self, out, peer, tag=0, *, timeout=None):
         """Receives into out (writable) from rank peer; returns out."""
-        self._impl.recv(out, int(peer), int(tag), _timeout(timeout))
+        self._impl.recv(_plain(out), int(peer), int(tag), _timeout(timeout))
         return out
 
     # -- engine -------------------------------------------------------------------------------
@@ -375,7 +392,8 @@ class Communicator:
         returns a Handle whose wait() gives the result. x (or out) must stay unchanged until
         then."""
         target, returned = self._output(x, out, _same, True)
-        impl = self._impl.allreduce_async(str(name), x, target,
+        send = _plain(x)
+        impl = self._impl.allreduce_async(str(name), send, send if target is x else _plain(target),
                                           _op(op if op is not None else SUM), float(prescale),
                                           float(postscale))
         return Handle(impl, returned if returned is not None else target,
@@ -383,7 +401,7 @@ class Communicator:
 
     def broadcast_async(self, name, x, root=0):
         """Enqueues broadcast of root's x (in place; x must be writable) under `name`."""
-        impl = self._impl.broadcast_async(str(name), x, int(root))
+        impl = self._impl.broadcast_async(str(name), _plain(x), int(root))
         return Handle(impl, x, x)
 
     def join(self):

@@ -80,6 +80,16 @@ def main():
             b = world.broadcast(x, root)
             if not isinstance(b, jax.Array) or not np.array_equal(np.asarray(b), host[root]):
                 fail(f"broadcast {name} count {count} root {root}")
+    # numpy arrays of ml_dtypes' bfloat16 (what np.asarray gives for a JAX bfloat16 array): neither
+    # the buffer protocol nor numpy's DLPack carries them; tutti reads their bits.
+    bf = np.array(jnp.full((5,), rank + 1, jnp.bfloat16))  # a writable copy
+    want = sum(r + 1 for r in range(size))
+    world.allreduce(bf)
+    out = np.empty_like(bf)
+    world.allreduce(np.asarray(jnp.ones((5,), jnp.bfloat16)), out=out)
+    if bf.dtype.name != "bfloat16" or not np.allclose(bf.astype(np.float32), want) or \
+            not np.allclose(out.astype(np.float32), size):
+        fail("allreduce of numpy bfloat16 arrays, in place and into out=")
     # The engine on JAX arrays (what train_jax.py does each step).
     grads = [jnp.full((64 + i,), float(rank + i), jnp.float32) for i in range(8)]
     handles = [world.allreduce_async(f"g{i}", g, tutti.AVG) for i, g in enumerate(grads)]
