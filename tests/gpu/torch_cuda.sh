@@ -65,7 +65,7 @@ if ! ls "$out"/tutti/_core*.so >/dev/null 2>&1; then
   g++ -shared -o "$out/tutti/_core$suffix" "$out/obj/python_module.o" "$out/obj/python_buffer_view.o" \
     -L"$lib" -ltutti -Wl,-rpath,"$lib"
 fi
-cp "$root/runtime/python/tutti/__init__.py" "$out/tutti/"
+cp "$root/runtime/python/tutti/__init__.py" "$root/runtime/python/tutti/elastic.py" "$out/tutti/"
 echo "torch_cuda.sh: tutti.torch built against torch $($py -c 'import torch; print(torch.__version__)')"
 case " $* " in *" --build-only "*) exit 0 ;; esac
 PYTHONPATH=$out${PYTHONPATH:+:$PYTHONPATH} LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \

@@ -274,6 +274,21 @@ PYBIND11_MODULE(_core, m) {
              py::gil_scoped_release unlocked;
              return c.dup();
            })
+      .def("shrink",
+           [](const Communicator& c) {
+             py::gil_scoped_release unlocked;
+             return c.shrink();
+           })
+      .def("membership_epoch",
+           [](const Communicator& c) {
+             py::gil_scoped_release unlocked;
+             return c.membership_epoch();
+           })
+      .def("regroup",
+           [](const Communicator& c, int64_t epoch) {
+             py::gil_scoped_release unlocked;
+             return c.regroup(epoch);
+           })
       .def("abort", [](const Communicator& c, const std::string& reason) { c.abort(reason); })
       .def(
           "allreduce",

@@ -232,6 +232,22 @@ class Communicator:
     def dup(self):
         return Communicator(self._impl.dup())
 
+    def shrink(self):
+        """The survivors go on (docs/ELASTIC.md): after a call failed because ranks died, every
+        rank still alive calls it and gets a communicator of the ranks still there, in their old
+        order. tutti.elastic.run does it for you."""
+        return Communicator(self._impl.shrink())
+
+    def membership_epoch(self):
+        """Elastic jobs (tuttirun --host-discovery-script): the number of the latest membership
+        the launcher published (0: none)."""
+        return self._impl.membership_epoch()
+
+    def regroup(self, epoch):
+        """This process's communicator in membership `epoch`, with the ranks the launcher started
+        for it (collective over its members). tutti.elastic.run does it for you."""
+        return Communicator(self._impl.regroup(int(epoch)))
+
     def abort(self, reason="aborted from Python"):
         """From any thread: every pending and later call on this communicator fails, on every rank."""
         self._impl.abort(str(reason))

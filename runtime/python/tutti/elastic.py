@@ -1,0 +1,185 @@
+"""Elastic training from Python (docs/ELASTIC.md), as tutti::elastic in C++ and Horovod's
+hvd.elastic: a State of named arrays with commit/restore/sync, and run(), which goes on with the
+survivors when ranks die and takes in the ranks an elastic launcher starts.
+
+    import numpy as np, tutti, tutti.elastic
+    world = tutti.init()
+    state = tutti.elastic.State(weights=np.zeros(n, np.float32), step=np.zeros(1, np.int64))
+    state.commit()
+
+    def train(comm):
+        while state.step[0] < steps:
+            grads = compute(state.weights)
+            comm.allreduce(grads, tutti.AVG)
+            state.weights -= lr * grads
+            state.step[0] += 1
+            state.commit()          # what a failure rolls back to; where newcomers are noticed
+
+    comm = tutti.elastic.run(train, state, world)
+
+Run it under `tuttirun --min-np N` (ranks may die) or `tuttirun --host-discovery-script S
+--max-np M` (ranks may also join).
+"""
+import os
+
+import tutti
+
+__all__ = ["State", "run", "MembershipChanged"]
+
+
+class MembershipChanged(Exception):
+    """Raised by State.commit() inside run() when the launcher published a new membership (ranks
+    joined); every member raises it at the same commit, and run() regroups."""
+
+    def __init__(self, epoch):
+        super().__init__(f"elastic: the launcher published membership {epoch}: ranks joined the "
+                         "job; tutti.elastic.run regroups")
+        self.epoch = epoch
+
+
+class State:
+    """Named numpy arrays (writable, each keeps its shape and dtype), with a copy taken at every
+    commit(). Attributes give the arrays: State(w=np.zeros(4)).w."""
+
+    def __init__(self, **arrays):
+        self._arrays = {}
+        self._committed = {}
+        self._callbacks = []
+        self._watched = None  # run()'s communicator in an elastic job
+        self._epoch = 0
+        self.commits = 0
+        for name, array in arrays.items():
+            self.add(name, array)
+
+    def add(self, name, array):
+        """Registers `array` (a writable numpy array, or anything with a writable buffer) under
+        `name`; tutti.Error INVALID_ARGUMENT for a name used twice."""
+        if name in self._arrays:
+            raise _invalid(f"elastic.State.add: '{name}' is already in the state")
+        np = _np()
+        view = np.asarray(array)
+        if not view.flags.writeable or not view.flags.c_contiguous:
+            raise _invalid(f"elastic.State.add: '{name}' must be a writable contiguous array")
+        self._arrays[name] = array
+
+    def __getattr__(self, name):
+        arrays = self.__dict__.get("_arrays", {})
+        if name in arrays:
+            return arrays[name]
+        raise AttributeError(name)
+
+    def commit(self):
+        """Copies every array: what restore() goes back to. Inside run() of an elastic job it also
+        asks whether ranks joined (one 8-byte broadcast) and raises MembershipChanged, after the
+        copy, when they did."""
+        np = _np()
+        for name, array in self._arrays.items():
+            self._committed[name] = np.array(array, copy=True)
+        self.commits += 1
+        if self._watched is not None:
+            comm = self._watched
+            latest = np.array([comm.membership_epoch() if comm.rank == 0 else 0], np.int64)
+            comm.broadcast(latest, 0)
+            if int(latest[0]) > self._epoch:
+                raise MembershipChanged(int(latest[0]))
+
+    def restore(self):
+        """Copies the last commit back into the arrays."""
+        if not self.commits:
+            raise _invalid("elastic.State.restore: nothing was committed yet; commit() the "
+                           "starting state first")
+        np = _np()
+        for name, array in self._arrays.items():
+            if name in self._committed:
+                np.copyto(np.asarray(array), self._committed[name])
+
+    def sync(self, comm, root=0):
+        """Every rank's arrays (and commit count) become root's: one broadcast per array, in the
+        order added (a rank whose arrays differ in size fails it with MISMATCH)."""
+        np = _np()
+        for name, array in self._arrays.items():
+            comm.broadcast(array, root)
+            self._committed[name] = np.array(array, copy=True)
+        commits = np.array([self.commits], np.int64)
+        comm.broadcast(commits, root)
+        self.commits = int(commits[0])
+
+    def on_reset(self, callback):
+        """callback(comm) runs after each reset (shrink or regroup, restore, sync), before the work
+        is called again: repartition data, log."""
+        self._callbacks.append(callback)
+
+    def _reset(self, comm):
+        for callback in self._callbacks:
+            callback(comm)
+
+
+_joined = False
+
+
+def run(work, state, comm=None, *, max_resets=1 << 30, min_size=1):
+    """Calls work(comm) until it returns, and returns the communicator it finished on. When a call
+    inside it fails because ranks died or aborted (PEER_FAILURE, ABORTED), the survivors shrink,
+    restore the state to its last commit, sync it from rank 0, run the callbacks and call work
+    again. In an elastic job (tuttirun --host-discovery-script) a commit that sees newcomers makes
+    every member regroup with them and sync them. Other errors are raised."""
+    global _joined
+    comm = comm if comm is not None else tutti.world()
+    elastic = "TUTTI_ELASTIC_EPOCH" in os.environ
+    epoch = int(os.environ.get("TUTTI_ELASTIC_EPOCH", "0") or 0) if elastic else 0
+    if elastic and epoch > 0 and not _joined:
+        # Started into a running job: take the state from rank 0, as the running members do
+        # right after they regrouped.
+        _joined = True
+        epoch = comm.membership_epoch()
+        state.sync(comm, 0)
+        state._reset(comm)
+    elif not state.commits:
+        raise _invalid("elastic.run: commit() the state once before run(): it is what a failure "
+                       "rolls back to")
+    resets = 0
+    try:
+        while True:
+            state._watched = comm if elastic else None
+            state._epoch = max(state._epoch, epoch)
+            try:
+                work(comm)
+                return comm
+            except MembershipChanged as changed:
+                state._watched = None
+                comm = comm.regroup(changed.epoch)
+                epoch = changed.epoch
+                state.sync(comm, 0)
+                state._reset(comm)
+            except tutti.Error as e:
+                state._watched = None
+                if e.code not in (tutti.ErrorCode.PEER_FAILURE, tutti.ErrorCode.ABORTED):
+                    raise
+                if resets >= max_resets:
+                    raise
+                resets += 1
+                for attempt in range(3):  # the lowest survivor may die inside the shrink
+                    try:
+                        comm = comm.shrink()
+                        break
+                    except tutti.Error as s:
+                        if s.code != tutti.ErrorCode.PEER_FAILURE or attempt == 2:
+                            raise
+                if comm.size < min_size:
+                    raise
+                state.restore()
+                state.sync(comm, 0)
+                state._reset(comm)
+    finally:
+        state._watched = None
+
+
+def _np():
+    import numpy
+    return numpy
+
+
+def _invalid(message):
+    error = tutti.Error(message)
+    error.code = tutti.ErrorCode.INVALID_ARGUMENT
+    return error

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# tutti.elastic from Python (elastic_test.py) under the real tuttirun:
+#   elastic_check.sh die TUTTIRUN PYTHON SCRIPT    3 ranks, rank 1 dies at step 20 of 60: the 2
+#                                                  survivors end with 3*20 + 2*40 = 140
+#   elastic_check.sh grow TUTTIRUN PYTHON SCRIPT   2 ranks, then the discovery script lists 4 slots:
+#                                                  2 join; all 4 end with the same total
+set -u
+mode=$1 tuttirun=$2 python=$3 script=$4
+dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+case $mode in
+  die)
+    TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" -np 3 --min-np 2 -- "$python" "$script" 60 10 die:1:20 \
+      > "$dir/out" 2>&1
+    rc=$?
+    cat "$dir/out"
+    [ $rc -eq 0 ] || fail "tuttirun exited $rc"
+    [ "$(grep -c "DONE member .* of 2 steps 60 total 140$" "$dir/out")" -eq 2 ] ||
+      fail "not both survivors ended with 60 steps and total 140 in a world of 2"
+    echo "OK: rank 1 died at step 20; the 2 survivors redid it and ended with total 140" ;;
+  grow)
+    steps=200
+    cat > "$dir/discover" <<EOS
+#!/bin/sh
+n=\$(cat "$dir/count" 2>/dev/null || echo 0); echo \$((n + 1)) > "$dir/count"
+if [ "\$n" -lt 3 ]; then echo localhost:2; else echo localhost:4; fi
+EOS
+    chmod +x "$dir/discover"
+    TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" --max-np 4 \
+      --discovery-interval 0.2 -- "$python" "$script" $steps 20 > "$dir/out" 2>&1
+    rc=$?
+    cat "$dir/out"
+    [ $rc -eq 0 ] || fail "tuttirun exited $rc"
+    [ "$(grep -c "DONE member" "$dir/out")" -eq 4 ] || fail "not 4 ranks finished"
+    totals=$(grep "DONE member" "$dir/out" | awk '{print $NF}' | sort -u)
+    [ "$(echo "$totals" | wc -l)" -eq 1 ] || fail "ranks ended with different totals: $totals"
+    at=$(sed -nE 's/.*reset: 4 ranks from step ([0-9]+) at .*/\1/p' "$dir/out" | head -1)
+    [ -n "$at" ] || fail "rank 0 never saw the reset to 4 ranks"
+    [ "$totals" -eq $((2 * at + 4 * (steps - at))) ] ||
+      fail "total $totals, want 2 ranks for $at steps, then 4"
+    echo "OK: grew from 2 to 4 ranks at step $at; every rank's total is $totals" ;;
+  *) fail "unknown mode $mode" ;;
+esac
