@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cstring>
 #include <string_view>
 
 #include "core/env.hpp"
@@ -19,7 +21,7 @@ namespace {
 
 // Options that consume the next argument unless written as --opt=value. Needed to find where the
 // rank command starts without letting CLI11 swallow the command's own options.
-constexpr std::array<std::string_view, 30> kValueOptions = {"-np",
+constexpr std::array<std::string_view, 31> kValueOptions = {"-np",
                                                             "-n",
                                                             "--np",
                                                             "--timeout",
@@ -48,7 +50,8 @@ constexpr std::array<std::string_view, 30> kValueOptions = {"-np",
                                                             "--host-discovery-script",
                                                             "--max-np",
                                                             "--discovery-interval",
-                                                            "--blacklist-after"};
+                                                            "--blacklist-after",
+                                                            "--pods-selector"};
 
 bool takes_value(std::string_view arg) {
   return std::find(kValueOptions.begin(), kValueOptions.end(), arg) != kValueOptions.end();
@@ -112,6 +115,19 @@ size_t command_start(std::span<const std::string> args, bool* saw_double_dash) {
     i += takes_value(a) ? 2 : 1;
   }
   return std::min(i, args.size());
+}
+
+std::string pods_selector_script(const std::string& selector, int slots) {
+  // The selector holds only [A-Za-z0-9=,._/-] (checked), so it needs no quoting. The kubectl and
+  // namespace are kubexec's, read when the script runs.
+  std::string script = fmt::format(
+      "\"${{KUBEXEC_KUBECTL:-kubectl}}\" get pods ${{KUBEXEC_NAMESPACE:+-n "
+      "\"$KUBEXEC_NAMESPACE\"}} "
+      "-l {} --field-selector=status.phase=Running "
+      "-o jsonpath='{{range .items[*]}}{{.metadata.name}}{{\"\\n\"}}{{end}}'",
+      selector);
+  if (slots > 1) script += fmt::format(" | sed 's/$/:{}/'", slots);
+  return script;
 }
 
 ParseResult parse_options(std::span<const std::string> args) {
@@ -189,6 +205,11 @@ ParseResult parse_options(std::span<const std::string> args) {
                  "host:slots (or host) per line; it runs again every --discovery-interval, and "
                  "free slots get new ranks that join the running job at its next elastic commit "
                  "(tutti::elastic::run). Instead of --hostfile/-H/--pods");
+  app.add_option("--pods-selector", opts.pods_selector,
+                 "Elastic: the hosts are the Running pods with these labels (k=v,k=v; kubectl get "
+                 "pods -l, with KUBEXEC_KUBECTL and KUBEXEC_NAMESPACE as kubexec reads them), "
+                 "--slots each (default 1), polled like --host-discovery-script; ranks start "
+                 "through kubexec");
   app.add_option("--max-np", max_np_text,
                  "Elastic: at most N ranks at once (default: as many as the hosts' slots)");
   app.add_option("--discovery-interval", interval_text,
@@ -228,7 +249,8 @@ ParseResult parse_options(std::span<const std::string> args) {
 
   const HostOptions& h = opts.hosts;
   bool hosts_given = !h.hostfile.empty() || !h.host_list.empty() || !h.pods.empty() ||
-                     !h.pods_file.empty() || !opts.host_discovery_script.empty();
+                     !h.pods_file.empty() || !opts.host_discovery_script.empty() ||
+                     !opts.pods_selector.empty();
   if (app.count("--np") == 0 && !hosts_given &&
       !mpijob_hostfile(env::process_value,
                        [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }))
@@ -272,6 +294,22 @@ ParseResult parse_options(std::span<const std::string> args) {
         fmt::format("--min-np {} is more than -np {}: the job could never go on "
                     "after a failure",
                     opts.min_np, opts.np));
+  if (!opts.pods_selector.empty()) {
+    if (!opts.host_discovery_script.empty())
+      return usage_error(
+          "--pods-selector and --host-discovery-script both say where hosts come from; give one");
+    const bool plain =
+        std::all_of(opts.pods_selector.begin(), opts.pods_selector.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("=,.-_/", c) != nullptr;
+        });
+    if (!plain || opts.pods_selector.find('=') == std::string::npos)
+      return usage_error(
+          fmt::format("--pods-selector '{}' is not a label selector of k=v pairs (k=v,k2=v2)",
+                      opts.pods_selector));
+    opts.host_discovery_script = pods_selector_script(opts.pods_selector, opts.hosts.slots);
+    opts.hosts.slots = 0;  // given to the script; --slots with no hosts of its own
+    if (!opts.exec) opts.exec = ExecKind::kKubexec;
+  }
   const bool elastic = !opts.host_discovery_script.empty();
   if (!elastic) {
     for (const char* option : {"--max-np", "--discovery-interval", "--blacklist-after"})

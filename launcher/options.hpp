@@ -34,6 +34,7 @@ struct LaunchOptions {
   // Elastic growth (docs/ELASTIC.md): hosts come from this script, polled every
   // discovery_interval_seconds; new slots get ranks up to max_np (0: no bound).
   std::string host_discovery_script;
+  std::string pods_selector;  // --pods-selector: the script becomes kubectl get pods -l SELECTOR
   int max_np = 0;
   double discovery_interval_seconds = 1.0;
   int blacklist_after = 1;

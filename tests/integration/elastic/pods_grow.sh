@@ -5,16 +5,19 @@
 # listing them: tuttirun starts a rank in each, the running ranks regroup with them at their next
 # commit, and all 4 end with the same total, which counts 2 ranks a step before the join and 4
 # after. Prints the time from the pods' listing to the first step of 4 ranks.
-#   pods_grow.sh K tuttirun=P kubexec=P check=P
+#   pods_grow.sh K tuttirun=P kubexec=P check=P [selector]
+# selector: discovery through tuttirun --pods-selector app=grw (the test kubectl's `get pods -l`
+# lists the pods as they are made) instead of a script reading a hosts file.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PODS_DIR=$HERE/../pods
 CASE=pods_grow
 K=$1
 shift
-TUTTIRUN='' KUBEXEC='' CHECK=''
+TUTTIRUN='' KUBEXEC='' CHECK='' SELECTOR=0
 for arg in "$@"; do
   case $arg in
+    selector) SELECTOR=1 ;;
     tuttirun=*) TUTTIRUN=${arg#*=} ;;
     kubexec=*) KUBEXEC=${arg#*=} ;;
     check=*) CHECK=${arg#*=} ;;
@@ -37,7 +40,12 @@ source "$PODS_DIR/checks.sh"
 pods_up grw 2 "$K"
 printf 'grw-worker-0:1\ngrw-worker-1:1\n' > "$WORK/hosts"
 steps=400
-TUTTI_TIMEOUT=30 timeout -k 5 200 "$TUTTIRUN" --host-discovery-script "cat $WORK/hosts" \
+if [ "$SELECTOR" -eq 1 ]; then
+  discovery=(--pods-selector app=grw)
+else
+  discovery=(--host-discovery-script "cat $WORK/hosts")
+fi
+TUTTI_TIMEOUT=30 timeout -k 5 200 "$TUTTIRUN" "${discovery[@]}" \
   --discovery-interval 0.2 --max-np 4 --exec kubexec --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" \
   --probe-timeout 20 -- "$CHECK" $steps 20 >"$WORK/out" 2>"$WORK/err" </dev/null &
 launcher=$!

@@ -33,6 +33,8 @@
 PODS_NAMES=()     # namespaces this script created (removed by pods_down)
 PODS_BRIDGES=()   # bridges this script created
 PODS_DOWN_DONE=0
+PODS_LABELS_DIR=${PODS_LABELS_DIR:-/run/tutti-pods/labels}  # read by the test kubectl too
+PODS_LABELS=${PODS_LABELS:-}
 
 pods_skip() {
   echo "SKIP: $*" >&2
@@ -114,6 +116,7 @@ pods_kill_and_delete() {
     done
   fi
   ip netns del "$ns" 2>/dev/null
+  rm -f "$PODS_LABELS_DIR/$ns"
 }
 
 # pods_private_etc DIR: /etc in this mount namespace only (the caller runs under unshare -m), an
@@ -214,6 +217,14 @@ pod_link_wait() {
   for _ in $(seq 1 100); do
     if ip -n "$name" -o link show "$ifname" 2>/dev/null | grep -q LOWER_UP &&
       bridge link show dev "$host_if" 2>/dev/null | grep -q 'state forwarding'; then
+      # Running now: its labels, for the test kubectl's `get pods -l`: app=<the name before
+      # -worker-N>, and PODS_LABELS (k=v,k=v) when set.
+      mkdir -p "$PODS_LABELS_DIR"
+      {
+        echo "app=${name%-worker-*}"
+        local pair
+        for pair in ${PODS_LABELS//,/ }; do echo "$pair"; done
+      } > "$PODS_LABELS_DIR/$name"
       return 0
     fi
     sleep 0.05

@@ -192,3 +192,35 @@ TEST(Options, ElasticGrowthMisuseIsRefused) {
 
 }  // namespace
 }  // namespace tutti::launcher
+
+namespace tutti::launcher {
+namespace {
+
+TEST(Options, PodsSelectorIsDiscoveryThroughKubectl) {
+  ParseResult r =
+      parse({"--pods-selector", "app=t5,role=worker", "--slots", "2", "--max-np", "8", "./train"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  const std::string& script = r.options->host_discovery_script;
+  EXPECT_NE(script.find("get pods"), std::string::npos) << script;
+  EXPECT_NE(script.find("-l app=t5,role=worker"), std::string::npos) << script;
+  EXPECT_NE(script.find("status.phase=Running"), std::string::npos) << script;
+  EXPECT_NE(script.find("KUBEXEC_KUBECTL"), std::string::npos) << script;
+  EXPECT_NE(script.find(":2/"), std::string::npos) << script;  // --slots 2 per pod
+  ASSERT_TRUE(r.options->exec.has_value());
+  EXPECT_EQ(*r.options->exec, ExecKind::kKubexec);
+}
+
+TEST(Options, PodsSelectorMisuseIsRefused) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--pods-selector", "app", "prog"},             // no k=v
+           {"--pods-selector", "app=x;rm -rf /", "prog"},  // not a selector
+           {"--pods-selector", "app=x", "--host-discovery-script", "s", "prog"},
+           {"--pods-selector", "app=x", "--pods", "a,b", "prog"}}) {
+    ParseResult r = parse(args);
+    EXPECT_FALSE(r.should_run()) << args[1];
+    EXPECT_EQ(r.exit_code, kExitUsage);
+  }
+}
+
+}  // namespace
+}  // namespace tutti::launcher
