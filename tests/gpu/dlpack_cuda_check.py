@@ -11,27 +11,20 @@ engine's handle on device memory; a CUDA input with a CPU out= is refused. --pre
 rank its own host, so that two ranks share one GPU. --cpu: a dry run on CPU tensors. Exits non-zero
 on the first wrong result; prints one line per check.
 """
-import os
 import sys
 
-if "--pretend-hosts" in sys.argv:
-    os.environ["TUTTI_HOST"] = "h" + os.environ["RANK"]
-    os.environ["NCCL_HOSTID"] = "h" + os.environ["RANK"]
+import gpu_check  # before torch and tutti: --pretend-hosts sets their env
 
 import torch
 
 import tutti
 
-failures = 0
 RANK = SIZE = 0
+report = gpu_check.Report(0)
 
 
 def say(ok, what):
-    global failures
-    if not ok:
-        failures += 1
-    if RANK == 0 or not ok:
-        print(f"[{RANK}] {'ok  ' if ok else 'FAIL'} {what}", flush=True)
+    report.say(ok, what)
 
 
 def same(a, b):
@@ -148,23 +141,17 @@ def main():
     global RANK, SIZE
     world = tutti.init()
     RANK, SIZE = world.rank, world.size
-    if "--cpu" in sys.argv:
-        dev = torch.device("cpu")
-    elif "--pretend-hosts" in sys.argv:
-        dev = torch.device("cuda", 0)
-    else:
-        dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
+    report.rank = RANK
+    dev = gpu_check.device(torch)
     check_allreduce(dev)
     check_others(dev)
     check_streams(dev)
     check_refusals(dev)
     tutti.barrier()
-    ok = failures == 0
-    print(f"[{RANK}] tutti DLPack CUDA check {'OK' if ok else f'FAILED ({failures} checks)'} "
+    ok = report.failures == 0
+    print(f"[{RANK}] tutti DLPack CUDA check {'OK' if ok else f'FAILED ({report.failures} checks)'} "
           f"(torch {torch.__version__}, {SIZE} ranks, "
-          f"{torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'CPU dry run'})", flush=True)
+          f"{gpu_check.device_name(torch, dev)})", flush=True)
     tutti.finalize()
     sys.exit(0 if ok else 1)
 

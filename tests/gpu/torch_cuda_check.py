@@ -13,9 +13,7 @@ Exits non-zero on the first wrong result; prints one line per check.
 import os
 import sys
 
-if "--pretend-hosts" in sys.argv:
-    os.environ["TUTTI_HOST"] = "h" + os.environ["RANK"]
-    os.environ["NCCL_HOSTID"] = "h" + os.environ["RANK"]
+import gpu_check  # before torch and tutti: --pretend-hosts sets their env
 
 import torch
 import torch.distributed as dist
@@ -24,15 +22,8 @@ import tutti.torch  # noqa: F401  registers backend "tutti"
 
 RANK = int(os.environ["RANK"])
 SIZE = int(os.environ["WORLD_SIZE"])
-failures = 0
-
-
-def say(ok, what):
-    global failures
-    if not ok:
-        failures += 1
-    if RANK == 0 or not ok:
-        print(f"[{RANK}] {'ok  ' if ok else 'FAIL'} {what}", flush=True)
+report = gpu_check.Report(RANK)
+say = report.say
 
 
 def same(a, b):
@@ -234,22 +225,15 @@ def check_training(dev):
 
 
 def main():
-    if "--cpu" in sys.argv:  # the script's own dry run where there is no GPU
-        dev = torch.device("cpu")
-    elif "--pretend-hosts" in sys.argv:
-        dev = torch.device("cuda", 0)
-    else:
-        dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
+    dev = gpu_check.device(torch)
     dist.init_process_group("tutti", device_id=None)
     check_collectives(dev)
     check_training(dev)
     dist.barrier()
-    ok = failures == 0
-    print(f"[{RANK}] torch CUDA check {'OK' if ok else f'FAILED ({failures} checks)'} "
+    ok = report.failures == 0
+    print(f"[{RANK}] torch CUDA check {'OK' if ok else f'FAILED ({report.failures} checks)'} "
           f"(torch {torch.__version__}, {SIZE} ranks, "
-          f"{torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'CPU dry run'}, "
+          f"{gpu_check.device_name(torch, dev)}, "
           f"TUTTI_DEVICE_ALLREDUCE={os.environ.get('TUTTI_DEVICE_ALLREDUCE', 'auto')})", flush=True)
     dist.destroy_process_group()
     sys.exit(0 if ok else 1)

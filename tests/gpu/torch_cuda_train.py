@@ -16,9 +16,7 @@ import statistics
 import sys
 import time
 
-if "--pretend-hosts" in sys.argv:
-    os.environ["TUTTI_HOST"] = "h" + os.environ["RANK"]
-    os.environ["NCCL_HOSTID"] = "h" + os.environ["RANK"]
+import gpu_check  # before torch and tutti: --pretend-hosts sets their env
 
 import torch
 import torch.distributed as dist
@@ -73,16 +71,8 @@ def step(trainer, n, rank, dev):
 
 
 def main():
-    cpu = "--cpu" in sys.argv
-    if cpu:
-        dev = torch.device("cpu")
-    elif "--pretend-hosts" in sys.argv:
-        dev = torch.device("cuda", 0)
-    else:
-        dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
-    peer = "gloo" if cpu else "nccl"
+    dev = gpu_check.device(torch)
+    peer = "gloo" if gpu_check.CPU else "nccl"
     dist.init_process_group("tutti")
     rank, size = dist.get_rank(), dist.get_world_size()
     groups = {"tutti": dist.group.WORLD, peer: dist.new_group(backend=peer)}
@@ -113,7 +103,7 @@ def main():
     # One write for the whole line: the ranks share torchrun's stdout.
     sys.stdout.write(f"[{rank}] torch CUDA training {'OK' if not failures else 'FAILED'} "
                      f"(torch {torch.__version__}, {size} ranks, "
-                     f"{torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'CPU dry run'}, "
+                     f"{gpu_check.device_name(torch, dev)}, "
                      f"TUTTI_DEVICE_ALLREDUCE={os.environ.get('TUTTI_DEVICE_ALLREDUCE', 'auto')})\n")
     sys.stdout.flush()
     dist.destroy_process_group()

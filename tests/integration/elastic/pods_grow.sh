@@ -12,30 +12,15 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PODS_DIR=$HERE/../pods
 CASE=pods_grow
-K=$1
-shift
-TUTTIRUN='' KUBEXEC='' CHECK='' SELECTOR=0
-for arg in "$@"; do
-  case $arg in
-    selector) SELECTOR=1 ;;
-    tuttirun=*) TUTTIRUN=${arg#*=} ;;
-    kubexec=*) KUBEXEC=${arg#*=} ;;
-    check=*) CHECK=${arg#*=} ;;
-    *) echo "pods_grow.sh: unknown argument '$arg'" >&2; exit 2 ;;
-  esac
-done
 # shellcheck source=../pods/pods.sh
 source "$PODS_DIR/pods.sh"
-pods_check_possible
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-pods-grow.XXXXXX")
-pods_user_cleanup() { rm -rf "$WORK"; }
-trap pods_user_cleanup EXIT
-export PATH="$PODS_DIR:$PATH"
-export KUBEXEC_KUBECTL="$PODS_DIR/kubectl"
-export KUBEXEC_TIMEOUT=20
-HOST_ADDR="198.18.$K.1"
-# shellcheck source=../pods/checks.sh
-source "$PODS_DIR/checks.sh"
+pods_case_setup pods-grow "$@"
+SELECTOR=0
+case "${CASE_WORDS[*]}" in
+  "") ;;
+  selector) SELECTOR=1 ;;
+  *) echo "pods_grow.sh: unknown argument '${CASE_WORDS[*]}'" >&2; exit 2 ;;
+esac
 
 pods_up grw 2 "$K"
 printf 'grw-worker-0:1\ngrw-worker-1:1\n' > "$WORK/hosts"

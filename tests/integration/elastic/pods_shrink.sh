@@ -11,29 +11,10 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PODS_DIR=$HERE/../pods
 CASE=pods_shrink
-K=$1
-shift
-TUTTIRUN='' KUBEXEC='' CHECK=''
-for arg in "$@"; do
-  case $arg in
-    tuttirun=*) TUTTIRUN=${arg#*=} ;;
-    kubexec=*) KUBEXEC=${arg#*=} ;;
-    check=*) CHECK=${arg#*=} ;;
-    *) echo "pods_shrink.sh: unknown argument '$arg'" >&2; exit 2 ;;
-  esac
-done
 # shellcheck source=../pods/pods.sh
 source "$PODS_DIR/pods.sh"
-pods_check_possible
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-pods-shrink.XXXXXX")
-pods_user_cleanup() { rm -rf "$WORK"; }
-trap pods_user_cleanup EXIT
-export PATH="$PODS_DIR:$PATH"
-export KUBEXEC_KUBECTL="$PODS_DIR/kubectl"
-export KUBEXEC_TIMEOUT=20
-HOST_ADDR="198.18.$K.1"
-# shellcheck source=../pods/checks.sh
-source "$PODS_DIR/checks.sh"
+pods_case_setup pods-shrink "$@"
+[ ${#CASE_WORDS[@]} -eq 0 ] || { echo "pods_shrink.sh: unknown argument '${CASE_WORDS[0]}'" >&2; exit 2; }
 
 pods_up shr 4 "$K"
 mkdir -p "$WORK/pids"

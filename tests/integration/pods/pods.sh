@@ -51,6 +51,10 @@ pods_private_world() {
     mkdir -p /run/netns
     mount -t tmpfs -o mode=0755 tutti-pods-netns /run/netns ||
       pods_skip "cannot mount a private /run/netns in the test's mount namespace"
+    # The pods' labels (pod_link_wait, the test kubectl's `get pods -l`): this world's only.
+    mkdir -p /run/tutti-pods
+    mount -t tmpfs -o mode=0755 tutti-pods-labels /run/tutti-pods ||
+      pods_skip "cannot mount a private /run/tutti-pods in the test's mount namespace"
     TUTTI_PODS_WORLD=inside
     return 0
   fi
@@ -82,6 +86,38 @@ pods_check_possible() {
 }
 
 pod_ip() { echo "198.18.$1.$((10 + $2))"; }
+
+# pods_case_setup NAME "$@" for a case script called as `SCRIPT K tuttirun=P kubexec=P check=P
+# [WORD...]`: sets K, TUTTIRUN, KUBEXEC, CHECK, CASE_WORDS (the other arguments), WORK (a temporary
+# folder removed at exit), HOST_ADDR (the host's address on subnet K), the test kubectl for kubexec
+# and PATH, and sources checks.sh. Exits 77 where pods cannot be made.
+pods_case_setup() {
+  local name=$1 arg
+  shift
+  K=$1
+  shift
+  TUTTIRUN='' KUBEXEC='' CHECK=''
+  CASE_WORDS=()
+  for arg in "$@"; do
+    case $arg in
+      tuttirun=*) TUTTIRUN=${arg#*=} ;;
+      kubexec=*) KUBEXEC=${arg#*=} ;;
+      check=*) CHECK=${arg#*=} ;;
+      *=*) echo "$name: unknown argument '$arg'" >&2; exit 2 ;;
+      *) CASE_WORDS+=("$arg") ;;
+    esac
+  done
+  pods_check_possible
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/tutti-$name.XXXXXX")
+  pods_user_cleanup() { rm -rf "$WORK"; }
+  trap pods_user_cleanup EXIT
+  export PATH="$PODS_DIR:$PATH"
+  export KUBEXEC_KUBECTL="$PODS_DIR/kubectl"
+  export KUBEXEC_TIMEOUT=20
+  HOST_ADDR="198.18.$K.1"
+  # shellcheck source=checks.sh
+  source "$PODS_DIR/checks.sh"
+}
 
 # pod_names PREFIX N: PREFIX-worker-0,...,PREFIX-worker-(N-1)
 pod_names() {

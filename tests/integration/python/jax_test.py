@@ -15,6 +15,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tutti  # noqa: E402
+from reduce_expect import expected, value as value_of  # noqa: E402
 
 DTYPES = [jnp.float32, jnp.float64, jnp.float16, jnp.bfloat16, jnp.int32, jnp.int64, jnp.int8,
           jnp.int16, jnp.uint8, jnp.bool_]
@@ -30,10 +31,7 @@ def fail(message):
 
 
 def value(rank, count, dtype):
-    i = np.arange(count, dtype=np.int64)
-    if dtype is jnp.bool_:
-        return (i + rank) % 3 == 0
-    return ((i * 5 + rank * 3) % 11).astype(np.dtype(dtype))
+    return value_of(rank, count, np.dtype(dtype), dtype is jnp.bool_)
 
 
 def main():
@@ -51,19 +49,7 @@ def main():
                 if not isinstance(got, jax.Array):
                     fail(f"allreduce {name} {op}: got a {type(got).__name__}, not a JAX array")
                     continue
-                stack = np.stack(host)
-                if dtype is jnp.bool_:
-                    want = stack.any(axis=0) if op in ("sum", "max", "bor") else stack.all(axis=0)
-                elif op == "sum":
-                    want = stack.sum(axis=0, dtype=np.dtype(dtype))
-                elif op == "max":
-                    want = stack.max(axis=0)
-                elif op == "min":
-                    want = stack.min(axis=0)
-                elif op == "avg":
-                    want = (stack.astype(np.float64).sum(axis=0) / size).astype(np.dtype(dtype))
-                else:
-                    want = np.bitwise_or.reduce(stack, axis=0)
+                want = expected(np.stack(host), op, np.dtype(dtype), dtype is jnp.bool_)
                 if got.dtype != x.dtype or got.shape != x.shape:
                     fail(f"allreduce {name} {op} count {count}: {got.dtype}{got.shape}")
                 elif not np.allclose(np.asarray(got).astype(np.float64),

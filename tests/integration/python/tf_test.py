@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 import tutti
+from reduce_expect import expected, value as value_of
 
 DTYPES = [tf.float32, tf.float64, tf.float16, tf.bfloat16, tf.int32, tf.int64, tf.int8, tf.int16,
           tf.uint8, tf.bool]
@@ -29,10 +30,7 @@ def fail(message):
 
 
 def value(rank, count, dtype):
-    i = np.arange(count, dtype=np.int64)
-    if dtype == tf.bool:
-        return (i + rank) % 3 == 0
-    return ((i * 5 + rank * 3) % 11).astype(dtype.as_numpy_dtype)
+    return value_of(rank, count, dtype.as_numpy_dtype, dtype == tf.bool)
 
 
 def as_f64(x):
@@ -54,18 +52,7 @@ def main():
                 if not isinstance(got, tf.Tensor):
                     fail(f"allreduce {dtype.name} {op}: got a {type(got).__name__}")
                     continue
-                if dtype == tf.bool:
-                    want = stack.any(axis=0) if op in ("sum", "max", "bor") else stack.all(axis=0)
-                elif op == "sum":
-                    want = stack.sum(axis=0, dtype=dtype.as_numpy_dtype)
-                elif op == "max":
-                    want = stack.max(axis=0)
-                elif op == "min":
-                    want = stack.min(axis=0)
-                elif op == "avg":
-                    want = (as_f64(stack).sum(axis=0) / size).astype(dtype.as_numpy_dtype)
-                else:
-                    want = np.bitwise_or.reduce(stack, axis=0)
+                want = expected(stack, op, dtype.as_numpy_dtype, dtype == tf.bool)
                 if got.dtype != x.dtype or tuple(got.shape) != tuple(x.shape):
                     fail(f"allreduce {dtype.name} {op} count {count}: {got.dtype}{got.shape}")
                 elif not np.allclose(as_f64(got), as_f64(want),
