@@ -14,7 +14,7 @@ namespace keys = bootstrap::elastic_keys;
 
 namespace {
 
-// The script gets this long; a slow script delays the supervisor's loop by as much.
+// The script gets this long (it runs beside the supervisor's loop), then it is killed.
 constexpr double kDiscoveryTimeoutSeconds = 10.0;
 // Newcomers that have not reached the store by then are left out of the membership (they fail at
 // their own init deadline).
@@ -90,21 +90,36 @@ void ElasticGrowth::on_exit(int member, bool failed) {
                      host, config_.blacklist_after, config_.blacklist_after == 1 ? "" : "s"));
 }
 
+bool ElasticGrowth::may_grow() const {
+  if (members_.empty() || finishing_) return false;  // the job is ending
+  if (config_.max_np > 0 && static_cast<int>(members_.size()) >= config_.max_np) return false;
+  // One growth at a time: a membership the running members have not met in yet would be
+  // skipped by those that read the next one first, and its newcomers would wait for nobody.
+  return formed();
+}
+
 void ElasticGrowth::tick() {
+  if (discovery_) {
+    // The script runs while the supervisor forwards output: look, never wait.
+    std::optional<Discovery> found = discovery_->poll();
+    if (!found) return;
+    discovery_.reset();
+    if (may_grow()) grow(*found);  // the members may have changed while it ran
+    return;
+  }
   const auto now = std::chrono::steady_clock::now();
   if (now < next_poll_) return;
   next_poll_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                          std::chrono::duration<double>(config_.interval_seconds));
-  if (members_.empty() || finishing_) return;  // the job is ending
+  if (members_.empty() || finishing_) return;
   if (!pending_.empty()) {
     settle_pending();
     return;
   }
-  if (config_.max_np > 0 && static_cast<int>(members_.size()) >= config_.max_np) return;
-  // One growth at a time: a membership the running members have not met in yet would be
-  // skipped by those that read the next one first, and its newcomers would wait for nobody.
-  if (!formed()) return;
-  const Discovery found = discover_hosts(config_.discovery_script, kDiscoveryTimeoutSeconds);
+  if (may_grow()) discovery_.emplace(config_.discovery_script, kDiscoveryTimeoutSeconds);
+}
+
+void ElasticGrowth::grow(const Discovery& found) {
   if (!found.error.empty()) {
     if (found.error != last_error_) say_("tuttirun: " + found.error + "; keeping the hosts known");
     last_error_ = found.error;

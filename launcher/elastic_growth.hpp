@@ -10,10 +10,12 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bootstrap/store.hpp"
+#include "launcher/host_discovery.hpp"
 #include "launcher/plan.hpp"
 
 namespace tutti::launcher {
@@ -42,9 +44,12 @@ class ElasticGrowth {
   ElasticGrowth(ElasticConfig config, std::string base_job_id, bootstrap::Store& store,
                 std::vector<Member> initial, Start start, std::function<void(std::string)> say);
 
-  // From the supervisor's loop while the job runs: polls the script when the interval passed,
-  // and grows when it can. Never throws for the script's failures (it says them once).
+  // From the supervisor's loop while the job runs: starts the script when the interval passed,
+  // looks at a running one (never waiting for it), and grows when it can. Never throws for the
+  // script's failures (it says them once).
   void tick();
+  // A run of the script is under way.
+  bool discovering() const { return discovery_.has_value(); }
   // A member's process ended.
   void on_exit(int member, bool failed);
 
@@ -53,6 +58,8 @@ class ElasticGrowth {
 
  private:
   bool formed() const;
+  bool may_grow() const;
+  void grow(const Discovery& found);
   void start(const std::vector<Member>& joining);
   void settle_pending();
   void publish(const std::vector<Member>& joining);
@@ -71,6 +78,7 @@ class ElasticGrowth {
   bool finishing_ = false;       // a member ended successfully
   std::vector<Member> pending_;  // started, not yet in a published membership
   std::chrono::steady_clock::time_point pending_since_;
+  std::optional<DiscoveryRun> discovery_;
 };
 
 }  // namespace tutti::launcher

@@ -43,61 +43,82 @@ hostfile::Hostfile parse_discovered(const std::string& text) {
   return out;
 }
 
-Discovery discover_hosts(const std::string& script, double timeout_seconds) {
-  Discovery result;
-  const auto fail = [&](const std::string& why) {
-    result.hosts = {};
-    result.error = fmt::format("host discovery script '{}' {}", script, why);
-    return result;
-  };
-  ChildProcess child = [&] {
-    SpawnRequest request;
-    request.path = "/bin/sh";
-    request.argv = {"sh", "-c", script};
-    for (char** e = environ; *e != nullptr; ++e) request.env.emplace_back(*e);
-    return ChildProcess::spawn(request);
-  }();
-  net::Fd out = child.take_stdout();
-  net::Fd err = child.take_stderr();
-  std::string text, errors;
-  const Deadline deadline = Deadline::after_seconds(timeout_seconds);
-  bool out_open = true, err_open = true;
-  while ((out_open || err_open) && !deadline.expired()) {
-    pollfd p[2] = {{out_open ? out.get() : -1, POLLIN, 0}, {err_open ? err.get() : -1, POLLIN, 0}};
-    if (::poll(p, 2, deadline.remaining_ms(100)) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (p[i].revents == 0) continue;
-      char buffer[4096];
-      const ssize_t n = ::read(p[i].fd, buffer, sizeof buffer);
+namespace {
+
+ChildProcess spawn_script(const std::string& script) {
+  SpawnRequest request;
+  request.path = "/bin/sh";
+  request.argv = {"sh", "-c", script};
+  for (char** e = environ; *e != nullptr; ++e) request.env.emplace_back(*e);
+  return ChildProcess::spawn(request);
+}
+
+// What a script may print before it counts as broken (stdout), and how much of its stderr goes
+// into the message.
+constexpr size_t kMostOutput = 1 << 20;
+constexpr size_t kMostErrors = 4096;
+
+}  // namespace
+
+DiscoveryRun::DiscoveryRun(const std::string& script, double timeout_seconds)
+    : script_(script),
+      timeout_seconds_(timeout_seconds),
+      deadline_(Deadline::after_seconds(timeout_seconds)),
+      child_(spawn_script(script)),
+      out_(child_.take_stdout()),
+      err_(child_.take_stderr()) {}
+
+Discovery DiscoveryRun::fail(const std::string& why) {
+  child_.signal(SIGKILL);  // reaped by ~ChildProcess
+  return Discovery{{}, fmt::format("host discovery script '{}' {}", script_, why)};
+}
+
+std::optional<Discovery> DiscoveryRun::poll() {
+  // The pipes are non-blocking: read what is there, note the ends.
+  for (net::Fd* fd : {&out_, &err_}) {
+    std::string& into = fd == &out_ ? text_ : errors_;
+    char buffer[4096];
+    for (;;) {
+      if (!fd->valid()) break;
+      const ssize_t n = ::read(fd->get(), buffer, sizeof buffer);
       if (n > 0) {
-        (i == 0 ? text : errors).append(buffer, static_cast<size_t>(n));
-        if (text.size() > (1u << 20)) return fail("printed more than 1 MiB");
-      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        (i == 0 ? out_open : err_open) = false;
+        if (fd == &out_ || into.size() < kMostErrors) into.append(buffer, static_cast<size_t>(n));
+        if (text_.size() > kMostOutput) return fail("printed more than 1 MiB");
+        continue;
       }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 || errno != EAGAIN) *fd = net::Fd();  // its end (or an error: the same)
+      break;
     }
   }
-  if (out_open || err_open) {
-    child.signal(SIGKILL);
-    return fail(fmt::format("did not finish within {} s", timeout_seconds));
+  if (out_.valid() || err_.valid()) {
+    if (deadline_.expired())
+      return fail(fmt::format("did not finish within {} s", timeout_seconds_));
+    return std::nullopt;
   }
-  std::optional<ExitStatus> status;
-  while (!(status = child.try_reap()) && !deadline.expired()) ::usleep(1000);
+  const std::optional<ExitStatus> status = child_.try_reap();
   if (!status) {
-    child.signal(SIGKILL);
-    return fail(fmt::format("did not exit within {} s", timeout_seconds));
+    if (deadline_.expired()) return fail(fmt::format("did not exit within {} s", timeout_seconds_));
+    return std::nullopt;
   }
   if (!status->success()) {
-    const size_t cut = errors.find_last_not_of("\n ");
+    const size_t cut = errors_.find_last_not_of("\n ");
     return fail(fmt::format("{}{}", status->describe(),
-                            cut == std::string::npos ? "" : ": " + errors.substr(0, cut + 1)));
+                            cut == std::string::npos ? "" : ": " + errors_.substr(0, cut + 1)));
   }
   try {
-    result.hosts = parse_discovered(text);
+    return Discovery{parse_discovered(text_), ""};
   } catch (const Error& e) {
-    return fail(fmt::format("printed {}", e.what()));
+    return Discovery{{}, fmt::format("host discovery script '{}' printed {}", script_, e.what())};
   }
-  return result;
+}
+
+Discovery discover_hosts(const std::string& script, double timeout_seconds) {
+  DiscoveryRun run(script, timeout_seconds);
+  for (;;) {
+    if (std::optional<Discovery> found = run.poll()) return *found;
+    ::usleep(2000);
+  }
 }
 
 }  // namespace tutti::launcher

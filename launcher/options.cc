@@ -324,6 +324,10 @@ ParseResult parse_options(std::span<const std::string> args) {
           "--host-discovery-script gives the hosts; drop --hostfile, -H, --pods and --pods-file");
     if (opts.mpirun)
       return usage_error("--host-discovery-script cannot go with --mpirun: mpirun's job is fixed");
+    if (opts.pods_selector.empty() && app.count("--slots") > 0)
+      return usage_error(
+          "--slots goes with --pods-selector; a discovery script says each host's slots itself "
+          "(host:slots)");
     if (opts.max_np > 0 && opts.np > opts.max_np)
       return usage_error(fmt::format("-np {} is more than --max-np {}", opts.np, opts.max_np));
     if (opts.max_np > 0 && opts.min_np > opts.max_np)

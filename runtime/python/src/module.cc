@@ -135,6 +135,10 @@ PyObject* allreduce_buffers(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
   }
   const long op = PyLong_AsLong(args[3]);
   if (op == -1 && PyErr_Occurred()) return nullptr;
+  if (op < 0 || op >= kNumReduceOps) {
+    PyErr_Format(PyExc_ValueError, "_allreduce_buffers: %ld is not a ReduceOp's value", op);
+    return nullptr;
+  }
   const bool in_place = args[1] == args[2];
   struct Buffer {
     Py_buffer view{};

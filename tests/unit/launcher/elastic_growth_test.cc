@@ -58,6 +58,17 @@ class ElasticGrowthTest : public ::testing::Test {
     for (int i = 0; i < members; ++i) store_.add(keys::formed(epoch), 1);
   }
   void arrive(int member) { store_.set(keys::arrived(member), "1"); }
+  // One tick as the supervisor's loop makes them until the script run it started has ended (the
+  // run is asynchronous; 5 s at most).
+  void tick(ElasticGrowth& g) {
+    const Deadline deadline = Deadline::after_seconds(5);
+    g.tick();
+    while (g.discovering() && !deadline.expired()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      g.tick();
+    }
+    ASSERT_FALSE(g.discovering()) << "the discovery script never ended";
+  }
   std::string members(int64_t epoch) {
     return store_.get(keys::members(epoch), Deadline::after_seconds(1));
   }
@@ -72,10 +83,10 @@ TEST_F(ElasticGrowthTest, NewSlotsGetNewcomersPublishedOnceTheyArrived) {
   auto g = growth();
   EXPECT_EQ(members(0), "0,1");
   form(0, 2);
-  g->tick();
+  tick(*g);
   EXPECT_TRUE(started_.empty());  // a:2 is full
   list("a:2 b:2");
-  g->tick();
+  tick(*g);
   ASSERT_EQ(started_.size(), 2u);
   EXPECT_EQ(started_[0].label, 2);
   EXPECT_EQ(started_[0].slot.rank, 2);
@@ -88,29 +99,50 @@ TEST_F(ElasticGrowthTest, NewSlotsGetNewcomersPublishedOnceTheyArrived) {
   EXPECT_EQ(started_[0].get("TUTTI_MEMBER_ID"), "2");
   EXPECT_EQ(started_[0].get("TUTTI_JOB_ID"), "job-e1");
   EXPECT_EQ(started_[0].get("TUTTI_ELASTIC_JOB"), "job");
-  g->tick();  // nobody arrived: nothing published yet
+  tick(*g);  // nobody arrived: nothing published yet
   EXPECT_EQ(store_.add(std::string(keys::kEpoch), 0), 0);
   arrive(2);
   arrive(3);
-  g->tick();
+  tick(*g);
   EXPECT_EQ(store_.add(std::string(keys::kEpoch), 0), 1);
   EXPECT_EQ(members(1), "0,1,2,3");
   EXPECT_EQ(g->members(), 4u);
-  g->tick();  // membership 1 not formed: no new growth even with more slots
+  tick(*g);  // membership 1 not formed: no new growth even with more slots
   list("a:2 b:2 c:1");
-  g->tick();
+  tick(*g);
   EXPECT_EQ(started_.size(), 2u);
   form(1, 4);
-  g->tick();
+  tick(*g);
   ASSERT_EQ(started_.size(), 3u);
   EXPECT_EQ(started_[2].slot.host, "c");
+}
+
+// The supervisor's loop forwards the ranks' output between ticks: a slow script (kubectl against a
+// busy API server) must not hold it. tick() starts the script and returns; a later tick takes the
+// result.
+TEST_F(ElasticGrowthTest, ASlowScriptNeverHoldsTheLoop) {
+  auto g = std::make_unique<ElasticGrowth>(
+      ElasticConfig{"sleep 1; echo a:2; echo b:1", 0.0, 0, 1}, "job", store_,
+      std::vector<Member>{{0, "a"}, {1, "a"}},
+      [this](int label, const RankSlot& slot, int size,
+             const std::vector<std::pair<std::string, std::string>>& env) {
+        started_.push_back(Started{label, slot, size, env});
+      },
+      [this](std::string line) { said_.push_back(std::move(line)); });
+  form(0, 2);
+  g->tick();
+  EXPECT_TRUE(g->discovering()) << "tick() waited for the script";
+  EXPECT_TRUE(started_.empty());
+  tick(*g);
+  ASSERT_EQ(started_.size(), 1u);
+  EXPECT_EQ(started_[0].slot.host, "b");
 }
 
 TEST_F(ElasticGrowthTest, MaxNpBoundsTheGrowth) {
   auto g = growth(3);
   form(0, 2);
   list("a:2 b:4");
-  g->tick();
+  tick(*g);
   EXPECT_EQ(started_.size(), 1u);
 }
 
@@ -118,11 +150,11 @@ TEST_F(ElasticGrowthTest, ANewcomerThatDiesIsLeftOutAndItsHostBlacklisted) {
   auto g = growth();
   form(0, 2);
   list("a:2 b:2");
-  g->tick();
+  tick(*g);
   ASSERT_EQ(started_.size(), 2u);
   g->on_exit(2, true);  // died before it arrived
   arrive(3);
-  g->tick();
+  tick(*g);
   EXPECT_EQ(members(1), "0,1,3");
   ASSERT_FALSE(said_.empty());
   bool blacklisted = false;
@@ -131,7 +163,7 @@ TEST_F(ElasticGrowthTest, ANewcomerThatDiesIsLeftOutAndItsHostBlacklisted) {
   EXPECT_TRUE(blacklisted);
   form(1, 3);
   list("a:2 b:2 c:1");
-  g->tick();
+  tick(*g);
   ASSERT_EQ(started_.size(), 3u);
   EXPECT_EQ(started_[2].slot.host, "c");  // b has a free slot but is blacklisted
 }
@@ -141,7 +173,7 @@ TEST_F(ElasticGrowthTest, NoGrowthOnceAMemberFinished) {
   form(0, 2);
   g->on_exit(1, false);
   list("a:2 b:2");
-  g->tick();
+  tick(*g);
   EXPECT_TRUE(started_.empty());
 }
 
@@ -149,8 +181,8 @@ TEST_F(ElasticGrowthTest, AFailingScriptIsSaidOnceAndChangesNothing) {
   auto g = growth();
   form(0, 2);
   std::ofstream(dir_ + "/hosts") << "a:2\nbad:host:x\n";
-  g->tick();
-  g->tick();
+  tick(*g);
+  tick(*g);
   EXPECT_TRUE(started_.empty());
   ASSERT_EQ(said_.size(), 1u);
   EXPECT_NE(said_[0].find("line 2"), std::string::npos) << said_[0];

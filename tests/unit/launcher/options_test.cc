@@ -181,6 +181,7 @@ TEST(Options, ElasticGrowthMisuseIsRefused) {
       {"--host-discovery-script", "s", "--min-np", "5", "--max-np", "4", "prog"},
       {"--host-discovery-script", "s", "--blacklist-after", "0", "prog"},
       {"--host-discovery-script", "s", "--discovery-interval", "0", "prog"},
+      {"--host-discovery-script", "s", "--slots", "2", "prog"},  // the script says the slots
   };
   for (const auto& args : bad) {
     ParseResult r = parse(args);
