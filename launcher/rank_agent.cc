@@ -12,7 +12,7 @@
 
 #include "core/deadline.hpp"
 #include "core/error.hpp"
-#include "launcher/base64.hpp"
+#include "core/base64.hpp"
 #include "launcher/child_process.hpp"
 #include "launcher/command_lookup.hpp"
 #include "launcher/job_env.hpp"

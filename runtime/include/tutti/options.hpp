@@ -32,6 +32,9 @@ struct TUTTI_OPTIONS_API Options {
   Algorithm algorithm = Algorithm::kAuto;          // TUTTI_ALGO (allreduce)
   std::chrono::milliseconds init_timeout{60'000};  // TUTTI_TIMEOUT: joining, splitting
   std::chrono::milliseconds timeout{600'000};      // TUTTI_COLLECTIVE_TIMEOUT: each call
+  // TUTTI_ETCD_LEASE_TTL: with an etcd store, how long a dead process's keys outlive it (0: no
+  // lease, keys stay).
+  std::chrono::seconds etcd_lease_ttl{10};
   // What a call's timeout message tells users to raise: the setting `timeout` came from (the torch
   // backend names init_process_group's timeout, since torch's rules ignore the variable).
   std::string timeout_setting = "TUTTI_COLLECTIVE_TIMEOUT";

@@ -1,6 +1,7 @@
 // Options::from_env: the one place where the TUTTI_* settings become a communicator's Options.
 // Below this layer nothing reads the environment (tests/static/check_layers.sh enforces it).
 #include <chrono>
+#include <cmath>
 
 #include "collectives/collectives.hpp"
 #include "core/env.hpp"
@@ -41,6 +42,8 @@ Options Options::from_env() {
   o.device_chunk_bytes = env::get_bytes("TUTTI_DEVICE_CHUNK_BYTES");
   o.nccl_p2p_chunk_bytes = env::get_bytes("TUTTI_NCCL_P2P_CHUNK_BYTES");
   o.init_timeout = milliseconds("TUTTI_TIMEOUT");
+  o.etcd_lease_ttl = std::chrono::seconds(
+      static_cast<int64_t>(std::ceil(env::get_seconds("TUTTI_ETCD_LEASE_TTL"))));
   o.timeout = milliseconds("TUTTI_COLLECTIVE_TIMEOUT");
   o.segment_bytes = env::get_bytes("TUTTI_SEGMENT_BYTES");
   if (o.segment_bytes == 0) throw make_error(ErrorCode::kConfig, "TUTTI_SEGMENT_BYTES must be > 0");

@@ -158,7 +158,8 @@ Rendezvous rendezvous_over_mpi(std::shared_ptr<MpiSession> mpi, const std::strin
 }
 
 Rendezvous rendezvous(WorldInfo& info, bool need_mpi, Deadline deadline,
-                      std::chrono::milliseconds request_timeout) {
+                      std::chrono::milliseconds request_timeout,
+                      std::chrono::seconds etcd_lease_ttl) {
   const bool store_given = !info.store_address.empty();
   Rendezvous r;
   if (need_mpi && !info.mpi_launcher)
@@ -197,7 +198,7 @@ Rendezvous rendezvous(WorldInfo& info, bool need_mpi, Deadline deadline,
                      "meet through PMI",
                      info.pmi_port);
   if (store_given) {
-    r.connection = open_store(info, deadline, request_timeout);
+    r.connection = open_store(info, deadline, request_timeout, etcd_lease_ttl);
     r.job_token = info.job_token;
     r.how = fmt::format("store at {}", info.store_address);
     return r;

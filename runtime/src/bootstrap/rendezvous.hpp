@@ -29,8 +29,10 @@ struct Rendezvous {
 // given. Error(kConfig) when it cannot be had (built without MPI, not started by mpirun) or when
 // MPI's rank and size disagree with the launcher's variables. A launcher that gave only PMIx's
 // variables (no rank and size tutti reads) leaves the numbering to MPI: `info` gets it.
+// `etcd_lease_ttl` goes to open_store().
 Rendezvous rendezvous(WorldInfo& info, bool need_mpi, Deadline deadline,
-                      std::chrono::milliseconds request_timeout);
+                      std::chrono::milliseconds request_timeout,
+                      std::chrono::seconds etcd_lease_ttl);
 
 // The ranks of `mpi`'s communicator meet through MPI: rank 0 hosts a TcpStore and MPI_Bcast sends
 // its address, and `job_token` (drawn by rank 0 when empty), to the others.

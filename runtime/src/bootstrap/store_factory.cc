@@ -1,5 +1,8 @@
 #include "bootstrap/store_factory.hpp"
 
+#include <thread>
+
+#include "bootstrap/etcd_store.hpp"
 #include "bootstrap/file_store.hpp"
 #include "bootstrap/memory_store.hpp"
 #include "core/error.hpp"
@@ -23,10 +26,42 @@ void claim_rank(Store& store, const WorldInfo& info, const std::string& director
       directory, info.job_id, info.rank, directory, info.rank, directory);
 }
 
+// In etcd an earlier run's keys go by themselves, one lease TTL after its processes stopped (they
+// share each process's lease, so a rank's claim goes with the rest of its keys). A rank that finds
+// its claim taken waits that long before it calls the keys stale; a claim that stays belongs to a
+// live process: two processes started as one rank.
+void claim_rank_in_etcd(EtcdStore& store, const WorldInfo& info, Deadline deadline) {
+  const std::string key = fmt::format("{}/claimed/{}", info.job_id, info.rank);
+  const auto ttl = store.lease_ttl();
+  const Deadline expiry = Deadline::after(ttl + std::chrono::seconds(2));
+  bool announced = false;
+  while (store.add(key, 1) != 1) {
+    if (ttl.count() == 0 || expiry.expired() || deadline.expired())
+      throw make_error(
+          ErrorCode::kConfig,
+          "{} already holds keys of job '{}' for rank {}{}: two processes of this job started "
+          "as rank {}, or an earlier run with the same job id is still alive; give each job its "
+          "own prefix (etcd://host:port/PREFIX) or TUTTI_JOB_ID",
+          store.describe(), info.job_id, info.rank,
+          ttl.count() == 0
+              ? " (no lease: TUTTI_ETCD_LEASE_TTL=0, so they never expire)"
+              : fmt::format(", still after {} s", (ttl + std::chrono::seconds(2)).count()),
+          info.rank);
+    if (!announced)
+      log::warn(
+          "rank {}: {} still holds keys of an earlier run of job '{}'; waiting up to {} s "
+          "for them to expire",
+          info.rank, store.describe(), info.job_id, ttl.count() + 2);
+    announced = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 }  // namespace
 
 StoreConnection open_store(const WorldInfo& info, Deadline deadline,
-                           std::chrono::milliseconds request_timeout) {
+                           std::chrono::milliseconds request_timeout,
+                           std::chrono::seconds etcd_lease_ttl) {
   StoreConnection connection;
   const std::string& address = info.store_address;
   if (address.empty()) {
@@ -47,6 +82,18 @@ StoreConnection open_store(const WorldInfo& info, Deadline deadline,
                        "TUTTI_STORE='{}' names no directory; write file:/shared/dir", address);
     connection.store = std::make_unique<FileStore>(directory, request_timeout);
     claim_rank(*connection.store, info, directory);
+    return connection;
+  }
+  if (address.starts_with("etcd") || address.starts_with("https://")) {
+    if (info.host_store)
+      throw make_error(ErrorCode::kConfig,
+                       "MASTER_ADDR:MASTER_PORT='{}' names an etcd store, which a rank cannot "
+                       "host: set TUTTI_STORE=etcd://host:port instead",
+                       address);
+    auto store = std::make_unique<EtcdStore>(parse_etcd_address(address, "TUTTI_STORE"),
+                                             etcd_lease_ttl, request_timeout, deadline);
+    claim_rank_in_etcd(*store, info, deadline);
+    connection.store = std::move(store);
     return connection;
   }
   net::Endpoint endpoint =

@@ -316,8 +316,9 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
   log::set_rank(info.rank);
   const std::string chosen_by_ifname = ifname_address(options, info.rank);
   const Deadline deadline = Deadline::after(options.init_timeout);
-  bootstrap::Rendezvous met = bootstrap::rendezvous(info, options.transport == TransportKind::kMpi,
-                                                    deadline, options.init_timeout);
+  bootstrap::Rendezvous met =
+      bootstrap::rendezvous(info, options.transport == TransportKind::kMpi, deadline,
+                            options.init_timeout, options.etcd_lease_ttl);
   log::set_rank(info.rank);
   log::debug("rank {} of {} meets the others through {}", info.rank, info.size, met.how);
   auto job = job_of(met);

@@ -37,9 +37,16 @@ constexpr std::array kVariables = {
              "Host identity; ranks with equal values share memory. Default: the machine's hostname "
              "and boot id."},
     Variable{"TUTTI_STORE", Kind::kString, "", "",
-             "Rendezvous store: `host:port` (TcpStore) or `file:/shared/dir` (FileStore: an "
-             "existing directory every rank "
-             "shares, one per job or per `TUTTI_JOB_ID`)."},
+             "Rendezvous store: `host:port` (TcpStore), `file:/shared/dir` (FileStore: an "
+             "existing directory every rank shares, one per job or per `TUTTI_JOB_ID`) or "
+             "`etcd://host:port[,host:port][/prefix]` (an etcd 3.4+ cluster's client URLs; keys "
+             "under the prefix, `/tutti` by default)."},
+    Variable{"TUTTI_ETCD_LEASE_TTL", Kind::kSeconds, "10", "",
+             "With an etcd store: the lease each process attaches its keys to, kept alive while "
+             "it runs. A dead process's keys expire this long after it stopped; a new run of the "
+             "same job id waits as long for an earlier run's keys to go. 0: no lease (keys stay "
+             "until removed).",
+             0, 3600},
     Variable{"TUTTI_JOB_TOKEN", Kind::kString, "", "",
              "Secret every connection must present (store and data ports); a stranger is refused."},
     Variable{"TUTTI_JOB_ID", Kind::kString, "", "",

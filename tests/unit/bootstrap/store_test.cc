@@ -13,10 +13,12 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/etcd_store.hpp"
 #include "bootstrap/file_store.hpp"
 #include "bootstrap/memory_store.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "core/error.hpp"
+#include "unit/bootstrap/support/etcd_server.hpp"
 #include "unit/bootstrap/support/test_util.hpp"
 
 namespace tutti::bootstrap {
@@ -44,14 +46,29 @@ struct TcpBackend {
   }
 };
 
+// A real etcd (the tests start one), each test under a prefix of its own. Without an etcd binary
+// open() gives nothing and the test is skipped.
+struct EtcdBackend {
+  testing::EtcdServer* server = testing::EtcdServer::shared();
+  std::string url = server != nullptr ? server->fresh_url("store") : "";
+  std::shared_ptr<Store> open() {
+    if (server == nullptr) return nullptr;
+    return std::make_shared<EtcdStore>(parse_etcd_address(url, "test"), 10s, 10s,
+                                       Deadline::after(10s));
+  }
+};
+
 template <typename Backend>
 class StoreTest : public ::testing::Test {
  protected:
+  void SetUp() override {
+    if (!store) GTEST_SKIP() << testing::EtcdServer::skip_reason();
+  }
   Backend backend;
   std::shared_ptr<Store> store = backend.open();
 };
 
-using Backends = ::testing::Types<MemoryBackend, FileBackend, TcpBackend>;
+using Backends = ::testing::Types<MemoryBackend, FileBackend, TcpBackend, EtcdBackend>;
 TYPED_TEST_SUITE(StoreTest, Backends);
 
 TYPED_TEST(StoreTest, SetThenGetAndOverwrite) {

@@ -2,7 +2,6 @@
 // quoting for the remote command, the mpirun command line, and this machine's addresses.
 #include <gtest/gtest.h>
 
-#include "launcher/base64.hpp"
 #include "launcher/exec_backend.hpp"
 #include "launcher/local_host.hpp"
 #include "launcher/mpirun_mode.hpp"
@@ -59,16 +58,6 @@ TEST(AgentRequest, RefusesWhatNoProcessCanCarry) {
   r.env = {{"A=B", "x"}};
   line = encode_agent_request(r);
   EXPECT_THROW(decode_agent_request(line.substr(0, line.size() - 1)), Error);
-}
-
-TEST(Base64, RoundTripsAndRefusesNonCanonicalText) {
-  for (std::string s : std::vector<std::string>{"", "f", "fo", "foo", "foob", "fooba", "foobar",
-                                                std::string("\0\xff\x80", 3)})
-    EXPECT_EQ(base64_decode(base64_encode(s)), s);
-  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
-  EXPECT_EQ(base64_encode("fo"), "Zm8=");
-  for (const char* bad : {"Zm8", "Zm9=Zm8=", "Zm!=", "Zm9==", "Zn==", "====", "Zg=x"})
-    EXPECT_EQ(base64_decode(bad), std::nullopt) << bad;
 }
 
 TEST(AgentRequest, MalformedIsAConfigError) {

@@ -1,9 +1,9 @@
-#include "launcher/base64.hpp"
+#include "core/base64.hpp"
 
 #include <array>
 #include <cstdint>
 
-namespace tutti::launcher {
+namespace tutti {
 namespace {
 
 constexpr std::string_view kAlphabet =
@@ -61,4 +61,4 @@ std::optional<std::string> base64_decode(std::string_view text) {
   return out;
 }
 
-}  // namespace tutti::launcher
+}  // namespace tutti

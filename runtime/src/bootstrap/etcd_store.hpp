@@ -1,0 +1,49 @@
+// EtcdStore: a Store in etcd (TUTTI_STORE=etcd://host:port[/prefix]), for jobs whose ranks are too
+// many for one process's TcpStore, or whose platform already runs etcd. Every key lives under the
+// prefix; a get() that finds nothing watches the key instead of polling. Keys are attached to this
+// process's lease (EtcdLease): a dead rank's keys expire one TTL after it stops.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "bootstrap/etcd_client.hpp"
+#include "bootstrap/etcd_lease.hpp"
+#include "bootstrap/store.hpp"
+
+namespace tutti::bootstrap {
+
+class EtcdStore : public Store {
+ public:
+  // Reaches etcd (retrying until `connect_deadline`) and takes a lease of `lease_ttl` (0: none;
+  // keys then stay until removed). Calls without a deadline of their own give up after
+  // `request_timeout`.
+  EtcdStore(const EtcdAddress& address, std::chrono::seconds lease_ttl,
+            std::chrono::milliseconds request_timeout, Deadline connect_deadline);
+  ~EtcdStore() override;
+
+  void set(const std::string& key, const std::string& value) override;
+  std::string get(const std::string& key, Deadline deadline) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  std::vector<std::string> missing(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, Deadline deadline) override;
+  bool remove(const std::string& key) override;
+  std::string describe() const override;
+
+  // The lease's TTL (0: none): how long a dead process's keys outlive it.
+  std::chrono::seconds lease_ttl() const;
+
+ private:
+  std::string full_key(const std::string& key) const;
+  Deadline request_deadline() const;
+  int64_t lease_id() const;
+  nlohmann::json checked(const char* what, const std::string& key, nlohmann::json reply) const;
+
+  std::shared_ptr<EtcdClient> client_;
+  std::string prefix_;
+  std::chrono::milliseconds request_timeout_;
+  std::unique_ptr<EtcdLease> lease_;
+};
+
+}  // namespace tutti::bootstrap
