@@ -70,8 +70,8 @@ std::optional<std::string_view> launcher_owned(std::string_view name) {
       {"TUTTI_CROSS_RANK", "it follows from the hosts"},
       {"TUTTI_CROSS_SIZE", "it follows from the hosts"},
       {"TUTTI_STORE",
-       "tuttirun serves the job's rendezvous store itself (to use a store of your "
-       "own, start the ranks without tuttirun)"},
+       "tuttirun serves the job's rendezvous store itself (use --store etcd://... to keep "
+       "it in an etcd)"},
       {"TUTTI_JOB_TOKEN", "tuttirun draws the job's token"},
       {"TUTTI_JOB_ID", "use --job-id"},
       {"TUTTI_LAUNCHER", "it says that tuttirun started the rank"},

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "launcher/elastic_growth.hpp"
+#include "launcher/etcd_job_keys.hpp"
 #include "launcher/exec_backend.hpp"
 #include "launcher/exec_kind.hpp"
 #include "launcher/host_discovery.hpp"
@@ -162,15 +163,19 @@ Environment remote_base(const Environment& launcher_env) {
   return base;
 }
 
+// `store_url`: --store's etcd, else the store tuttirun serves at `store`.
 void print_plan(const JobPlan& plan, ExecKind exec, const StoreEndpoint& store,
-                const std::vector<std::string>& command) {
+                const std::string& store_url, const std::vector<std::string>& command) {
+  const std::string where =
+      !store_url.empty()
+          ? store_url + " (under <job-id>/a<attempt>)"
+          : fmt::format("{}:<port chosen at launch>", store.dial.find(':') != std::string::npos
+                                                          ? "[" + store.dial + "]"
+                                                          : store.dial);
   std::string out = fmt::format(
-      "tuttirun: dry run: {} rank{} on {} host{} via {}; store at {}:<port chosen at launch>; "
-      "command {}\n",
+      "tuttirun: dry run: {} rank{} on {} host{} via {}; store at {}; command {}\n",
       plan.world_size(), plan.world_size() == 1 ? "" : "s", plan.hosts().size(),
-      plan.hosts().size() == 1 ? "" : "s", exec_name(exec),
-      store.dial.find(':') != std::string::npos ? "[" + store.dial + "]" : store.dial,
-      fmt::join(command, " "));
+      plan.hosts().size() == 1 ? "" : "s", exec_name(exec), where, fmt::join(command, " "));
   for (const RankSlot& s : plan.slots)
     out += fmt::format("rank {} host {} local_rank {}/{} cross_rank {}/{}\n", s.rank, s.host,
                        s.local_rank, s.local_size, s.cross_rank, s.cross_size);
@@ -213,8 +218,16 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
   std::unique_ptr<ExecBackend> backend = make_backend(s);
   s.job.restart_count = attempt;
   SegmentSweep sweep(s.job.job_id);
-  bootstrap::TcpStoreServer store(s.store.bind, s.options.store_port, s.job.job_token);
-  s.job.store_address = net::Endpoint{s.store.dial, store.port()}.to_string();
+  // The job's store: one tuttirun serves, or (--store) a prefix of its own in an etcd.
+  std::optional<bootstrap::TcpStoreServer> served;
+  std::optional<EtcdJobKeys> etcd_keys;
+  if (s.options.store_url.empty()) {
+    served.emplace(s.store.bind, s.options.store_port, s.job.job_token);
+    s.job.store_address = net::Endpoint{s.store.dial, served->port()}.to_string();
+  } else {
+    etcd_keys.emplace(s.options.store_url, s.job.job_id, attempt);
+    s.job.store_address = etcd_keys->url();
+  }
   log::info("tuttirun: job {} attempt {} with {} ranks via {}; store at {}; command {}",
             s.job.job_id, attempt, s.plan.world_size(), exec_name(s.exec), s.job.store_address,
             fmt::join(s.options.command, " "));
@@ -285,14 +298,16 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
   std::optional<bootstrap::TcpStore> store_client;
   std::optional<ElasticGrowth> growth;
   if (elastic) {
-    store_client.emplace(net::parse_endpoint(s.job.store_address, "the job's store"),
-                         s.job.job_token, -1, Deadline::after_seconds(10));
+    bootstrap::Store* job_store = etcd_keys ? &etcd_keys->store() : nullptr;
+    if (job_store == nullptr)
+      job_store = &store_client.emplace(net::parse_endpoint(s.job.store_address, "the job's store"),
+                                        s.job.job_token, -1, Deadline::after_seconds(10));
     std::vector<Member> initial;
     for (const RankSlot& slot : s.plan.slots) initial.push_back(Member{slot.rank, slot.host});
     growth.emplace(
         ElasticConfig{s.options.host_discovery_script, s.options.discovery_interval_seconds,
                       s.options.max_np, s.options.blacklist_after},
-        s.job.job_id, *store_client, std::move(initial), start_rank,
+        s.job.job_id, *job_store, std::move(initial), start_rank,
         [&mux](const std::string& line) { mux.sink().write(Stream::kStderr, line + "\n"); });
   }
 
@@ -423,13 +438,15 @@ int run_job(const LaunchOptions& given) {
 
   JobSetup setup{options, std::move(plan), exec, {}, launcher_env, exports, {}};
   try {
-    setup.store = choose_store(options, setup.plan, exec != ExecKind::kLocal, launcher_env);
+    // (With --store the ranks dial etcd, not an address of this machine.)
+    if (options.store_url.empty())
+      setup.store = choose_store(options, setup.plan, exec != ExecKind::kLocal, launcher_env);
   } catch (const Error& e) {
     print_error(fmt::format("tuttirun: {}", e.what()));
     return kExitUsage;
   }
   if (options.dry_run) {
-    print_plan(setup.plan, exec, setup.store, options.command);
+    print_plan(setup.plan, exec, setup.store, options.store_url, options.command);
     return 0;
   }
 

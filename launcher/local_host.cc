@@ -39,34 +39,6 @@ bool is_this_host(const std::string& host) {
   return host == me || host == me_short;
 }
 
-std::optional<std::string> address_on_route_to(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;  // IPv4 first where the name has both (getaddrinfo's order)
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || found == nullptr)
-    return std::nullopt;
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, &::freeaddrinfo);
-  if (found->ai_family == AF_INET) {
-    const auto* target = reinterpret_cast<const sockaddr_in*>(found->ai_addr);
-    if ((ntohl(target->sin_addr.s_addr) >> 24) == 127) return "127.0.0.1";
-  } else if (found->ai_family == AF_INET6) {
-    const auto* target = reinterpret_cast<const sockaddr_in6*>(found->ai_addr);
-    if (IN6_IS_ADDR_LOOPBACK(&target->sin6_addr)) return "::1";
-  }
-  net::Fd fd(::socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return std::nullopt;
-  if (::connect(fd.get(), found->ai_addr, found->ai_addrlen) != 0) return std::nullopt;
-  sockaddr_storage local{};
-  socklen_t len = sizeof local;
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) return std::nullopt;
-  char text[NI_MAXHOST] = {};
-  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&local), len, text, sizeof text, nullptr, 0,
-                    NI_NUMERICHOST) != 0)
-    return std::nullopt;
-  return std::string(text);
-}
-
 std::optional<std::string> default_route_address() {
   std::ifstream routes("/proc/net/route");
   std::string line;

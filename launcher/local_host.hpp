@@ -6,16 +6,15 @@
 #include <optional>
 #include <string>
 
+#include "net/host_interfaces.hpp"
+
 namespace tutti::launcher {
+
+using net::address_on_route_to;
 
 // "localhost", a loopback address, or this machine's hostname (short or full). No DNS lookup: a
 // name that merely resolves to one of our addresses still counts as another host, as in mpirun.
 bool is_this_host(const std::string& host);
-
-// This machine's source address on the route to `host` (a UDP connect: the kernel picks the route,
-// no packet is sent), IPv4 or IPv6 as the name resolves. nullopt when the name does not resolve or
-// no route exists. 127.0.0.1 (::1) for a loopback host.
-std::optional<std::string> address_on_route_to(const std::string& host);
 
 // The address of the interface that carries the default route (from /proc/net/route): in a pod,
 // the pod IP. nullopt when there is no default route.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "bootstrap/etcd_client.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
@@ -21,7 +22,7 @@ namespace {
 
 // Options that consume the next argument unless written as --opt=value. Needed to find where the
 // rank command starts without letting CLI11 swallow the command's own options.
-constexpr std::array<std::string_view, 31> kValueOptions = {"-np",
+constexpr std::array<std::string_view, 32> kValueOptions = {"-np",
                                                             "-n",
                                                             "--np",
                                                             "--timeout",
@@ -51,7 +52,8 @@ constexpr std::array<std::string_view, 31> kValueOptions = {"-np",
                                                             "--max-np",
                                                             "--discovery-interval",
                                                             "--blacklist-after",
-                                                            "--pods-selector"};
+                                                            "--pods-selector",
+                                                            "--store"};
 
 bool takes_value(std::string_view arg) {
   return std::find(kValueOptions.begin(), kValueOptions.end(), arg) != kValueOptions.end();
@@ -189,6 +191,11 @@ ParseResult parse_options(std::span<const std::string> args) {
   app.add_option("--store-addr", opts.store_addr,
                  "Address the ranks dial for the rendezvous store (default: this machine's address "
                  "on the route to the first host)");
+  app.add_option(
+      "--store", opts.store_url,
+      "etcd://HOST:PORT[,HOST:PORT][/PREFIX]: keep the job's rendezvous keys in that etcd "
+      "(v3.4+) instead of a store tuttirun serves, under PREFIX/JOB-ID/ATTEMPT, removed "
+      "when the job ends (docs/ELASTIC.md)");
   app.add_option("--output-dir", opts.output_dir,
                  "Also write each rank's output to DIR/rank.N/stdout and DIR/rank.N/stderr");
   app.add_option("--restarts", restarts_text,
@@ -284,6 +291,21 @@ ParseResult parse_options(std::span<const std::string> args) {
     }
   } catch (const Error& e) {
     return usage_error(e.what());
+  }
+  if (!opts.store_url.empty()) {
+    try {
+      bootstrap::parse_etcd_address(opts.store_url, "--store");
+    } catch (const Error& e) {
+      return usage_error(e.what());
+    }
+    for (const char* option : {"--store-addr", "--store-port"})
+      if (app.count(option) > 0)
+        return usage_error(fmt::format(
+            "{} is for the store tuttirun serves; with --store the ranks meet in etcd", option));
+    if (opts.mpirun)
+      return usage_error(
+          "--store cannot go with --mpirun: the ranks mpirun starts meet through MPI; set "
+          "-x TUTTI_STORE=etcd://... to make them meet in etcd");
   }
   if (app.count("--job-id") > 0 && !valid_job_id(opts.job_id))
     return usage_error(fmt::format(

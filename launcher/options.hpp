@@ -28,6 +28,8 @@ struct LaunchOptions {
   std::string remote_tuttirun;  // empty: this tuttirun's absolute path
   double probe_timeout_seconds = 120.0;
   std::string store_addr;  // empty: the address on the route to the first host
+  // --store etcd://...: the job's keys in that etcd instead of tuttirun's own TcpStore.
+  std::string store_url;
   std::string output_dir;  // empty: output only to the terminal
   int restarts = 0;
   int min_np = 0;  // --min-np: 0 stops the job at the first failure

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/base64.hpp"
 #include "core/deadline.hpp"
 #include "core/error.hpp"
-#include "core/base64.hpp"
 #include "launcher/child_process.hpp"
 #include "launcher/command_lookup.hpp"
 #include "launcher/job_env.hpp"

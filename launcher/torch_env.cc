@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "bootstrap/etcd_store.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "core/deadline.hpp"
 #include "core/error.hpp"
+#include "launcher/local_host.hpp"
 #include "net/fd.hpp"
 #include "net/socket.hpp"
 
@@ -92,10 +94,24 @@ uint16_t pick_free_tcp_port() {
 void arrange_torch_master(Environment& env, int rank, const std::string& store_address,
                           const std::string& job_token, int64_t timeout_ms) {
   Deadline deadline = Deadline::after(std::chrono::milliseconds(timeout_ms));
-  bootstrap::TcpStore store(net::parse_endpoint(store_address, "TUTTI_STORE"), job_token, rank,
-                            deadline);
+  std::unique_ptr<bootstrap::Store> opened;
+  std::string local_address;
+  if (store_address.starts_with("etcd")) {
+    // tuttirun --store: this host's address is the one on its route to etcd.
+    bootstrap::EtcdAddress etcd = bootstrap::parse_etcd_address(store_address, "TUTTI_STORE");
+    opened = std::make_unique<bootstrap::EtcdStore>(etcd, std::chrono::seconds(10),
+                                                    std::chrono::seconds(10), deadline);
+    local_address = address_on_route_to(net::bare_host(etcd.endpoints.front().host))
+                        .value_or(default_route_address().value_or("127.0.0.1"));
+  } else {
+    auto tcp = std::make_unique<bootstrap::TcpStore>(
+        net::parse_endpoint(store_address, "TUTTI_STORE"), job_token, rank, deadline);
+    local_address = tcp->local_address();
+    opened = std::move(tcp);
+  }
+  bootstrap::Store& store = *opened;
   if (rank == 0) {
-    TorchMaster master{store.local_address(), pick_free_tcp_port()};
+    TorchMaster master{local_address, pick_free_tcp_port()};
     store.set(kMasterKey, net::Endpoint{master.address, master.port}.to_string());
     set_torch_master(env, master);
     return;

@@ -15,6 +15,9 @@ packages=(
   # bench and tests' CSV/JSON checks and bench/*.py run Debian's /usr/bin/python3). psmisc: killall
   # and fuser, for clearing up by hand after an interrupted pods test.
   iproute2 procps psmisc python3
+  # TUTTI_STORE=etcd://: libtutti loads libcurl when an etcd store is named (its headers build it); the
+  # tests start a real etcd (etcd-server; its own service is not needed) and etcdctl reads it back.
+  libcurl4-openssl-dev etcd-server etcd-client
   # scripts/k8s_validate.py (ctest -L k8s): the manifests in examples/k8s against the CRDs' schemas.
   python3-jsonschema python3-yaml
   # tuttirun --exec ssh is tested against real sshds that the test starts inside network-namespace

@@ -138,6 +138,12 @@ EtcdAddress parse_etcd_address(const std::string& text, const std::string& what)
   return address;
 }
 
+std::string etcd_url(const EtcdAddress& address) {
+  std::string hosts;
+  for (const auto& e : address.endpoints) hosts += (hosts.empty() ? "" : ",") + e.to_string();
+  return "etcd://" + hosts + address.prefix;
+}
+
 struct EtcdClient::State {
   std::vector<std::string> urls;
   std::atomic<size_t> preferred{0};

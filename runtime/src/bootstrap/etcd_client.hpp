@@ -22,6 +22,8 @@ struct EtcdAddress {
 };
 // Error(kConfig) naming `what` (the variable it came from) on bad input.
 EtcdAddress parse_etcd_address(const std::string& text, const std::string& what);
+// The address back as text: "etcd://host:port,host:port/prefix".
+std::string etcd_url(const EtcdAddress& address);
 
 class EtcdClient {
  public:

@@ -190,6 +190,16 @@ bool EtcdStore::remove(const std::string& key) {
   return json_int(reply, "deleted") > 0;
 }
 
+int64_t EtcdStore::clear() {
+  // Every key that starts with "<prefix>/": the range up to "<prefix>0" ('0' follows '/').
+  json reply = checked("clear", prefix_ + "/",
+                       client_->post("/v3/kv/deleterange",
+                                     json{{"key", base64_encode(prefix_ + "/")},
+                                          {"range_end", base64_encode(prefix_ + "0")}},
+                                     request_deadline()));
+  return json_int(reply, "deleted");
+}
+
 std::string EtcdStore::describe() const {
   return fmt::format("etcd {} under {}", client_->describe(), prefix_);
 }

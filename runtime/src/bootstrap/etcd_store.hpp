@@ -31,6 +31,10 @@ class EtcdStore : public Store {
   bool remove(const std::string& key) override;
   std::string describe() const override;
 
+  // Removes every key under the prefix (what tuttirun does with a job's keys when the job ends);
+  // returns how many there were.
+  int64_t clear();
+
   // The lease's TTL (0: none): how long a dead process's keys outlive it.
   std::chrono::seconds lease_ttl() const;
 

@@ -7,6 +7,7 @@
 #include "bootstrap/memory_store.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/host_interfaces.hpp"
 
 namespace tutti::bootstrap {
 namespace {
@@ -29,7 +30,9 @@ void claim_rank(Store& store, const WorldInfo& info, const std::string& director
 // In etcd an earlier run's keys go by themselves, one lease TTL after its processes stopped (they
 // share each process's lease, so a rank's claim goes with the rest of its keys). A rank that finds
 // its claim taken waits that long before it calls the keys stale; a claim that stays belongs to a
-// live process: two processes started as one rank.
+// live process: two processes started as one rank. (A rerun of a job id that ended less than a
+// TTL ago works, and pays up to TTL + ttl / 3 + 3 s; tuttirun --store gives each attempt a prefix
+// of its own instead.)
 void claim_rank_in_etcd(EtcdStore& store, const WorldInfo& info, Deadline deadline) {
   const std::string key = fmt::format("{}/claimed/{}", info.job_id, info.rank);
   const auto ttl = store.lease_ttl();
@@ -54,6 +57,12 @@ void claim_rank_in_etcd(EtcdStore& store, const WorldInfo& info, Deadline deadli
           info.rank, store.describe(), info.job_id, ttl.count() + 2);
     announced = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  if (announced) {
+    // This rank's old keys are gone. The other ranks' went at about the same moment, but their
+    // leases were last renewed up to a keep-alive period (ttl / 3) apart: wait that out too, so no
+    // peer's old address is read as its new one.
+    std::this_thread::sleep_for(ttl / 3 + std::chrono::seconds(1));
   }
 }
 
@@ -90,10 +99,20 @@ StoreConnection open_store(const WorldInfo& info, Deadline deadline,
                        "MASTER_ADDR:MASTER_PORT='{}' names an etcd store, which a rank cannot "
                        "host: set TUTTI_STORE=etcd://host:port instead",
                        address);
-    auto store = std::make_unique<EtcdStore>(parse_etcd_address(address, "TUTTI_STORE"),
-                                             etcd_lease_ttl, request_timeout, deadline);
+    std::unique_ptr<EtcdStore> store;
+    try {
+      store = std::make_unique<EtcdStore>(parse_etcd_address(address, "TUTTI_STORE"),
+                                          etcd_lease_ttl, request_timeout, deadline);
+    } catch (const Error& e) {
+      throw make_error(e.code(), "rank {} of {}: {}", info.rank, info.size, e.what());
+    }
     claim_rank_in_etcd(*store, info, deadline);
     connection.store = std::move(store);
+    // Peers reach this rank at its address on the route to etcd, as they would at the one that
+    // reaches a TcpStore (TUTTI_ADDR and TUTTI_SOCKET_IFNAME still win).
+    const EtcdAddress etcd = parse_etcd_address(address, "TUTTI_STORE");
+    connection.local_address =
+        net::address_on_route_to(net::bare_host(etcd.endpoints.front().host)).value_or("");
     return connection;
   }
   net::Endpoint endpoint =

@@ -1,6 +1,6 @@
 // Opens the Store a WorldInfo points at: TcpStore for host:port (starting the server first when
-// this rank must host it), FileStore for file:/dir, EtcdStore for etcd://host:port, MemoryStore for a world of one without any
-// address.
+// this rank must host it), FileStore for file:/dir, EtcdStore for etcd://host:port, MemoryStore for
+// a world of one without any address.
 #pragma once
 
 #include <chrono>

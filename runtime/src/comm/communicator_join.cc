@@ -357,8 +357,9 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
         "to override)",
         info.local_rank, info.local_size, topology.local_rank, topology.local_size);
 
+  // (An etcd store is not the launcher's: tuttirun --store leaves the ranks without a lifeline.)
   if (info.launcher_lifeline && !info.store_address.empty() &&
-      !info.store_address.starts_with("file:")) {
+      !info.store_address.starts_with("file:") && !info.store_address.starts_with("etcd")) {
     // The launcher holds the store; when its connection drops the launcher is gone and nobody will
     // ever collect this rank's result: every call from then on fails (the launcher's process
     // group and parent-death signals stop the rank itself; the library never ends the process).

@@ -6,7 +6,10 @@
 # fail their call, shrink to 6 ranks, run 50 checked steps and exit 0; tuttirun must exit 0 naming
 # the lost ranks. Prints, per survivor, the time from the kill to its first step after the shrink
 # (issue 28's goal: 3 s), and fails above it.
-#   pods_shrink.sh K tuttirun=P kubexec=P check=P
+# With `etcd`, the job's store is a real etcd on the host side (tuttirun --store etcd://...), as a
+# large job's would be: the survivors shrink through it, and tuttirun removes the job's keys at the
+# end (checked with etcdctl).
+#   pods_shrink.sh K tuttirun=P kubexec=P check=P [etcd]
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PODS_DIR=$HERE/../pods
@@ -14,12 +17,24 @@ CASE=pods_shrink
 # shellcheck source=../pods/pods.sh
 source "$PODS_DIR/pods.sh"
 pods_case_setup pods-shrink "$@"
-[ ${#CASE_WORDS[@]} -eq 0 ] || { echo "pods_shrink.sh: unknown argument '${CASE_WORDS[0]}'" >&2; exit 2; }
+STORE=(--store-addr "$HOST_ADDR")
+case "${CASE_WORDS[*]}" in
+  '') ;;
+  etcd) CASE=pods_shrink_etcd ;;
+  *) echo "pods_shrink.sh: unknown argument '${CASE_WORDS[0]}'" >&2; exit 2 ;;
+esac
 
 pods_up shr 4 "$K"
+if [ "$CASE" = pods_shrink_etcd ]; then
+  # shellcheck source=../pods/etcd.sh
+  source "$PODS_DIR/etcd.sh"
+  pods_user_stop() { etcd_down; }
+  etcd_up "$HOST_ADDR"
+  STORE=(--store "etcd://$ETCD_ENDPOINT/pods" --job-id shrink-etcd)
+fi
 mkdir -p "$WORK/pids"
 TUTTI_TIMEOUT=30 timeout -k 5 200 "$TUTTIRUN" --pods "$(pod_names shr 4)" --slots 2 --exec kubexec \
-  --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" --probe-timeout 20 --min-np 6 -- \
+  --kubexec "$KUBEXEC" "${STORE[@]}" --probe-timeout 20 --min-np 6 -- \
   "$CHECK" loop "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
 launcher=$!
 RUN_PID=$launcher
@@ -28,6 +43,11 @@ for r in 4 5; do
   ip netns pids shr-worker-2 | grep -qx "$(cat "$WORK/pids/$r.pid")" ||
     fail "rank $r is not in pod shr-worker-2"
 done
+if [ "$CASE" = pods_shrink_etcd ]; then
+  n=$(etcd_keys /pods/shrink-etcd/a0/ | wc -l)
+  [ "$n" -gt 0 ] || fail "no keys of the job in etcd while it runs"
+  echo "[$CASE] the running job has $n keys in etcd under /pods/shrink-etcd/a0/"
+fi
 sleep 1
 killed_at=$(date +%s.%N)
 pods_kill_and_delete shr-worker-2
@@ -51,4 +71,8 @@ sed -nE 's/^\[[0-9]+\] ok: rank ([0-9]+): went on as .* first step at ([0-9.]+)$
     END { printf "[%s] slowest survivor: %.3f s from the kill to its first step (goal 3 s)\n", tag, worst
           exit worst <= 3 ? 0 : 1 }' || fail "the slowest survivor took more than 3 s from the kill"
 grep -q FAIL "$WORK/out" && fail "a rank printed FAIL"
+if [ "$CASE" = pods_shrink_etcd ]; then
+  left=$(etcd_keys /pods/)
+  [ -z "$left" ] || fail "the job left keys in etcd: $(echo "$left" | head -3)"
+fi
 echo "[$CASE] ok"

@@ -223,5 +223,28 @@ TEST(Options, PodsSelectorMisuseIsRefused) {
   }
 }
 
+TEST(Options, StoreTakesAnEtcdAndLeavesTheCommandAlone) {
+  ParseResult r =
+      parse({"-np", "4", "--store", "etcd://etcd-0:2379,etcd-1/jobs", "./train", "--store", "x"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  EXPECT_EQ(r.options->store_url, "etcd://etcd-0:2379,etcd-1/jobs");
+  EXPECT_EQ(r.options->command,
+            (std::vector<std::string>{"./train", "--store", "x"}));  // the rank's own option
+}
+
+TEST(Options, StoreMisuseIsRefusedSayingWhy) {
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"-np", "2", "--store", "10.0.0.1:2379", "p"}, "etcd://"},
+           {{"-np", "2", "--store", "etcds://h", "p"}, "TLS"},
+           {{"-np", "2", "--store", "etcd://h", "--store-port", "5", "p"}, "--store-port"},
+           {{"-np", "2", "--store", "etcd://h", "--store-addr", "a", "p"}, "--store-addr"},
+           {{"-np", "2", "--store", "etcd://h", "--mpirun", "p"}, "TUTTI_STORE=etcd://"}}) {
+    ParseResult r = parse(args);
+    EXPECT_FALSE(r.should_run()) << args[3];
+    EXPECT_EQ(r.exit_code, kExitUsage);
+    EXPECT_NE(r.message.find(says), std::string::npos) << r.message;
+  }
+}
+
 }  // namespace
 }  // namespace tutti::launcher

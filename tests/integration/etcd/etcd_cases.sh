@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# TUTTI_STORE=etcd:// without pods: ranks a plain shell starts (as an MPIJob's or Slurm's would be,
+# each told its rank, size and store), tuttirun --store with a restart, and an etcd that is not
+# there. A real etcd on 127.0.0.1:2379 of the script's own network namespace (pods.sh's private
+# world: fixed ports collide with nothing).
+#   etcd_cases.sh CASE tuttirun=P check=P
+#     env_np3      3 ranks from a shell loop run collectives_check through etcd; keys expire after
+#     restart      tuttirun --store --restarts 1: attempt 0 fails, attempt 1 passes in a clean prefix;
+#                  nothing is left in etcd
+#     unreachable  no etcd: every rank fails within TUTTI_TIMEOUT, naming the URL
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PODS_DIR=$HERE/../pods
+CASE=etcd_${1:-}
+# shellcheck source=../pods/pods.sh
+source "$PODS_DIR/pods.sh"
+pods_case_setup "etcd-$1" 0 "${@:2}"
+# shellcheck source=../pods/etcd.sh
+source "$PODS_DIR/etcd.sh"
+pods_user_stop() { etcd_down; }
+trap 'pods_user_stop; pods_user_cleanup' EXIT
+export TUTTI_TIMEOUT=20
+
+case "$1" in
+  env_np3)
+    etcd_up 127.0.0.1
+    pids=()
+    for r in 0 1 2; do
+      TUTTI_RANK=$r TUTTI_SIZE=3 TUTTI_JOB_ID=envjob TUTTI_ETCD_LEASE_TTL=3 \
+        TUTTI_STORE="etcd://$ETCD_ENDPOINT/plain" "$CHECK" >"$WORK/out.$r" 2>&1 &
+      pids+=($!)
+    done
+    for r in 0 1 2; do wait "${pids[$r]}" || fail "rank $r exited $?: $(tail -3 "$WORK/out.$r")"; done
+    grep -q "3 ranks, [0-9]* checks per rank, 0 failed" "$WORK/out.0" ||
+      fail "rank 0: $(tail -3 "$WORK/out.0")"
+    n=$(etcd_keys /plain/ | wc -l)
+    [ "$n" -gt 0 ] || fail "no keys in etcd after the job: did the ranks use it?"
+    echo "[$CASE] 3 ranks met in etcd ($n keys)"
+    # The same job id again at once, its keys still there: each rank waits out its old claim (and
+    # a keep-alive period more), then the job runs as new.
+    started=$(date +%s.%N)
+    for r in 0 1 2; do
+      TUTTI_RANK=$r TUTTI_SIZE=3 TUTTI_JOB_ID=envjob TUTTI_ETCD_LEASE_TTL=3 \
+        TUTTI_STORE="etcd://$ETCD_ENDPOINT/plain" "$CHECK" >"$WORK/again.$r" 2>&1 &
+      pids[$r]=$!
+    done
+    for r in 0 1 2; do wait "${pids[$r]}" || fail "rerun: rank $r exited $?: $(tail -3 "$WORK/again.$r")"; done
+    grep -q "3 ranks, [0-9]* checks per rank, 0 failed" "$WORK/again.0" ||
+      fail "rerun: rank 0: $(tail -3 "$WORK/again.0")"
+    grep -q "waiting up to 5 s" "$WORK/again.0" || fail "the rerun did not wait out the old keys"
+    awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "[rerun] same job id at once: ran after %.1f s\n", e - s }'
+    # Their leases (3 s) end with them: the keys go by themselves.
+    for _ in $(seq 1 80); do [ -z "$(etcd_keys /plain/)" ] && break; sleep 0.1; done
+    [ -z "$(etcd_keys /plain/)" ] || fail "keys still in etcd 8 s after the ranks ended"
+    echo "[$CASE] the keys expired after the ranks ended"
+    ;;
+  restart)
+    etcd_up 127.0.0.1
+    cat >"$WORK/flaky.sh" <<FLAKY
+#!/bin/sh
+# Attempt 0: rank 1 fails before it ever meets the others (they are stopped by tuttirun).
+if [ "\$TUTTI_RESTART_COUNT" = 0 ] && [ "\$TUTTI_RANK" = 1 ]; then exit 3; fi
+exec "$CHECK"
+FLAKY
+    chmod +x "$WORK/flaky.sh"
+    "$TUTTIRUN" -np 3 --store "etcd://$ETCD_ENDPOINT/runs" --job-id flaky --restarts 1 \
+      --restart-backoff 0.1 -- "$WORK/flaky.sh" >"$WORK/out" 2>"$WORK/err" </dev/null ||
+      fail "tuttirun exited $?: $(tail -5 "$WORK/err")"
+    grep -q "3 ranks, [0-9]* checks per rank, 0 failed" "$WORK/out" || fail "no passing attempt"
+    left=$(etcd_keys /runs/)
+    [ -z "$left" ] || fail "tuttirun left keys in etcd: $(echo "$left" | head -3)"
+    echo "[$CASE] attempt 1 passed after attempt 0 failed; etcd is empty again"
+    ;;
+  unreachable)
+    started=$(date +%s)
+    TUTTI_RANK=0 TUTTI_SIZE=2 TUTTI_TIMEOUT=2 TUTTI_STORE="etcd://127.0.0.1:2379/none" \
+      timeout 30 "$CHECK" >"$WORK/out" 2>&1
+    rc=$?
+    took=$(($(date +%s) - started))
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "exit $rc, want a failure before timeout's 30 s"
+    [ "$took" -le 10 ] || fail "took $took s with TUTTI_TIMEOUT=2"
+    grep -q "etcd at http://127.0.0.1:2379 did not answer" "$WORK/out" ||
+      fail "the error does not name etcd's URL: $(tail -3 "$WORK/out")"
+    echo "[$CASE] failed in $took s: $(grep -o 'etcd at .*' "$WORK/out" | head -1)"
+    ;;
+  *) echo "etcd_cases.sh: unknown case '$1'" >&2; exit 2 ;;
+esac
+echo "[$CASE] ok"
