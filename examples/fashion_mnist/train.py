@@ -63,6 +63,8 @@ def parse_args():
     # job's first attempt only.
     p.add_argument("--kill-at-step", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--kill-rank", type=int, default=0, help=argparse.SUPPRESS)
+    # For the elastic tests: seconds each step sleeps, so that pods can be killed and added mid-run.
+    p.add_argument("--step-delay", type=float, default=0.0, help=argparse.SUPPRESS)
     args = p.parse_args()
     for name in ("epochs", "batch_size", "checkpoint_every", "log_every"):
         if getattr(args, name) < 1:
@@ -138,6 +140,13 @@ def resume(args, model, optimizer, rank, log):
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     log(f"resuming from {path} at epoch {state['epoch']} step {state['step']}")
+    saved_world = state.get("world_size", dist.get_world_size())
+    if saved_world != dist.get_world_size():
+        # An elastic job (torchrun --nnodes MIN:MAX) regrouped: the epoch goes on from the same
+        # batch index of the new ranks' shards, so some samples of this epoch are seen twice or
+        # not at all; the step count and the weights go on exactly.
+        log(f"the world changed from {saved_world} to {dist.get_world_size()} ranks since the "
+            f"checkpoint: this epoch goes on at batch {state['step_in_epoch']} of the new shards")
     return state["epoch"], state["step"], state["step_in_epoch"]
 
 
@@ -176,6 +185,8 @@ def main():
                     and restart_count() == 0:
                 print(f"rank {rank}: killing myself (SIGKILL) at step {step + 1}", flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
+            if args.step_delay:
+                time.sleep(args.step_delay)
             batch = indices[i * args.batch_size:(i + 1) * args.batch_size]
             optimizer.zero_grad()
             loss = F.cross_entropy(ddp(train_x[batch]), train_y[batch])

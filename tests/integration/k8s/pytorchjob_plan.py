@@ -3,7 +3,8 @@
 
   pytorchjob_plan.py [--venv LOCAL_VENV] MANIFEST PREFIX SOURCE PVC_ROOT
 
-MANIFEST holds one PyTorchJob (kubeflow.org/v1) with a Master and Workers, no elasticPolicy.
+MANIFEST holds one PyTorchJob (kubeflow.org/v1): a Master and Workers without an elasticPolicy,
+or Workers only with one.
 Prints, for `source`:
   JOB NAMESPACE MASTER_PORT NPROC (processes per pod, a number) WORLD (ranks in all)
   PODS          pod names, node rank order: <job>-master-0, <job>-worker-0, ...
@@ -16,7 +17,12 @@ Master and no elasticPolicy: PYTHONUNBUFFERED=1; MASTER_PORT, PET_MASTER_PORT (t
 `pytorchjob-port`, defaulted to 23456); MASTER_ADDR, PET_MASTER_ADDR (<job>-master-0, the Master's
 Service); WORLD_SIZE (all replicas x nprocPerNode, 1 when that is not a number); RANK and
 PET_NODE_RANK (the Master 0, worker i i+1); PET_NPROC_PER_NODE (spec.nprocPerNode, defaulted to
-"auto"); PET_NNODES (all replicas). Kubernetes adds HOSTNAME (the pod name).
+"auto"); PET_NNODES (all replicas). For Workers with an elasticPolicy (elastic.go): PYTHONUNBUFFERED=1,
+then PET_RDZV_ENDPOINT (rdzvHost, default <job>-worker-0, and rdzvPort, default the container's
+`pytorchjob-port`), PET_RDZV_BACKEND (default c10d), PET_NNODES (minReplicas:maxReplicas, else the
+replicas), PET_MAX_RESTARTS, PET_RDZV_ID and PET_RDZV_CONF (k=v,k=v) where given; no MASTER_*, RANK
+or WORLD_SIZE (PET_N_PROC_PER_NODE, which torchrun does not read, is refused: the command must say
+--nproc_per_node). WORLD is then the replicas' ranks. Kubernetes adds HOSTNAME (the pod name).
 Paths are mapped as the images lay them out: a directory the container image's Dockerfile copies
 from the source tree (`cp -r /src/REL /staging/DIR`) to SOURCE/REL; the rest of /usr/local/ (the
 images' `cmake --install` prefix) to PREFIX; the venv the Dockerfile makes (`python3 -m venv DIR`,
@@ -130,21 +136,45 @@ def main():
     name = job["metadata"]["name"]
     ns = job["metadata"].get("namespace", "default")
     spec = job["spec"]
-    if spec.get("elasticPolicy") is not None:
-        fail("elasticPolicy is not run here (PET_RDZV_* rendezvous)")
+    elastic = spec.get("elasticPolicy")
     replicas = spec["pytorchReplicaSpecs"]
-    if "Master" not in replicas:
-        fail("a job without a Master is not run here")
+    if elastic is None and "Master" not in replicas:
+        fail("a job without a Master is run here only with an elasticPolicy")
+    if elastic is not None and set(replicas) != {"Worker"}:
+        fail("an elasticPolicy is run here for a job of Workers only")
     counts = {role: int(r.get("replicas", 1)) for role, r in replicas.items()}
     total = sum(counts.values())
-    nproc = str(spec.get("nprocPerNode", "auto"))
-    nproc_int = int(nproc) if nproc.isdigit() else 1
-    if not nproc.isdigit():
-        fail(f"nprocPerNode {nproc!r}: only a number of processes per pod is run here")
     mapper = Mapper(prefix, source, pvc_root, args.venv)
-    master = pytorch_container(replicas["Master"]["template"]["spec"], "Master")
-    port = master_port(master)
-    master_addr = f"{name}-master-0"
+    if elastic is None:
+        nproc = str(spec.get("nprocPerNode", "auto"))
+        if not nproc.isdigit():
+            fail(f"nprocPerNode {nproc!r}: only a number of processes per pod is run here")
+        master = pytorch_container(replicas["Master"]["template"]["spec"], "Master")
+        port = master_port(master)
+        master_addr = f"{name}-master-0"
+    else:
+        worker = pytorch_container(replicas["Worker"]["template"]["spec"], "Worker")
+        words = [str(w) for w in list(worker.get("command") or []) + list(worker.get("args") or [])]
+        nproc = next((words[i + 1] for i, w in enumerate(words[:-1])
+                      if w in ("--nproc_per_node", "--nproc-per-node")), None)
+        if elastic.get("nProcPerNode") is not None or nproc is None or not nproc.isdigit():
+            fail("an elastic job's command must give --nproc_per_node N (the operator passes "
+                 "elasticPolicy.nProcPerNode as PET_N_PROC_PER_NODE, which torchrun does not read)")
+        port = int(elastic.get("rdzvPort") or master_port(worker))
+        endpoint = f"{elastic.get('rdzvHost') or name + '-worker-0'}:{port}"
+        low, high = elastic.get("minReplicas"), elastic.get("maxReplicas")
+        elastic_env = [f"PET_RDZV_ENDPOINT={endpoint}",
+                       f"PET_RDZV_BACKEND={elastic.get('rdzvBackend', 'c10d')}",
+                       f"PET_NNODES={low}:{high}" if low is not None or high is not None
+                       else f"PET_NNODES={counts['Worker']}"]
+        if elastic.get("maxRestarts") is not None:
+            elastic_env.append(f"PET_MAX_RESTARTS={elastic['maxRestarts']}")
+        if elastic.get("rdzvId") is not None:
+            elastic_env.append(f"PET_RDZV_ID={elastic['rdzvId']}")
+        if elastic.get("rdzvConf"):
+            elastic_env.append("PET_RDZV_CONF=" + ",".join(f"{c['key']}={c['value']}"
+                                                          for c in elastic["rdzvConf"]))
+    nproc_int = int(nproc)
     pods, argvs, envs, venvs, claims = [], [], [], [], set()
     for role in ("Master", "Worker"):
         if role not in replicas:
@@ -172,18 +202,22 @@ def main():
                 if "value" not in e:
                     fail(f"env {e.get('name')} has no plain value (valueFrom is not run here)")
                 env.append(f"{e['name']}={mapper.word(e['value'], pairs)}")
-            env += ["PYTHONUNBUFFERED=1",
-                    f"MASTER_PORT={port}", f"PET_MASTER_PORT={port}",
-                    f"MASTER_ADDR={master_addr}", f"PET_MASTER_ADDR={master_addr}",
-                    f"WORLD_SIZE={total * nproc_int}", f"RANK={rank}", f"PET_NODE_RANK={rank}",
-                    f"PET_NPROC_PER_NODE={nproc}", f"PET_NNODES={total}",
-                    f"HOSTNAME={pod}"]
+            if elastic is None:
+                env += ["PYTHONUNBUFFERED=1",
+                        f"MASTER_PORT={port}", f"PET_MASTER_PORT={port}",
+                        f"MASTER_ADDR={master_addr}", f"PET_MASTER_ADDR={master_addr}",
+                        f"WORLD_SIZE={total * nproc_int}", f"RANK={rank}", f"PET_NODE_RANK={rank}",
+                        f"PET_NPROC_PER_NODE={nproc}", f"PET_NNODES={total}"]
+            else:
+                env += ["PYTHONUNBUFFERED=1"] + elastic_env
+            env.append(f"HOSTNAME={pod}")
             pods.append(pod)
             argvs.append([mapper.word(w, pairs) for w in words])
             envs.append(env)
             venvs.append(mapper.venv if venv_used else "")
     out = [f"JOB={shlex.quote(name)}", f"NAMESPACE={shlex.quote(ns)}", f"MASTER_PORT={port}",
-           f"NPROC={nproc_int}", f"WORLD={total * nproc_int}"]
+           f"NPROC={nproc_int}", f"WORLD={total * nproc_int}",
+           f"ELASTIC={'1' if elastic is not None else ''}"]
 
     def array(key, words):
         out.append(f"{key}=({' '.join(shlex.quote(str(w)) for w in words)})")

@@ -42,6 +42,18 @@
 # runPolicy.backoffLimit counts it, and nothing is left in any pod. Then the restart: both
 # containers run again, as the kubelet would start them, resume from the PVC's checkpoint and
 # finish 20 steps later with equal weights on every rank.
+# elastic (a manifest with an elasticPolicy: torchrun's elastic agents, PET_NNODES=MIN:MAX): once a
+# checkpoint is on the PVC, the last pod is lost (everything in it killed, the namespace deleted).
+# The other pods' torchruns must restart their workers into a round without it, which resumes from
+# the checkpoint; once that round has saved a checkpoint of its own, the pod is made again (same
+# name) and its container started, as the operator recreates a pod: the running agents must take
+# it in (a round with every pod, resumed from the checkpoint), and every container exits 0 with the
+# final round's ranks on equal weights. Prints the time from the loss to the first resumed step,
+# and from the new pod's start to the first step with it.
+# master (elastic): the same loss, of worker 0, the pod that serves the rendezvous store. The
+# others' torchruns then fail; the pod is made again under its name with a new address (its
+# Service's name follows it), and every container is restarted (restartPolicy OnFailure): all meet
+# at the name again, resume from the checkpoint and finish.
 # Exits 77 (ctest SKIPPED) only where namespaces cannot be made or a pod's Python lacks torch.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -50,7 +62,7 @@ SOURCE=$(cd "$HERE/../../.." && pwd)
 CASE=$1 K=$2 MANIFEST=$3 PREFIX=$4 MODE=${5:-run} BACKEND=${6:-gloo}
 VENV_PYTHON=${7:-} PACKAGE_DIR=${8:-}
 PY=/usr/bin/python3
-case $MODE in run | kill) ;; *) echo "FAIL [$CASE]: mode '$MODE' is neither run nor kill" >&2; exit 1 ;; esac
+case $MODE in run | kill | elastic | master) ;; *) echo "FAIL [$CASE]: mode '$MODE' is not run, kill, elastic or master" >&2; exit 1 ;; esac
 if [ -n "$VENV_PYTHON" ] && [ -z "$PACKAGE_DIR" ]; then
   echo "FAIL [$CASE]: VENV_PYTHON $VENV_PYTHON given without PACKAGE_DIR (tutti's package for it)" >&2
   exit 1
@@ -195,23 +207,29 @@ argv_for() {
   ARGV+=("$@")
 }
 
-# start_pods EXTRA...: every pod's container, as the kubelet starts it: its env and nothing else,
-# in its pod, under its hostname, output to $WORK/out.<i>.<attempt>.
+# start_pod I OUT EXTRA...: pod I's container, as the kubelet starts it: its env and nothing else,
+# in its pod, under its hostname, output to OUT; CONTAINER_PIDS[I] is its pid.
+CONTAINER_PIDS=()
+start_pod() {
+  local i=$1 out=$2
+  shift 2
+  argv_for "$i" "$@"
+  local -n env="ENV_$i"
+  mkdir -p "$WORK/tmp.$i" "$WORK/home.$i"
+  # shellcheck disable=SC2016 # $0 and $@ are the inner shell's
+  ip netns exec "${PODS[$i]}" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "${PODS[$i]}" \
+    env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$WORK/home.$i" TMPDIR="$WORK/tmp.$i" PYTHONDONTWRITEBYTECODE=1 \
+    ${PYPATHS[i]:+PYTHONPATH=${PYPATHS[i]}} "${env[@]}" "${ARGV[@]}" >"$out" 2>&1 </dev/null &
+  CONTAINER_PIDS[i]=$!
+}
+
+# start_pods EXTRA...: every pod's container, output to $WORK/out.<i>.<attempt>.
 ATTEMPT=0
 start_pods() {
   ATTEMPT=$((ATTEMPT + 1))
   CONTAINER_PIDS=()
   local i
-  for i in "${!PODS[@]}"; do
-    argv_for "$i" "$@"
-    local -n env="ENV_$i"
-    mkdir -p "$WORK/tmp.$i" "$WORK/home.$i"
-    # shellcheck disable=SC2016 # $0 and $@ are the inner shell's
-    ip netns exec "${PODS[$i]}" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "${PODS[$i]}" \
-      env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$WORK/home.$i" TMPDIR="$WORK/tmp.$i" PYTHONDONTWRITEBYTECODE=1 \
-      ${PYPATHS[i]:+PYTHONPATH=${PYPATHS[i]}} "${env[@]}" "${ARGV[@]}" >"$WORK/out.$i.$ATTEMPT" 2>&1 </dev/null &
-    CONTAINER_PIDS+=($!)
-  done
+  for i in "${!PODS[@]}"; do start_pod "$i" "$WORK/out.$i.$ATTEMPT" "$@"; done
   note "attempt $ATTEMPT: $(printf '%q ' "${ARGV[@]}")"
 }
 
@@ -284,6 +302,109 @@ check_checkpoint() {
 CKPT=$(printf '%s\n' "${ARGV_0[@]}" | grep -A1 -x -- --checkpoint | tail -1)
 case $CKPT in "$WORK/pvc/"*) ;; *) fail "the master's --checkpoint ($CKPT) is not on a PVC" ;; esac
 STARTED=$(date +%s)
+# poll SECONDS WHAT COMMAND...: until COMMAND succeeds (every 0.1 s); fails naming WHAT past SECONDS.
+poll() {
+  local deadline=$(($(date +%s) + $1)) what=$2
+  shift 2
+  until "$@"; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$what: not within the time allowed"
+    sleep 0.1
+  done
+}
+# lines PATTERN FILE...: how many lines of the files match (0 when none do or a file is missing).
+lines() {
+  local pattern=$1
+  shift
+  cat "$@" 2>/dev/null | grep -cE "$pattern" || true
+}
+# after_line FIRST THEN FILE...: whether some file has a line matching THEN after one matching FIRST
+# (the n-th such FIRST, n = ${NTH:-1}).
+after_line() {
+  local first=$1 then=$2 f
+  shift 2
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    awk -v a="$first" -v b="$then" -v nth="${NTH:-1}" '$0 ~ a { n++ } n >= nth && $0 ~ b { found = 1 } END { exit !found }' "$f" && return 0
+  done
+  return 1
+}
+seconds_since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
+
+if [ "$MODE" = elastic ] || [ "$MODE" = master ]; then
+  [ -n "$ELASTIC" ] || fail "mode $MODE needs a manifest with an elasticPolicy"
+  [ "$TRAINER" = train.py ] || fail "mode $MODE runs train.py"
+  N=${#PODS[@]}
+  [ "$NPROC" -eq 1 ] || fail "mode $MODE counts ranks as pods: give --nproc_per_node 1"
+  VICTIM=$((N - 1))
+  [ "$MODE" = master ] && VICTIM=0
+  STEPS=300
+  RUN_ARGS=("${TRAIN_ARGS[@]}" --max-steps "$STEPS" --step-delay 0.1)
+  ranks_line() { echo "train.py: $1 ranks, backend $BACKEND,"; }
+  step_any='epoch [0-9]+ step [0-9]+ \('
+  start_pods "${RUN_ARGS[@]}"
+  poll 180 "a round of $N pods and a checkpoint" after_line "$(ranks_line "$N")" "checkpoint saved at step" "$WORK"/out.*.1
+  saved=$(cat "$WORK"/out.*.1 | grep -oE "checkpoint saved at step [0-9]+" | tail -1 | grep -oE '[0-9]+$')
+  note "$N pods training, checkpoint at step $saved; losing pod ${PODS[$VICTIM]}"
+  lost_at=$(date +%s.%N)
+  pods_kill_and_delete "${PODS[$VICTIM]}"
+  wait "${CONTAINER_PIDS[$VICTIM]}" 2>/dev/null || true
+  unset "CONTAINER_PIDS[$VICTIM]"
+  others=()
+  for i in "${!PODS[@]}"; do [ "$i" -eq "$VICTIM" ] || others+=("$WORK/out.$i.1"); done
+  if [ "$MODE" = elastic ]; then
+    # The others regroup without it and resume from the checkpoint.
+    poll 180 "the other $((N - 1)) pods regrouping and training" \
+      after_line "$(ranks_line $((N - 1)))" "$step_any" "${others[@]}"
+    regroup=$(seconds_since "$lost_at")
+    resumed=$(cat "${others[@]}" | grep -oE "resuming from $CKPT at epoch [0-9]+ step [0-9]+" | tail -1 | grep -oE '[0-9]+$')
+    [ -n "$resumed" ] && [ "$resumed" -ge "$saved" ] || fail "the $((N - 1)) pods did not resume from the step-$saved checkpoint (resumed: ${resumed:-none})"
+    note "$((N - 1)) pods went on from step $resumed; first step $regroup s after the loss"
+    poll 120 "a checkpoint of the $((N - 1))-pod round" \
+      after_line "$(ranks_line $((N - 1)))" "checkpoint saved at step" "${others[@]}"
+    # The operator makes the pod again, under its name and address; the kubelet starts its container.
+    pod_add "${PODS[$VICTIM]}" "$K" "$VICTIM" || fail "cannot make ${PODS[$VICTIM]} again"
+    pod_link_wait "${PODS[$VICTIM]}" eth0 "tp${K}h${VICTIM}" || fail "${PODS[$VICTIM]}'s link never came up"
+    added_at=$(date +%s.%N)
+    start_pod "$VICTIM" "$WORK/out.$VICTIM.2" "${RUN_ARGS[@]}"
+    finals=("${others[@]}" "$WORK/out.$VICTIM.2")
+    NTH=2 poll 180 "a round with the new pod" after_line "$(ranks_line "$N")" "$step_any" "${finals[@]}" "$WORK/out.$VICTIM.1"
+    grow=$(seconds_since "$added_at")
+    note "$N pods again; first step with the new pod $grow s after its container started"
+    wait_pods 240
+    note "containers exited ${RCS[*]}"
+    for i in "${!RCS[@]}"; do [ "${RCS[$i]}" -eq 0 ] || fail "pod ${PODS[$i]}'s container exited ${RCS[$i]}"; done
+  else
+    # The others' torchruns lose the rendezvous store with worker 0 and fail; then the pod comes
+    # back under its name with a new address, and every container is restarted.
+    wait_pods 180
+    note "the other containers exited ${RCS[*]} after losing the rendezvous host"
+    for i in "${!RCS[@]}"; do [ "${RCS[$i]}" -ne 0 ] || fail "pod ${PODS[$i]}'s container exited 0 without its rendezvous host"; done
+    pod_add "${PODS[0]}" "$K" 9 || fail "cannot make ${PODS[0]} again"
+    pod_link_wait "${PODS[0]}" eth0 "tp${K}h9" || fail "${PODS[0]}'s link never came up"
+    sed -i "s/^$(pod_ip "$K" 0) ${PODS[0]} /$(pod_ip "$K" 9) ${PODS[0]} /" /etc/hosts
+    grep -q "^$(pod_ip "$K" 9) ${PODS[0]} " /etc/hosts || fail "${PODS[0]}'s name does not follow it"
+    note "${PODS[0]} is back at $(pod_ip "$K" 9); restarting every container"
+    back_at=$(date +%s.%N)
+    ATTEMPT=1
+    start_pods "${RUN_ARGS[@]}"
+    finals=("$WORK"/out.*.2)
+    poll 180 "every pod training again" after_line "$(ranks_line "$N")" "$step_any" "${finals[@]}"
+    resumed=$(cat "${finals[@]}" | grep -oE "resuming from $CKPT at epoch [0-9]+ step [0-9]+" | tail -1 | grep -oE '[0-9]+$')
+    [ -n "$resumed" ] && [ "$resumed" -ge "$saved" ] || fail "the job did not resume from the step-$saved checkpoint (resumed: ${resumed:-none})"
+    note "resumed at step $resumed; first step $(seconds_since "$back_at") s after the restart"
+    wait_pods 240
+    for i in "${!RCS[@]}"; do [ "${RCS[$i]}" -eq 0 ] || fail "restarted pod ${PODS[$i]}'s container exited ${RCS[$i]}"; done
+  fi
+  # The last round's ranks (one per pod) ran to the end on equal weights.
+  sums=$(cat "${finals[@]}" | grep -oE "rank [0-9]+: $STEPS steps, weights checksum [0-9a-f]+" | sort -u)
+  [ "$(echo "$sums" | grep -c .)" -eq "$N" ] || fail "$(echo "$sums" | grep -c .) ranks finished $STEPS steps, want $N: $sums"
+  [ "$(echo "$sums" | awk '{ print $NF }' | sort -u | wc -l)" -eq 1 ] || fail "the ranks ended on different weights: $sums"
+  note "$N ranks finished $STEPS steps on weights $(echo "$sums" | awk 'NR == 1 { print $NF }')"
+  expect_no_leftovers
+  note PASS
+  exit 0
+fi
+
 if [ "$MODE" = run ]; then
   start_pods --max-steps 20 "${TRAIN_ARGS[@]}"
   wait_pods 200
