@@ -18,6 +18,8 @@ packages=(
   # TUTTI_STORE=etcd://: libtutti loads libcurl when an etcd store is named (its headers build it); the
   # tests start a real etcd (etcd-server; its own service is not needed) and etcdctl reads it back.
   libcurl4-openssl-dev etcd-server etcd-client
+  # torchrun --rdzv_backend etcd (tests/integration/etcd): Debian torch's etcd rendezvous imports it.
+  python3-etcd
   # scripts/k8s_validate.py (ctest -L k8s): the manifests in examples/k8s against the CRDs' schemas.
   python3-jsonschema python3-yaml
   # tuttirun --exec ssh is tested against real sshds that the test starts inside network-namespace

@@ -8,13 +8,28 @@
 #     restart      tuttirun --store --restarts 1: attempt 0 fails, attempt 1 passes in a clean prefix;
 #                  nothing is left in etcd
 #     unreachable  no etcd: every rank fails within TUTTI_TIMEOUT, naming the URL
+#     torchrun     torchrun's etcd rendezvous (--rdzv_backend etcd: etcd's v2 API through
+#                  python3-etcd) with 2 agents and train.py --backend tutti, whose process group then
+#                  runs on torch's EtcdStore: rank 1 is killed at step 15, both agents restart their
+#                  workers (a second rendezvous round in etcd), which resume from the step-10
+#                  checkpoint and end 30 steps on equal weights. Needs pythonpath=DIR (the build's
+#                  tutti package for Debian's torch) and train=PATH.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PODS_DIR=$HERE/../pods
 CASE=etcd_${1:-}
+TUTTI_PYTHONPATH='' TRAIN=''
+args=()
+for arg in "${@:2}"; do
+  case $arg in
+    pythonpath=*) TUTTI_PYTHONPATH=${arg#*=} ;;
+    train=*) TRAIN=${arg#*=} ;;
+    *) args+=("$arg") ;;
+  esac
+done
 # shellcheck source=../pods/pods.sh
 source "$PODS_DIR/pods.sh"
-pods_case_setup "etcd-$1" 0 "${@:2}"
+pods_case_setup "etcd-$1" 0 ${args[@]+"${args[@]}"}
 # shellcheck source=../pods/etcd.sh
 source "$PODS_DIR/etcd.sh"
 pods_user_stop() { etcd_down; }
@@ -82,6 +97,36 @@ FLAKY
     grep -q "etcd at http://127.0.0.1:2379 did not answer" "$WORK/out" ||
       fail "the error does not name etcd's URL: $(tail -3 "$WORK/out")"
     echo "[$CASE] failed in $took s: $(grep -o 'etcd at .*' "$WORK/out" | head -1)"
+    ;;
+  torchrun)
+    PY=/usr/bin/python3
+    "$PY" -c 'import torch.distributed.run, etcd' 2>/dev/null ||
+      pods_skip "Debian's python3 lacks torch or python3-etcd (make deps)"
+    [ -n "$TUTTI_PYTHONPATH" ] && [ -f "$TRAIN" ] || fail "torchrun needs pythonpath= and train="
+    # torchrun's etcd rendezvous speaks etcd's v2 API, which etcd 3.4 serves when asked.
+    ETCD_EXTRA=(--enable-v2=true)
+    etcd_up 127.0.0.1
+    pids=()
+    for node in 0 1; do
+      PYTHONPATH=$TUTTI_PYTHONPATH PYTHONDONTWRITEBYTECODE=1 OMP_NUM_THREADS=1 timeout -k 5 200 \
+        "$PY" -m torch.distributed.run --redirects 1 --tee 1 --nnodes 2 --nproc_per_node 1 \
+        --rdzv_backend etcd --rdzv_endpoint "$ETCD_ENDPOINT" --rdzv_id etcdjob --max_restarts 1 \
+        --monitor_interval 1 "$TRAIN" --backend tutti --max-steps 30 --log-every 5 --no-eval \
+        --checkpoint "$WORK/ckpt.pt" --checkpoint-every 10 --kill-at-step 15 --kill-rank 1 \
+        >"$WORK/node.$node" 2>&1 </dev/null &
+      pids+=($!)
+    done
+    for node in 0 1; do
+      wait "${pids[$node]}" || fail "torchrun $node exited $?: $(tail -5 "$WORK/node.$node")"
+    done
+    all=$(cat "$WORK/node.0" "$WORK/node.1")
+    grep -q "Creating EtcdStore as the c10d::Store" <<<"$all" || fail "torchrun did not rendezvous in etcd"
+    grep -q "killing myself (SIGKILL) at step 15" <<<"$all" || fail "rank 1 was never killed"
+    grep -qE "resuming from $WORK/ckpt.pt at epoch 0 step 10" <<<"$all" || fail "no resume from the step-10 checkpoint"
+    sums=$(grep -oE "rank [01]: 30 steps, weights checksum [0-9a-f]+" <<<"$all" | sort -u)
+    [ "$(grep -c . <<<"$sums")" -eq 2 ] || fail "not both ranks finished 30 steps: $sums"
+    [ "$(awk '{ print $NF }' <<<"$sums" | sort -u | wc -l)" -eq 1 ] || fail "different weights: $sums"
+    echo "[$CASE] rendezvous in etcd, rank 1 killed at 15, resumed at 10, both ranks 30 steps on $(awk 'NR == 1 { print $NF }' <<<"$sums")"
     ;;
   *) echo "etcd_cases.sh: unknown case '$1'" >&2; exit 2 ;;
 esac

@@ -9,6 +9,7 @@
 
 ETCD_PID=''
 ETCD_ENDPOINT=''
+ETCD_EXTRA=()  # more etcd flags (--enable-v2=true for torchrun's etcd rendezvous)
 
 etcd_up() {
   local addr=$1
@@ -19,7 +20,7 @@ etcd_up() {
   etcd --name pods --data-dir "$WORK/etcd/data" --log-level warn \
     --listen-client-urls "http://$addr:2379" --advertise-client-urls "http://$addr:2379" \
     --listen-peer-urls "http://127.0.0.1:2380" --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --initial-cluster pods=http://127.0.0.1:2380 >"$WORK/etcd/log" 2>&1 &
+    --initial-cluster pods=http://127.0.0.1:2380 ${ETCD_EXTRA[@]+"${ETCD_EXTRA[@]}"} >"$WORK/etcd/log" 2>&1 &
   ETCD_PID=$!
   local _
   for _ in $(seq 1 100); do
