@@ -4,6 +4,10 @@
 #                                                  survivors end with 3*20 + 2*40 = 140
 #   elastic_check.sh grow TUTTIRUN PYTHON SCRIPT   2 ranks, then the discovery script lists 4 slots:
 #                                                  2 join; all 4 end with the same total
+#   elastic_check.sh torch-die|torch-grow TUTTIRUN PYTHON torch_elastic_test.py   the same two with
+#                                                  a torch model (tutti.torch.elastic.TorchState):
+#                                                  every rank that finishes matches its replay and
+#                                                  they all end on the same weights
 set -u
 mode=$1 tuttirun=$2 python=$3 script=$4
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
@@ -39,5 +43,30 @@ EOS
     [ "$totals" -eq $((2 * at + 4 * (steps - at))) ] ||
       fail "total $totals, want 2 ranks for $at steps, then 4"
     echo "OK: grew from 2 to 4 ranks at step $at; every rank's total is $totals" ;;
+  torch-die | torch-grow)
+    if [ "$mode" = torch-die ]; then
+      want=2
+      TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" -np 3 --min-np 2 -- "$python" "$script" 40 4 die:1:10 \
+        > "$dir/out" 2>&1
+    else
+      want=4
+      cat > "$dir/discover" <<EOS
+#!/bin/sh
+n=\$(cat "$dir/count" 2>/dev/null || echo 0); echo \$((n + 1)) > "$dir/count"
+if [ "\$n" -lt 3 ]; then echo localhost:2; else echo localhost:4; fi
+EOS
+      chmod +x "$dir/discover"
+      TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" --max-np 4 \
+        --discovery-interval 0.2 -- "$python" "$script" 300 5 sleep:10 > "$dir/out" 2>&1
+    fi
+    rc=$?
+    cat "$dir/out"
+    [ $rc -eq 0 ] || fail "tuttirun exited $rc"
+    grep -q "reset: $want ranks" "$dir/out" || fail "rank 0 never reset to $want ranks"
+    [ "$(grep -c "DONE member .* of $want steps .* replay ok" "$dir/out")" -eq "$want" ] ||
+      fail "not $want ranks finished matching their replay"
+    sums=$(grep "DONE member" "$dir/out" | sed -E 's/.* checksum ([0-9a-f]+) .*/\1/' | sort -u)
+    [ "$(echo "$sums" | wc -l)" -eq 1 ] || fail "ranks ended on different weights: $sums"
+    echo "OK: $mode: $want ranks ended on weights $sums, each matching its replay" ;;
   *) fail "unknown mode $mode" ;;
 esac
