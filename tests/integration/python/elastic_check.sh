@@ -8,9 +8,20 @@
 #                                                  a torch model (tutti.torch.elastic.TorchState):
 #                                                  every rank that finishes matches its replay and
 #                                                  they all end on the same weights
+#   elastic_check.sh torch2-die TUTTIRUN VENV_PYTHON torch_elastic_test.py CORE_DIR TORCH2_DIR
+#                                                  torch-die on PyPI's torch 2.x: the core package
+#                                                  (CORE_DIR/tutti) with the torch 2.x build's
+#                                                  tutti.torch (TORCH2_DIR/tutti/torch), as pip
+#                                                  install . lays them out in one package
 set -u
 mode=$1 tuttirun=$2 python=$3 script=$4
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+if [ "$mode" = torch2-die ]; then
+  mkdir -p "$dir/pkg" && cp -r "$5/tutti" "$dir/pkg/" && rm -rf "$dir/pkg/tutti/torch" &&
+    cp -r "$6/tutti/torch" "$dir/pkg/tutti/" || { echo "FAIL: cannot lay out the package"; exit 1; }
+  export PYTHONPATH=$dir/pkg
+  mode=torch-die
+fi
 fail() { echo "FAIL: $*"; exit 1; }
 case $mode in
   die)
