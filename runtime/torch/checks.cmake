@@ -48,3 +48,7 @@ add_executable(torch_binding_check
   ${TUTTI_TORCH_CHECKS_SOURCE_DIR}/tests/integration/torch_binding/torch_binding_check.cc)
 target_link_libraries(torch_binding_check PRIVATE tutti_torch)
 tutti_torch_fmt(torch_binding_check)
+
+add_executable(elastic_state_check
+  ${TUTTI_TORCH_CHECKS_SOURCE_DIR}/tests/integration/torch_binding/elastic_state_check.cc)
+target_link_libraries(elastic_state_check PRIVATE tutti_torch)

@@ -50,6 +50,11 @@ struct RunOptions;
 // outlive the State and keep their size.
 class TUTTI_CXX_API State {
  public:
+  State() = default;
+  virtual ~State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
   // Registers `bytes` under `name` (unique). Error(kInvalidArgument) for a name used twice.
   void add(const std::string& name, std::span<std::byte> bytes);
   template <typename T>
@@ -61,12 +66,14 @@ class TUTTI_CXX_API State {
   // memcpy of the state); the first commit is the starting point. Inside run() of an elastic job
   // (tuttirun --max-np) it also asks whether ranks joined (one 8-byte broadcast) and throws
   // MembershipChanged, after the copy, when they did.
-  void commit();
+  // (commit, restore and sync are virtual: a state of other things, the libtorch binding's
+  // TorchState, adds its own to these.)
+  virtual void commit();
   // Copies the last commit back into the buffers (Error(kInvalidArgument) before any commit).
-  void restore();
+  virtual void restore();
   // Every rank's buffers become `root`'s (one broadcast per buffer), and its commit too: after a
   // shrink the survivors agree on one state even when they had committed different steps.
-  void sync(const Communicator& comm, int root = 0);
+  virtual void sync(const Communicator& comm, int root = 0);
   // Runs after each reset (shrink, restore, sync), before the work is called again: repartition
   // data, rebuild optimizers, log. Called in the order added.
   void on_reset(std::function<void(const Communicator&)> callback);

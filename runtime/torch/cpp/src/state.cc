@@ -1,6 +1,7 @@
 // broadcast_parameters and broadcast_optimizer_state: root's model and optimizer onto every rank.
 #include <c10/util/StringUtil.h>
 
+#include "optimizer_bytes.hpp"
 #include "tutti/torch_state.hpp"
 
 namespace tutti::torchx {
@@ -46,22 +47,6 @@ void require_same_list(const std::vector<std::pair<std::string, torch::Tensor>>&
                          named.size(), " tensors here)"));
 }
 
-// libtorch 1.13's Optimizer::load() restores the state but keeps this optimizer's own options;
-// Horovod's semantics take root's hyper-parameters too. The options sit in the archive that save()
-// wrote, per group, and each group's OptimizerOptions reads its own kind through its virtual
-// serialize().
-void load_group_options(torch::serialize::InputArchive& archive,
-                        torch::optim::Optimizer& optimizer) {
-  torch::serialize::InputArchive groups;
-  archive.read("param_groups", groups);
-  for (size_t i = 0; i < optimizer.param_groups().size(); ++i) {
-    torch::serialize::InputArchive group, options;
-    groups.read("param_groups/" + std::to_string(i), group);
-    group.read("options", options);
-    optimizer.param_groups()[i].options().serialize(options);
-  }
-}
-
 }  // namespace
 
 void broadcast_parameters(const std::vector<std::pair<std::string, torch::Tensor>>& named_tensors,
@@ -88,12 +73,7 @@ void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root,
   std::string root_error;
   if (comm.rank() == root) {
     try {
-      torch::serialize::OutputArchive archive;
-      optimizer.save(archive);
-      archive.save_to([&bytes](const void* data, size_t n) {
-        bytes.append(static_cast<const char*>(data), n);
-        return n;
-      });
+      bytes = save_optimizer(optimizer);
       size = static_cast<int64_t>(bytes.size());
     } catch (const std::exception& e) {
       root_error = e.what();
@@ -110,11 +90,7 @@ void broadcast_optimizer_state(torch::optim::Optimizer& optimizer, int root,
   comm.broadcast(bytes.data(), bytes.size(), DataType::kUInt8, root);
   if (comm.rank() == root) return;
   try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(bytes.data(), bytes.size());
-    optimizer.state().clear();  // what root lacks must be absent here too
-    optimizer.load(archive);
-    load_group_options(archive, optimizer);
+    load_optimizer(optimizer, bytes);
   } catch (const c10::Error& e) {
     throw Error(ErrorCode::kMismatch,
                 c10::str("tutti::torchx::broadcast_optimizer_state: root ", root,

@@ -3,4 +3,5 @@
 
 #include "tutti/torch_ops.hpp"
 #include "tutti/torch_optimizer.hpp"
+#include "tutti/torch_elastic.hpp"
 #include "tutti/torch_state.hpp"
