@@ -251,6 +251,11 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
                               const std::vector<std::pair<std::string, std::string>>& extra) {
     Environment env = rank_environment(base, s.exports, slot, size, s.job);
     for (const auto& [name, value] : extra) env.set(name, value);
+    if (elastic) {
+      // Below --min-np the survivors wait in elastic::run for the ranks this launcher adds.
+      env.set("TUTTI_ELASTIC_MIN_NP", std::to_string(s.options.min_np));
+      env.set("TUTTI_ELASTIC_TIMEOUT", fmt::format("{}", s.options.elastic_timeout_seconds));
+    }
     if (set_torch_identity(env, s.exports, slot, size) && !one_thread_said) {
       one_thread_said = true;
       log::info(
@@ -311,10 +316,11 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
         [&mux](const std::string& line) { mux.sink().write(Stream::kStderr, line + "\n"); });
   }
 
-  Supervisor supervisor(ranks, *backend, mux, signals,
-                        SupervisorOptions{s.options.grace_seconds, s.options.verbose,
-                                          backend->remote(), s.options.min_np},
-                        growth ? &*growth : nullptr);
+  Supervisor supervisor(
+      ranks, *backend, mux, signals,
+      SupervisorOptions{s.options.grace_seconds, s.options.verbose, backend->remote(),
+                        s.options.min_np, s.options.elastic_timeout_seconds},
+      growth ? &*growth : nullptr);
   int code = supervisor.run();
   *interrupted = supervisor.interrupted();
   return code;

@@ -22,7 +22,7 @@ namespace {
 
 // Options that consume the next argument unless written as --opt=value. Needed to find where the
 // rank command starts without letting CLI11 swallow the command's own options.
-constexpr std::array<std::string_view, 32> kValueOptions = {"-np",
+constexpr std::array<std::string_view, 33> kValueOptions = {"-np",
                                                             "-n",
                                                             "--np",
                                                             "--timeout",
@@ -53,7 +53,8 @@ constexpr std::array<std::string_view, 32> kValueOptions = {"-np",
                                                             "--discovery-interval",
                                                             "--blacklist-after",
                                                             "--pods-selector",
-                                                            "--store"};
+                                                            "--store",
+                                                            "--elastic-timeout"};
 
 bool takes_value(std::string_view arg) {
   return std::find(kValueOptions.begin(), kValueOptions.end(), arg) != kValueOptions.end();
@@ -223,6 +224,12 @@ ParseResult parse_options(std::span<const std::string> args) {
                  "Elastic: seconds between runs of the discovery script (default 1)");
   app.add_option("--blacklist-after", blacklist_text,
                  "Elastic: a host whose ranks failed K times gets no new ranks (default 1)");
+  std::string elastic_timeout_text = "600";
+  app.add_option(
+      "--elastic-timeout", elastic_timeout_text,
+      "Elastic: when deaths leave fewer than --min-np ranks, wait this long (seconds, "
+      "default 600) for the discovery script to give hosts for new ranks before stopping "
+      "the job; the survivors wait in elastic::run");
   app.add_flag("--mpirun", opts.mpirun,
                "Hand the job to Open MPI's mpirun with a hostfile and kubexec/ssh as its remote "
                "shell");
@@ -277,6 +284,7 @@ ParseResult parse_options(std::span<const std::string> args) {
     if (app.count("--max-np") > 0)
       opts.max_np = static_cast<int>(parse::integer(max_np_text, "--max-np", 1, kMaxRanks));
     opts.discovery_interval_seconds = parse::seconds(interval_text, "--discovery-interval", 0.01);
+    opts.elastic_timeout_seconds = parse::seconds(elastic_timeout_text, "--elastic-timeout", 0.001);
     opts.blacklist_after =
         static_cast<int>(parse::integer(blacklist_text, "--blacklist-after", 1, 1000000));
     opts.store_port =
@@ -334,7 +342,8 @@ ParseResult parse_options(std::span<const std::string> args) {
   }
   const bool elastic = !opts.host_discovery_script.empty();
   if (!elastic) {
-    for (const char* option : {"--max-np", "--discovery-interval", "--blacklist-after"})
+    for (const char* option :
+         {"--max-np", "--discovery-interval", "--blacklist-after", "--elastic-timeout"})
       if (app.count(option) > 0)
         return usage_error(fmt::format(
             "{} needs --host-discovery-script: it is what says which hosts new ranks can go to",

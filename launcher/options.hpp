@@ -40,6 +40,8 @@ struct LaunchOptions {
   int max_np = 0;
   double discovery_interval_seconds = 1.0;
   int blacklist_after = 1;
+  // Below --min-np an elastic job waits this long for hosts before it stops.
+  double elastic_timeout_seconds = 600.0;
   double restart_backoff_seconds = 10.0;
   bool mpirun = false;
   std::string mpirun_path = "mpirun";

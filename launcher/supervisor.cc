@@ -91,6 +91,19 @@ void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
       went_on_ = true;
       return;
     }
+    if (growth_ != nullptr && running > 0) {
+      // Horovod's rule: an elastic job below its minimum waits for hosts (the discovery script
+      // goes on; new ranks join the survivors, who wait for them in elastic::run).
+      if (!below_min_until_)
+        below_min_until_ = Deadline::after_seconds(options_.elastic_timeout_seconds);
+      say(fmt::format(
+          "{}; {} rank{} left, fewer than --min-np {}: waiting up to {}s for hosts to "
+          "add ranks (--elastic-timeout)",
+          rank_failure_line(r.slot.rank, r.process.pid(), status, host), running,
+          running == 1 ? "" : "s", options_.min_ranks, options_.elastic_timeout_seconds));
+      went_on_ = true;
+      return;
+    }
     say(fmt::format("tuttirun: {} rank{} left, fewer than --min-np {}; stopping the job", running,
                     running == 1 ? "" : "s", options_.min_ranks));
   }
@@ -150,6 +163,24 @@ void Supervisor::escalate() {
   }
 }
 
+void Supervisor::check_below_min() {
+  const int running = static_cast<int>(std::count_if(
+      ranks_.begin(), ranks_.end(), [](const RankProcess& p) { return !p.process.reaped(); }));
+  if (running >= options_.min_ranks) {
+    say(fmt::format("tuttirun: {} ranks again (--min-np {}); the job goes on", running,
+                    options_.min_ranks));
+    below_min_until_.reset();
+  } else if (running == 0 || below_min_until_->expired()) {
+    say(
+        fmt::format("tuttirun: no hosts brought the job back to --min-np {} within {}s "
+                    "(--elastic-timeout); stopping it",
+                    options_.min_ranks, options_.elastic_timeout_seconds));
+    below_min_until_.reset();
+    if (!exit_code_) exit_code_ = 1;
+    enter(Phase::kGrace, options_.grace_seconds);
+  }
+}
+
 int Supervisor::run() {
   auto all_reaped = [&] {
     return std::all_of(ranks_.begin(), ranks_.end(),
@@ -171,6 +202,7 @@ int Supervisor::run() {
         enter(Phase::kGrace, options_.grace_seconds);
       }
     }
+    if (below_min_until_ && phase_ == Phase::kRunning) check_below_min();
     if (!all_reaped() && phase_deadline_.expired()) escalate();
   }
   // Whatever the ranks started themselves must not outlive the job.

@@ -28,6 +28,9 @@ struct SupervisorOptions {
   // --min-np: a failed rank does not stop the job while at least this many ranks still run (0:
   // the first failure stops it).
   int min_ranks = 0;
+  // An elastic job (with growth) below min_ranks waits this long for hosts to bring it back before
+  // it stops (--elastic-timeout).
+  double elastic_timeout_seconds = 600.0;
 };
 
 // One rank's end, as the summary reports it.
@@ -64,6 +67,8 @@ class Supervisor {
   void on_exit(RankProcess& r, const ExitStatus& status);
   void on_signal(int sig);
   void escalate();
+  // Below --min-np in an elastic job: back above it, or out of time (then the job stops).
+  void check_below_min();
   void enter(Phase phase, double seconds);
   void say(const std::string& line);
   std::string alive_ranks() const;
@@ -83,6 +88,8 @@ class Supervisor {
   bool interrupted_ = false;
   bool kill_now_ = false;  // a second interrupt asked for SIGKILL at once
   bool went_on_ = false;   // a rank failed and the others went on (--min-np)
+  // Set while an elastic job runs below --min-np, waiting for hosts: when it gives up.
+  std::optional<Deadline> below_min_until_;
 };
 
 }  // namespace tutti::launcher

@@ -17,6 +17,7 @@
 //       });
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -104,6 +105,12 @@ struct RunOptions {
   int max_resets = 1 << 30;
   // Fewer ranks than this left: run() rethrows the failure instead of going on.
   int min_size = 1;
+  // In an elastic job (tuttirun --host-discovery-script --min-np N), when a shrink leaves fewer
+  // ranks than this, run() waits up to wait_timeout for the launcher to add ranks (it regroups
+  // with them) before it calls work again; then Error(kTimeout). -1: TUTTI_ELASTIC_MIN_NP (set by
+  // tuttirun), and TUTTI_ELASTIC_TIMEOUT.
+  int wait_for_size = -1;
+  std::chrono::milliseconds wait_timeout{-1};
 };
 
 // Calls work(comm) until it returns. When a call inside it fails because ranks died or aborted

@@ -117,12 +117,42 @@ class State:
 _joined = False
 
 
-def run(work, state, comm=None, *, max_resets=1 << 30, min_size=1):
+def _wait_for_ranks(comm, epoch, wanted, timeout):
+    """Below the job's --min-np after a shrink: poll the store for the membership the launcher
+    publishes when it adds ranks, and regroup into it. (comm, epoch); TIMEOUT past `timeout`."""
+    import time
+    if comm.size >= wanted:
+        return comm, epoch
+    deadline = time.monotonic() + timeout
+    while comm.size < wanted:
+        latest = comm.membership_epoch()
+        if latest > epoch:
+            comm, epoch = comm.regroup(latest), latest
+            continue
+        if time.monotonic() > deadline:
+            error = tutti.Error(
+                f"elastic.run: {comm.size} rank(s) left, fewer than the job's --min-np {wanted}, "
+                f"and no ranks joined within {timeout:g} s (TUTTI_ELASTIC_TIMEOUT, tuttirun "
+                "--elastic-timeout): are there hosts for the launcher to add?")
+            error.code = tutti.ErrorCode.TIMEOUT
+            raise error
+        time.sleep(0.1)
+    return comm, epoch
+
+
+def run(work, state, comm=None, *, max_resets=1 << 30, min_size=1, wait_for_size=None,
+        wait_timeout=None):
     """Calls work(comm) until it returns, and returns the communicator it finished on. When a call
     inside it fails because ranks died or aborted (PEER_FAILURE, ABORTED), the survivors shrink,
     restore the state to its last commit, sync it from rank 0, run the callbacks and call work
     again. In an elastic job (tuttirun --host-discovery-script) a commit that sees newcomers makes
-    every member regroup with them and sync them. Other errors are raised."""
+    every member regroup with them and sync them, and a shrink below wait_for_size ranks (default
+    TUTTI_ELASTIC_MIN_NP: tuttirun's --min-np) waits up to wait_timeout seconds (default
+    TUTTI_ELASTIC_TIMEOUT) for the launcher to add ranks. Other errors are raised."""
+    if wait_for_size is None:
+        wait_for_size = int(os.environ.get("TUTTI_ELASTIC_MIN_NP", "0") or 0)
+    if wait_timeout is None:
+        wait_timeout = float(os.environ.get("TUTTI_ELASTIC_TIMEOUT", "600") or 600)
     global _joined
     comm = comm if comm is not None else tutti.world()
     elastic = "TUTTI_ELASTIC_EPOCH" in os.environ
@@ -168,6 +198,8 @@ def run(work, state, comm=None, *, max_resets=1 << 30, min_size=1):
                 if comm.size < min_size:
                     raise
                 state.restore()
+                if elastic:
+                    comm, epoch = _wait_for_ranks(comm, epoch, wait_for_size, wait_timeout)
                 state.sync(comm, 0)
                 state._reset(comm)
     finally:

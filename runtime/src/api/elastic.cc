@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
+#include "core/deadline.hpp"
 #include "core/env.hpp"
 #include "core/log.hpp"
 
@@ -77,6 +80,47 @@ void State::reset(const Communicator& comm) const {
   for (const auto& callback : callbacks_) callback(comm);
 }
 
+namespace {
+
+// Below the job's --min-np after a shrink: the launcher adds ranks (a new membership) when hosts
+// come, and the survivors regroup with them. Every survivor polls the store for it on its own; all
+// regroup into the same membership, the next one published.
+Communicator wait_for_ranks(Communicator comm, int64_t& epoch, const RunOptions& options) {
+  const int wanted = options.wait_for_size >= 0
+                         ? options.wait_for_size
+                         : static_cast<int>(env::get_int("TUTTI_ELASTIC_MIN_NP"));
+  if (comm.size() >= wanted) return comm;
+  const auto timeout = options.wait_timeout.count() >= 0
+                           ? options.wait_timeout
+                           : std::chrono::milliseconds(static_cast<int64_t>(
+                                 env::get_seconds("TUTTI_ELASTIC_TIMEOUT") * 1000));
+  log::warn(
+      "elastic::run: {} rank(s) left, fewer than the job's --min-np {}: waiting up to {} s "
+      "for the launcher to add ranks",
+      comm.size(), wanted, std::chrono::duration<double>(timeout).count());
+  const Deadline deadline = Deadline::after(timeout);
+  while (comm.size() < wanted) {
+    const int64_t latest = comm.membership_epoch();
+    if (latest > epoch) {
+      comm = comm.regroup(latest);
+      epoch = latest;
+      log::info("elastic::run: membership {}: {} ranks; this is rank {}", epoch, comm.size(),
+                comm.rank());
+      continue;
+    }
+    if (deadline.expired())
+      throw Error(ErrorCode::kTimeout,
+                  fmt::format("elastic::run: {} rank(s) left, fewer than the job's --min-np {}, "
+                              "and no ranks joined within {} s (TUTTI_ELASTIC_TIMEOUT, tuttirun "
+                              "--elastic-timeout): are there hosts for the launcher to add?",
+                              comm.size(), wanted, std::chrono::duration<double>(timeout).count()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return comm;
+}
+
+}  // namespace
+
 Communicator run(Communicator comm, State& state,
                  const std::function<void(const Communicator&)>& work, const RunOptions& options) {
   // An elastic job's ranks (tuttirun --max-np) watch for newcomers at each commit; a process
@@ -144,6 +188,7 @@ Communicator run(Communicator comm, State& state,
       log::warn("elastic::run: {} of {} ranks go on after: {}", next.size(), before, e.what());
       comm = next;
       state.restore();
+      if (elastic) comm = wait_for_ranks(std::move(comm), epoch, options);
       state.sync(comm, 0);
       state.reset(comm);
     }

@@ -170,6 +170,16 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_ELASTIC_JOB", Kind::kString, "", "",
              "Elastic jobs: the job id memberships are numbered under (set by tuttirun "
              "--max-np); membership E meets as job <id>-e<E>."},
+    Variable{"TUTTI_ELASTIC_MIN_NP", Kind::kInt, "0", "",
+             "Elastic jobs: when a death leaves fewer ranks than this, elastic::run waits (up to "
+             "TUTTI_ELASTIC_TIMEOUT) for the launcher to add ranks before it goes on (set by "
+             "tuttirun --host-discovery-script from --min-np; 0: never waits).",
+             0, 2147483647},
+    Variable{"TUTTI_ELASTIC_TIMEOUT", Kind::kSeconds, "600", "",
+             "Elastic jobs: how long elastic::run waits below TUTTI_ELASTIC_MIN_NP for ranks to "
+             "join (set by tuttirun from --elastic-timeout) before it fails with "
+             "TUTTI_ERR_TIMEOUT.",
+             0.001, 1e6},
     Variable{"TUTTI_CYCLE_TIME", Kind::kSeconds, "1ms", "",
              "Engine: the longest a rank with work pending waits for news before its next "
              "negotiation cycle, and the longest a burst of enqueues delays its cycle. An "

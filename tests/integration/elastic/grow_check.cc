@@ -4,7 +4,8 @@
 // rank ends with the same total and the same step count, whatever the memberships were. Each rank
 // prints "DONE member M rank R of N steps S total T" at the end.
 //
-//   grow_check STEPS [STEP_MS] [fail]   (fail: a rank that joined exits 3 at once, for blacklisting)
+//   grow_check STEPS [STEP_MS] [fail | die:M:S]   (fail: a rank that joined exits 3 at once, for
+//   blacklisting; die:M:S: member M exits 9 at step S, for the wait below --min-np)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,9 @@ int main(int argc, char** argv) {
   const int64_t steps = std::atoll(argv[1]);
   const int step_ms = argc > 2 ? std::atoi(argv[2]) : 20;
   const bool fail_joiner = argc > 3 && std::string(argv[3]) == "fail";
+  long victim = -1, die_at = -1;
+  if (argc > 3 && std::string(argv[3]).rfind("die:", 0) == 0)
+    std::sscanf(argv[3], "die:%ld:%ld", &victim, &die_at);
   const char* member = std::getenv("TUTTI_MEMBER_ID");
   const char* epoch = std::getenv("TUTTI_ELASTIC_EPOCH");
   if (fail_joiner && epoch != nullptr && std::atoi(epoch) > 0) {
@@ -38,17 +42,17 @@ int main(int argc, char** argv) {
     state.add("total", std::span<int64_t>(total));
     state.on_reset([&](const tutti::Communicator& c) {
       if (c.rank() == 0)
-        std::printf("reset: %d ranks from step %lld at %.3f\n", c.size(),
-                    static_cast<long long>(step),
-                    std::chrono::duration<double>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count());
+        std::printf(
+            "reset: %d ranks from step %lld at %.3f\n", c.size(), static_cast<long long>(step),
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                .count());
       std::fflush(stdout);
     });
     state.commit();
-    tutti::Communicator last = tutti::elastic::run(
-        world.communicator(), state, [&](const tutti::Communicator& comm) {
+    tutti::Communicator last =
+        tutti::elastic::run(world.communicator(), state, [&](const tutti::Communicator& comm) {
           for (; step < steps;) {
+            if (member != nullptr && std::atol(member) == victim && step == die_at) std::_Exit(9);
             int64_t one = 1, size = 0;
             comm.allreduce(&one, &size, 1, tutti::DataType::kInt64, tutti::ReduceOp::kSum);
             if (size != comm.size()) {

@@ -4,6 +4,9 @@
 #                                                  survivors end with 3*20 + 2*40 = 140
 #   elastic_check.sh grow TUTTIRUN PYTHON SCRIPT   2 ranks, then the discovery script lists 4 slots:
 #                                                  2 join; all 4 end with the same total
+#   elastic_check.sh below TUTTIRUN PYTHON SCRIPT  3 ranks, --min-np 3: member 2 dies at step 60; the
+#                                                  2 survivors wait for the rank tuttirun adds, and
+#                                                  all 3 end with exactly 3 per step (450)
 #   elastic_check.sh torch-die|torch-grow TUTTIRUN PYTHON torch_elastic_test.py   the same two with
 #                                                  a torch model (tutti.torch.elastic.TorchState):
 #                                                  every rank that finishes matches its replay and
@@ -54,6 +57,21 @@ EOS
     [ "$totals" -eq $((2 * at + 4 * (steps - at))) ] ||
       fail "total $totals, want 2 ranks for $at steps, then 4"
     echo "OK: grew from 2 to 4 ranks at step $at; every rank's total is $totals" ;;
+  below)
+    cat > "$dir/discover" <<EOS
+#!/bin/sh
+echo localhost:3
+EOS
+    chmod +x "$dir/discover"
+    TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" -np 3 --min-np 3 \
+      --max-np 3 --blacklist-after 3 --elastic-timeout 30 --discovery-interval 0.2 -- \
+      "$python" "$script" 150 20 die:2:60 > "$dir/out" 2>&1
+    rc=$?
+    cat "$dir/out"
+    [ $rc -eq 0 ] || fail "tuttirun exited $rc"
+    [ "$(grep -c "DONE member .* of 3 steps 150 total 450$" "$dir/out")" -eq 3 ] ||
+      fail "not 3 ranks ended with 150 steps and total 450 in a world of 3"
+    echo "OK: member 2 died; the survivors waited for a new rank; all 3 ended with total 450" ;;
   torch-die | torch-grow)
     if [ "$mode" = torch-die ]; then
       want=2

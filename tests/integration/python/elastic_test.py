@@ -2,7 +2,7 @@
 steps under tutti.elastic.run, committing after each; a step adds the world's size (an allreduce of
 ones) to a running total. With die:R:S rank R exits hard at step S (tuttirun --min-np): the
 survivors shrink, roll back to the last commit and redo that step with one rank fewer. Under
-tuttirun --host-discovery-script ranks join and take the state from rank 0. Every rank ends with
+tuttirun --host-discovery-script ranks join and take the state from rank 0 (die:M:S names a member id there). Every rank ends with
 the same total; each prints "DONE member M rank R of N steps S total T".
 
     PYTHONPATH=<build>/python tuttirun -np 3 --min-np 2 -- python3 elastic_test.py 60 10 die:1:20
@@ -24,7 +24,6 @@ def main():
         _, victim, die_at = sys.argv[3].split(":")
         victim, die_at = int(victim), int(die_at)
     world = tutti.init()
-    first_rank = world.rank
     member = os.environ.get("TUTTI_MEMBER_ID", str(world.rank))
     state = tutti.elastic.State(step=np.zeros(1, np.int64), total=np.zeros(1, np.int64))
 
@@ -38,7 +37,7 @@ def main():
 
     def train(comm):
         while state.step[0] < steps:
-            if first_rank == victim and state.step[0] == die_at:
+            if int(member) == victim and state.step[0] == die_at:
                 os._exit(9)
             got = comm.allreduce(np.ones(1, np.int64))
             if int(got[0]) != comm.size:

@@ -246,5 +246,17 @@ TEST(Options, StoreMisuseIsRefusedSayingWhy) {
   }
 }
 
+TEST(Options, ElasticTimeoutGoesWithDiscovery) {
+  ParseResult r = parse({"--host-discovery-script", "./hosts.sh", "--elastic-timeout", "30", "p"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  EXPECT_EQ(r.options->elastic_timeout_seconds, 30.0);
+  EXPECT_EQ(parse({"--host-discovery-script", "s", "p"}).options->elastic_timeout_seconds, 600.0);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"-np", "2", "--elastic-timeout", "30", "p"},                      // no discovery
+           {"--host-discovery-script", "s", "--elastic-timeout", "0", "p"},   // zero
+           {"--host-discovery-script", "s", "--elastic-timeout", "x", "p"}})  // not a number
+    EXPECT_EQ(parse(args).exit_code, kExitUsage) << args[args.size() - 3];
+}
+
 }  // namespace
 }  // namespace tutti::launcher
