@@ -25,10 +25,11 @@ ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-all
   c_engine_check plain_sgd device_check window_wait_check reinit_check group_wait_check
   shrink_check elastic_run_check grow_check)
 
-# The multi-threaded parts under TSan: the store server and its clients, the lifeline (bootstrap unit
-# tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
+# The multi-threaded parts under TSan: the store server and its clients, the etcd store, the
+# lifeline (bootstrap unit tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
 # paths, and the collectives over shm and tcp between real rank processes.
-TSAN_TARGETS=(unit_bootstrap_tcp_store_test unit_net_handshake_test unit_launcher_output_mux_test
+TSAN_TARGETS=(unit_bootstrap_tcp_store_test unit_bootstrap_store_test unit_bootstrap_etcd_store_test
+  unit_net_handshake_test unit_launcher_output_mux_test
   unit_launcher_supervisor_test unit_transport_mesh_failure_test unit_transport_peer_death_test
   unit_transport_striped_channel_test unit_collectives_shm_allreduce_test tuttirun collectives_check
   communicators_check collective_set_check engine_check device_check)
@@ -47,6 +48,10 @@ TSAN_TESTS+='|^set_(tcp|shm)_np3$'
 TSAN_TESTS+='|^engine_(random_np3|random_tcp_np4|fusion_np3|mismatch_np3|kill_rank_shm|join_np2|sets_np4|misuse_np3|timeline|random_runner_np3|random_runner_tcp_np4|kill_rank_runner_shm|misuse_runner_np3|sets_runner_np3|join_runner_np2|abort_runner_np3|pacing_np3)$'
 # The device path (host stand-in): stream worker threads, the host wait, abort from a thread.
 # (Spelled out: CMake's regular expressions allow 9 groups, and the lines above use them all.)
+# The stores from several threads (StoreTest: every backend, etcd's too, with its lease thread and
+# connection pool); not the etcd tests that fork a child store (TSan refuses threads after a
+# multi-threaded fork).
+TSAN_TESTS+='|^StoreTest\.|^EtcdStoreTest\.(NoLeaseKeysStay|ACounterKeepsItsCreatorsLease|ASecondEndpointIsUsedWhenTheFirstIsDown|NoEtcdListeningIsATimeoutNamingTheUrl)$'
 TSAN_TESTS+='|^device_ring_np3$|^device_order_np2$|^device_hang_np2$|^device_async_np3$'
 TSAN_TESTS+='|^device_abort_np2$|^device_engine_np2$|^device_kill_rank_np2$|^device_large_ring_np3$'
 
