@@ -14,8 +14,12 @@ Prints, for `source`:
   LAUNCHER_ENV   its env (NAME=VALUE), then what the operator adds to it
   WORKER_ARGV    the worker container's command + args
 Paths under /usr/local/ (the images' `cmake --install` prefix) are mapped to PREFIX, the build's
-own `cmake --install` tree; nothing else is changed.
+own `cmake --install` tree, except what an image's Dockerfile copies from the source tree (`cp -r
+/src/examples /staging/usr/local/share/tutti/examples`), which is mapped to the source tree;
+nothing else is changed.
 """
+import os
+import re
 import shlex
 import sys
 
@@ -28,8 +32,30 @@ def fail(message):
     sys.exit(f"job_plan: {message}")
 
 
+SOURCE = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+
+
+def source_copies():
+    """(image path, source path) for what the images' Dockerfiles copy from the source tree
+    (`cp -r /src/REL /staging/DIR`: the examples), most specific first."""
+    pairs = []
+    docker = os.path.join(SOURCE, "docker")
+    for name in sorted(os.listdir(docker)) if os.path.isdir(docker) else []:
+        if name.endswith(".Dockerfile"):
+            with open(os.path.join(docker, name)) as f:
+                for rel, target in re.findall(r"cp -r /src/(\S+) /staging(/\S+)", f.read()):
+                    pairs.append((target.rstrip("/"), os.path.join(SOURCE, rel)))
+    return sorted(set(pairs), key=lambda p: -len(p[0]))
+
+
+COPIES = source_copies()
+
+
 def mapped(word, prefix):
     word = str(word)
+    for image_path, source_path in COPIES:
+        if word == image_path or word.startswith(image_path + "/"):
+            return source_path + word[len(image_path):]
     if word.startswith(IMAGE_PREFIX):
         return prefix.rstrip("/") + "/" + word[len(IMAGE_PREFIX):]
     return word

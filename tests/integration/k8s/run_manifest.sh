@@ -2,7 +2,7 @@
 # The manifests are executable truth: run an MPIJob's or TrainJob's launcher exactly as the YAML
 # says, on network-namespace pods, with the hostfile and env the operator would give it.
 #
-#   run_manifest.sh CASE K MANIFEST PREFIX [run|kill]
+#   run_manifest.sh CASE K MANIFEST PREFIX [run|kill|elastic]
 #
 # K: this case's subnet 198.18.K.0/24 (unique per case). PREFIX: a `cmake --install` tree; the
 # images' /usr/local paths in the YAML are mapped onto it (job_plan.py), nothing else is changed.
@@ -19,6 +19,13 @@
 # the worker pods slot by slot, and nothing may be left in any pod.
 # kill: (with the bench's -n raised so the job is still running) kill -9 of the rank in worker 1:
 # the launcher must exit non-zero naming that rank, and nothing may be left in any pod.
+# elastic (a launcher running `tuttirun --pods-selector`, the ranks train_elastic.py): the worker
+# pods carry mpi-operator's labels, which the stand-in kubectl's `get pods -l` lists. Once every rank
+# trains, the last worker pod is lost (everything in it killed, the namespace deleted): the others
+# must go on; then the pod is made again under its name, and tuttirun must find it and start a rank
+# there, which the others take in. The launcher must exit 0 with every rank of the last membership
+# on equal weights, and nothing may be left in any pod. The ranks' Python finds tutti in PREFIX (the
+# image has it on Debian's path).
 # Exits 77 (ctest SKIPPED) only where namespaces cannot be made.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -75,6 +82,10 @@ STYLE=ssh
 for kv in "${LAUNCHER_ENV[@]}"; do
   case $kv in OMPI_MCA_plm_rsh_agent=*kubexec | PRTE_MCA_plm_ssh_agent=*kubexec) STYLE=kubexec ;; esac
 done
+for w in "${LAUNCHER_ARGV[@]}"; do
+  [ "$w" = -- ] && break
+  [ "$w" = --pods-selector ] && STYLE=kubexec  # tuttirun --pods-selector execs through kubexec
+done
 MPIRUN=0
 for w in "${LAUNCHER_ARGV[@]}"; do
   [ "$w" = -- ] && break
@@ -94,8 +105,13 @@ ALL_PODS=("$LAUNCHER_POD" "${WORKER_PODS[@]}")
 for i in "${!ALL_PODS[@]}"; do
   pod_add "${ALL_PODS[$i]}" "$K" "$i" || fail "cannot make pod ${ALL_PODS[$i]}"
 done
+# The labels mpi-operator gives worker pods (what a --pods-selector lists).
+WORKER_LABELS="training.kubeflow.org/job-name=$JOB,training.kubeflow.org/job-role=worker"
 for i in "${!ALL_PODS[@]}"; do
-  pod_link_wait "${ALL_PODS[$i]}" eth0 "tp${K}h${i}" || fail "${ALL_PODS[$i]}'s link never came up"
+  labels=''
+  [ "$i" -gt 0 ] && labels=$WORKER_LABELS
+  PODS_LABELS=$labels pod_link_wait "${ALL_PODS[$i]}" eth0 "tp${K}h${i}" ||
+    fail "${ALL_PODS[$i]}'s link never came up"
 done
 
 # Cluster DNS for the hostfile's names, and the operator's hostfile.
@@ -156,6 +172,14 @@ CONF
 fi
 
 ARGV=("${LAUNCHER_ARGV[@]}")
+if [ "$MODE" = elastic ]; then
+  # A run short enough for a test, slow enough for a pod to be lost and made again mid-run.
+  for i in "${!ARGV[@]}"; do
+    if [ "${ARGV[$i]}" = --steps ]; then ARGV[i + 1]=300; fi
+  done
+  ARGV+=(--step-delay 0.05 --log-every 10)
+  for d in "$PREFIX"/lib/python3*/dist-packages; do EXTRA_ENV+=("PYTHONPATH=$d"); done
+fi
 if [ "$MODE" = kill ]; then
   # Long enough to be killed mid-run: the bench's -n only.
   for i in "${!ARGV[@]}"; do
@@ -187,7 +211,55 @@ rank_pids_in() {
 }
 
 START=$(date +%s)
-if [ "$MODE" = run ]; then
+if [ "$MODE" = elastic ]; then
+  "${LAUNCH[@]}" >"$WORK/out" 2>"$WORK/err" </dev/null &
+  LAUNCHER_PID=$!
+  n=${#WORKER_PODS[@]}
+  last=$((n - 1))
+  victim_pod=${WORKER_PODS[$last]}
+  wait_for() {  # wait_for SECONDS WHAT PATTERN FILE
+    local i
+    for ((i = 0; i < $1 * 10; i++)); do
+      grep -qE "$3" "$4" && return 0
+      kill -0 "$LAUNCHER_PID" 2>/dev/null || fail "the launcher ended while waiting for $2"
+      sleep 0.1
+    done
+    fail "no $2 within $1 s"
+  }
+  wait_for 120 "$n ranks training" "train_elastic.py: $n ranks" "$WORK/out"
+  wait_for 60 "a commit" "step (1[0-9]|[2-9][0-9]) loss" "$WORK/out"
+  note "$n ranks train; losing pod $victim_pod"
+  lost_at=$(date +%s.%N)
+  pods_kill_and_delete "$victim_pod"
+  wait_for 60 "the others going on" "train_elastic.py: $((n - 1)) ranks from step" "$WORK/out"
+  note "the other $((n - 1)) went on after $(awk -v s="$lost_at" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }') s"
+  grep -q "ranks go on (--min-np" "$WORK/err" || fail "tuttirun did not say the others go on"
+  # The operator makes the pod again under its name (its labels too); tuttirun must find it.
+  pod_add "$victim_pod" "$K" "$n" || fail "cannot make $victim_pod again"
+  PODS_LABELS=$WORKER_LABELS pod_link_wait "$victim_pod" eth0 "tp${K}h${n}" || fail "$victim_pod's link never came up"
+  added_at=$(date +%s.%N)
+  wait_for 120 "a rank in the new pod" "train_elastic.py: $n ranks from step" "$WORK/out"
+  note "$n ranks again $(awk -v s="$added_at" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }') s after the pod came back"
+  for _ in $(seq 1 1200); do
+    kill -0 "$LAUNCHER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$LAUNCHER_PID" 2>/dev/null && fail "the launcher still runs 120 s after the pod came back"
+  set +e
+  wait "$LAUNCHER_PID"
+  RC=$?
+  set -e
+  LAUNCHER_PID=
+  note "launcher exited $RC after $(($(date +%s) - START)) s"
+  [ "$RC" -eq 0 ] || fail "the launcher exited $RC"
+  grep -qE "membership [0-9]+: $n ranks; joining: member [0-9]+ on $victim_pod" "$WORK/err" ||
+    fail "tuttirun did not start a rank in the new $victim_pod"
+  sums=$(grep -oE "rank [0-9]+: 300 steps, weights checksum [0-9a-f]+" "$WORK/out" | sort -u)
+  [ "$(grep -c . <<<"$sums")" -eq "$n" ] || fail "$(grep -c . <<<"$sums") ranks finished 300 steps, want $n: $sums"
+  [ "$(awk '{ print $NF }' <<<"$sums" | sort -u | wc -l)" -eq 1 ] || fail "the ranks ended on different weights: $sums"
+  note "$n ranks finished 300 steps on weights $(awk 'NR == 1 { print $NF }' <<<"$sums")"
+  expect_no_leftovers
+elif [ "$MODE" = run ]; then
   set +e
   timeout -k 5 150 "${LAUNCH[@]}" >"$WORK/out" 2>"$WORK/err" </dev/null
   RC=$?
