@@ -16,13 +16,9 @@ set -u
 mode=$1 tuttirun=$2 check=$3
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 steps=250
-# The script counts its runs: the first 3 (the start and two polls) list 2 slots, then more.
-cat > "$dir/discover" <<EOS
-#!/bin/sh
-n=\$(cat "$dir/count" 2>/dev/null || echo 0); echo \$((n + 1)) > "$dir/count"
-if [ "\$n" -lt 3 ]; then echo localhost:2; else echo localhost:\$MORE; fi
-EOS
-chmod +x "$dir/discover"
+# The discovery script lists 2 slots for its first 3 runs (the start and two polls), then $MORE.
+discover=$(cd "$(dirname "$0")" && pwd)/hosts_later.sh
+export HOSTS_COUNT_FILE=$dir/count
 case $mode in
   grow) more=4 args=() ;;
   blacklist) more=3 args=(fail) ;;
@@ -30,9 +26,9 @@ case $mode in
   *) echo "FAIL: unknown mode $mode"; exit 1 ;;
 esac
 if [ "$mode" = below_timeout ]; then
-  echo 3 > "$dir/count"
   started=$(date +%s)
-  MORE=3 TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" -np 3 \
+  HOSTS_SWITCH_AT=0 HOSTS_AFTER=localhost:3 TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" \
+    --host-discovery-script "$discover" -np 3 \
     --min-np 3 --max-np 3 --elastic-timeout 2 --discovery-interval 0.2 -- \
     "$check" 150 20 "${args[@]}" > "$dir/out" 2>&1
   rc=$?
@@ -50,12 +46,12 @@ if [ "$mode" = below_timeout ]; then
 fi
 if [ "$mode" = below ]; then
   # The script lists 3 slots from the start; the host is not blacklisted for one death.
-  echo 3 > "$dir/count"
-  MORE=3 TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" -np 3 \
+  HOSTS_SWITCH_AT=0 HOSTS_AFTER=localhost:3 TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" \
+    --host-discovery-script "$discover" -np 3 \
     --min-np 3 --max-np 3 --blacklist-after 3 --elastic-timeout 30 --discovery-interval 0.2 -- \
     "$check" 150 20 "${args[@]}" > "$dir/out" 2>&1
 else
-  MORE=$more TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" \
+  HOSTS_AFTER=localhost:$more TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$discover" \
     --max-np 4 --discovery-interval 0.2 -- "$check" $steps 20 "${args[@]}" > "$dir/out" 2>&1
 fi
 rc=$?

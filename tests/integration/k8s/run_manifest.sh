@@ -210,6 +210,23 @@ rank_pids_in() {
   return 0
 }
 
+# launcher_end SECONDS WHAT: waits for the background launcher to exit (fails after SECONDS, WHAT
+# saying since when); RC is its exit status.
+launcher_end() {
+  local i
+  for ((i = 0; i < $1 * 10; i++)); do
+    kill -0 "$LAUNCHER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$LAUNCHER_PID" 2>/dev/null && fail "the launcher still runs $1 s after $2"
+  set +e
+  wait "$LAUNCHER_PID"
+  RC=$?
+  set -e
+  LAUNCHER_PID=
+  note "launcher exited $RC after $(($(date +%s) - START)) s"
+}
+
 START=$(date +%s)
 if [ "$MODE" = elastic ]; then
   "${LAUNCH[@]}" >"$WORK/out" 2>"$WORK/err" </dev/null &
@@ -240,17 +257,7 @@ if [ "$MODE" = elastic ]; then
   added_at=$(date +%s.%N)
   wait_for 120 "a rank in the new pod" "train_elastic.py: $n ranks from step" "$WORK/out"
   note "$n ranks again $(awk -v s="$added_at" -v e="$(date +%s.%N)" 'BEGIN { printf "%.2f", e - s }') s after the pod came back"
-  for _ in $(seq 1 1200); do
-    kill -0 "$LAUNCHER_PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$LAUNCHER_PID" 2>/dev/null && fail "the launcher still runs 120 s after the pod came back"
-  set +e
-  wait "$LAUNCHER_PID"
-  RC=$?
-  set -e
-  LAUNCHER_PID=
-  note "launcher exited $RC after $(($(date +%s) - START)) s"
+  launcher_end 120 "the pod came back"
   [ "$RC" -eq 0 ] || fail "the launcher exited $RC"
   grep -qE "membership [0-9]+: $n ranks; joining: member [0-9]+ on $victim_pod" "$WORK/err" ||
     fail "tuttirun did not start a rank in the new $victim_pod"
@@ -295,17 +302,7 @@ else
   [ -n "$victim" ] || fail "no rank ever ran in $victim_pod"
   note "killing rank pid $victim in $victim_pod with SIGKILL"
   kill -9 "$victim"
-  for _ in $(seq 1 600); do
-    kill -0 "$LAUNCHER_PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$LAUNCHER_PID" 2>/dev/null && fail "the launcher still runs 60 s after a rank was killed"
-  set +e
-  wait "$LAUNCHER_PID"
-  RC=$?
-  set -e
-  LAUNCHER_PID=
-  note "launcher exited $RC after $(($(date +%s) - START)) s"
+  launcher_end 60 "a rank was killed"
   [ "$RC" -ne 0 ] || fail "the launcher exited 0 although a rank was killed"
   grep -E "rank [0-9]+ on $victim_pod" "$WORK/err" | head -2
   grep -qE "rank [0-9]+ on ${victim_pod}[^ ]* \(pid [0-9]+\).*(status 137|signal 9|SIGKILL)" "$WORK/err" ||

@@ -19,6 +19,8 @@
 set -u
 mode=$1 tuttirun=$2 python=$3 script=$4
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+discover=$(cd "$(dirname "$0")/../elastic" && pwd)/hosts_later.sh
+export HOSTS_COUNT_FILE=$dir/count
 if [ "$mode" = torch2-die ]; then
   mkdir -p "$dir/pkg" && cp -r "$5/tutti" "$dir/pkg/" && rm -rf "$dir/pkg/tutti/torch" &&
     cp -r "$6/tutti/torch" "$dir/pkg/tutti/" || { echo "FAIL: cannot lay out the package"; exit 1; }
@@ -38,13 +40,7 @@ case $mode in
     echo "OK: rank 1 died at step 20; the 2 survivors redid it and ended with total 140" ;;
   grow)
     steps=200
-    cat > "$dir/discover" <<EOS
-#!/bin/sh
-n=\$(cat "$dir/count" 2>/dev/null || echo 0); echo \$((n + 1)) > "$dir/count"
-if [ "\$n" -lt 3 ]; then echo localhost:2; else echo localhost:4; fi
-EOS
-    chmod +x "$dir/discover"
-    TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" --max-np 4 \
+    HOSTS_AFTER=localhost:4 TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$discover" --max-np 4 \
       --discovery-interval 0.2 -- "$python" "$script" $steps 20 > "$dir/out" 2>&1
     rc=$?
     cat "$dir/out"
@@ -58,12 +54,8 @@ EOS
       fail "total $totals, want 2 ranks for $at steps, then 4"
     echo "OK: grew from 2 to 4 ranks at step $at; every rank's total is $totals" ;;
   below)
-    cat > "$dir/discover" <<EOS
-#!/bin/sh
-echo localhost:3
-EOS
-    chmod +x "$dir/discover"
-    TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" -np 3 --min-np 3 \
+    HOSTS_SWITCH_AT=0 HOSTS_AFTER=localhost:3 TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" \
+      --host-discovery-script "$discover" -np 3 --min-np 3 \
       --max-np 3 --blacklist-after 3 --elastic-timeout 30 --discovery-interval 0.2 -- \
       "$python" "$script" 150 20 die:2:60 > "$dir/out" 2>&1
     rc=$?
@@ -79,13 +71,7 @@ EOS
         > "$dir/out" 2>&1
     else
       want=4
-      cat > "$dir/discover" <<EOS
-#!/bin/sh
-n=\$(cat "$dir/count" 2>/dev/null || echo 0); echo \$((n + 1)) > "$dir/count"
-if [ "\$n" -lt 3 ]; then echo localhost:2; else echo localhost:4; fi
-EOS
-      chmod +x "$dir/discover"
-      TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" --max-np 4 \
+      HOSTS_AFTER=localhost:4 TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$discover" --max-np 4 \
         --discovery-interval 0.2 -- "$python" "$script" 300 5 sleep:10 > "$dir/out" 2>&1
     fi
     rc=$?

@@ -7,6 +7,8 @@
 set -u
 mode=$1 tuttirun=$2 check=$3
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+discover=$(cd "$(dirname "$0")/../elastic" && pwd)/hosts_later.sh
+export HOSTS_COUNT_FILE=$dir/count
 fail() { echo "FAIL: $*"; exit 1; }
 case $mode in
   die)
@@ -14,13 +16,7 @@ case $mode in
     TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" -np 3 --min-np 2 -- "$check" 40 4 die:1:10 >"$dir/out" 2>&1 ;;
   grow)
     want=4
-    cat >"$dir/discover" <<EOS
-#!/bin/sh
-n=\$(cat "$dir/count" 2>/dev/null || echo 0); echo \$((n + 1)) > "$dir/count"
-if [ "\$n" -lt 3 ]; then echo localhost:2; else echo localhost:4; fi
-EOS
-    chmod +x "$dir/discover"
-    TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$dir/discover" --max-np 4 \
+    HOSTS_AFTER=localhost:4 TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$discover" --max-np 4 \
       --discovery-interval 0.2 -- "$check" 300 5 sleep:10 >"$dir/out" 2>&1 ;;
   *) fail "unknown mode $mode" ;;
 esac
