@@ -14,7 +14,6 @@ world, the loss curve does not depend on how many ranks ran each step. At the en
 `rank R: S steps, weights checksum H` (the same H everywhere).
 """
 import argparse
-import hashlib
 import os
 import sys
 import time
@@ -24,7 +23,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fashion_data  # noqa: E402
-from train import Net  # noqa: E402
+from train import Net, weights_checksum  # noqa: E402
 
 
 def parse_args():
@@ -44,14 +43,6 @@ def parse_args():
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     return args
-
-
-def checksum(model):
-    h = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        h.update(name.encode())
-        h.update(tensor.detach().contiguous().numpy().tobytes())
-    return h.hexdigest()[:16]
 
 
 def main():
@@ -103,7 +94,7 @@ def main():
                 state.commit()
 
     comm = elastic.run(train, state, world)
-    print(f"rank {comm.rank}: {state.step} steps, weights checksum {checksum(model)}", flush=True)
+    print(f"rank {comm.rank}: {state.step} steps, weights checksum {weights_checksum(model)}", flush=True)
 
 
 if __name__ == "__main__":
