@@ -337,7 +337,10 @@ if [ "$MODE" = elastic ] || [ "$MODE" = master ]; then
   [ "$NPROC" -eq 1 ] || fail "mode $MODE counts ranks as pods: give --nproc_per_node 1"
   VICTIM=$((N - 1))
   [ "$MODE" = master ] && VICTIM=0
+  # elastic: enough steps that the 2-pod round still trains when the pod comes back; master: no
+  # mid-run join, so fewer.
   STEPS=300
+  [ "$MODE" = master ] && STEPS=120
   RUN_ARGS=("${TRAIN_ARGS[@]}" --max-steps "$STEPS" --step-delay 0.1)
   ranks_line() { echo "train.py: $1 ranks, backend $BACKEND,"; }
   step_any='epoch [0-9]+ step [0-9]+ \('
