@@ -16,6 +16,9 @@
 //   abort     abort() from another thread ends a pending device call
 //   split     dup/split of a communicator with NCCL split its NCCL communicator (no new init)
 //   engine    device tensors through allreduce_async (fused) complete exactly
+//   kill, kill_shrink  rank 1 is killed mid device allreduce (kill_rank_device.sh); with
+//             kill_shrink the survivors then shrink and reduce device buffers on the shrunk
+//             communicator
 // Prints "ok:" lines and exits 0, or "FAIL:" lines and exits 1.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -714,6 +717,13 @@ void abort_from_thread(World& w) {
 // Rank 1 waits to be killed (kill_rank_device.sh sends SIGKILL once every rank wrote its pid);
 // the others sit in a device allreduce that needs it. They must fail well before the 60 s
 // deadline, with the peer named.
+bool check_float_sum(tutti::comm::Communicator& comm, size_t count);
+
+// shrink (kill_rank_device.sh shrink): after the failure the survivors shrink, and the shrunk
+// communicator's device side (a fresh NCCL communicator of the survivors) reduces device buffers
+// exactly.
+bool shrink_after_kill = false;
+
 void killed_peer(World& w) {
   auto& comm = *w.comm;
   DeviceVector dev(4 * 100000);
@@ -745,6 +755,16 @@ void killed_peer(World& w) {
     else
       ok(fmt::format("kill: failed after {:.1f} s: {}", seconds_since(began), text));
   }
+  if (!shrink_after_kill) return;
+  const int before = comm.size();
+  std::shared_ptr<tutti::comm::Communicator> shrunk = comm.shrink();
+  if (shrunk->size() != before - 1)
+    fail(fmt::format("shrink: {} ranks after the shrink, want {}", shrunk->size(), before - 1));
+  else if (!check_float_sum(*shrunk, 100003))
+    fail("shrink: the shrunk communicator's device allreduce is wrong");
+  else  // every survivor says so (ok() speaks for rank 0 only)
+    std::printf("ok: shrink: rank %d of %d after the shrink: device allreduce exact\n",
+                shrunk->rank(), shrunk->size());
 }
 
 // ---- split -----------------------------------------------------------------------------------
@@ -889,7 +909,8 @@ int main(int argc, char** argv) {
         abort_from_thread(w);
       } else if (mode == "split") {
         split(w);
-      } else if (mode == "kill") {
+      } else if (mode == "kill" || mode == "kill_shrink") {
+        shrink_after_kill = mode == "kill_shrink";
         killed_peer(w);
       } else {
         std::fprintf(stderr, "unknown mode %s\n", mode.c_str());

@@ -4,12 +4,16 @@
 # killed rank (the device wait watches the host connections), tuttirun exits non-zero, and no
 # process of the job remains.
 set -uo pipefail
-tuttirun=$1 check=$2 np=$3
+# With a 4th argument `shrink`, under --min-np np-1: the survivors then shrink and reduce device
+# buffers on the shrunk communicator (a fresh NCCL communicator), and tuttirun exits 0.
+tuttirun=$1 check=$2 np=$3 shrink=${4:-}
+mode=kill extra=()
+[ "$shrink" = shrink ] && mode=kill_shrink extra=(--min-np $((np - 1)))
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 victim=1
 # A host with a GPU per rank (the stand-in's TUTTI_FAKE_DEVICES; each rank takes its local rank's).
-DEVICE_CHECK_PID_DIR=$work TUTTI_FAKE_DEVICES=8 "$tuttirun" -np "$np" --grace 20 -- "$check" kill >"$work/out" 2>&1 &
+DEVICE_CHECK_PID_DIR=$work TUTTI_FAKE_DEVICES=8 "$tuttirun" -np "$np" "${extra[@]}" --grace 20 -- "$check" $mode >"$work/out" 2>&1 &
 launcher=$!
 for _ in $(seq 1 300); do
   [ "$(ls "$work"/*.pid 2>/dev/null | wc -l)" -eq "$np" ] && break
@@ -31,7 +35,13 @@ elapsed=$(( $(date +%s) - start ))
 cat "$work/out"
 echo "--- tuttirun exited with $status after ${elapsed}s"
 fail=0
-[ "$status" -ne 0 ] || { echo "FAIL: tuttirun exited 0"; fail=1; }
+if [ "$mode" = kill_shrink ]; then
+  [ "$status" -eq 0 ] || { echo "FAIL: tuttirun exited $status (the survivors should go on)"; fail=1; }
+  n=$(grep -cE "ok: shrink: rank [0-9]+ of $((np - 1)) after the shrink" "$work/out")
+  [ "$n" -eq $((np - 1)) ] || { echo "FAIL: $n survivors reduced device buffers after the shrink, want $((np - 1))"; fail=1; }
+else
+  [ "$status" -ne 0 ] || { echo "FAIL: tuttirun exited 0"; fail=1; }
+fi
 [ "$elapsed" -le 15 ] || { echo "FAIL: the job took ${elapsed}s to end after the kill"; fail=1; }
 grep -E "^\[0\] ok: kill: failed after" "$work/out" >/dev/null ||
   { echo "FAIL: rank 0's device allreduce did not fail naming rank $victim"; fail=1; }
