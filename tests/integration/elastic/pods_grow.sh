@@ -5,9 +5,12 @@
 # listing them: tuttirun starts a rank in each, the running ranks regroup with them at their next
 # commit, and all 4 end with the same total, which counts 2 ranks a step before the join and 4
 # after. Prints the time from the pods' listing to the first step of 4 ranks.
-#   pods_grow.sh K tuttirun=P kubexec=P check=P [selector]
+#   pods_grow.sh K tuttirun=P kubexec=P check=P [selector | blacklist]
 # selector: discovery through tuttirun --pods-selector app=grw (the test kubectl's `get pods -l`
 # lists the pods as they are made) instead of a script reading a hosts file.
+# blacklist: the ranks started in the new pods fail at once (grow_check fail): each new pod is
+# blacklisted after its one failure and gets no second rank, and the 2 first ranks end alone with
+# 2 per step, tuttirun exiting 0.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PODS_DIR=$HERE/../pods
@@ -15,10 +18,11 @@ CASE=pods_grow
 # shellcheck source=../pods/pods.sh
 source "$PODS_DIR/pods.sh"
 pods_case_setup pods-grow "$@"
-SELECTOR=0
+SELECTOR=0 BLACKLIST=0 fail_arg=()
 case "${CASE_WORDS[*]}" in
   "") ;;
   selector) SELECTOR=1 ;;
+  blacklist) BLACKLIST=1 fail_arg=(fail) CASE=pods_blacklist ;;
   *) echo "pods_grow.sh: unknown argument '${CASE_WORDS[*]}'" >&2; exit 2 ;;
 esac
 
@@ -32,7 +36,7 @@ else
 fi
 TUTTI_TIMEOUT=30 timeout -k 5 200 "$TUTTIRUN" "${discovery[@]}" \
   --discovery-interval 0.2 --max-np 4 --exec kubexec --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" \
-  --probe-timeout 20 -- "$CHECK" $steps 20 >"$WORK/out" 2>"$WORK/err" </dev/null &
+  --probe-timeout 20 -- "$CHECK" $steps 20 "${fail_arg[@]}" >"$WORK/out" 2>"$WORK/err" </dev/null &
 launcher=$!
 RUN_PID=$launcher
 # Let both ranks run a while first (200 of the steps take about 4 s).
@@ -48,6 +52,19 @@ wait $launcher
 RC=$?
 cat "$WORK/out" "$WORK/err"
 [ "$RC" -eq 0 ] || fail "tuttirun exited $RC"
+if [ "$BLACKLIST" -eq 1 ]; then
+  for i in 2 3; do
+    grep -q "host grw-worker-$i blacklisted after 1 failure" "$WORK/err" ||
+      fail "pod grw-worker-$i was not blacklisted"
+  done
+  [ "$(grep -c "failing on purpose" "$WORK/err" "$WORK/out" | awk -F: '{ n += $NF } END { print n }')" -eq 2 ] ||
+    fail "not exactly one failing rank per new pod (a blacklisted pod got another)"
+  [ "$(grep -c "DONE member" "$WORK/out")" -eq 2 ] || fail "not the 2 first ranks finished"
+  totals=$(grep "DONE member" "$WORK/out" | awk '{print $NF}' | sort -u)
+  [ "$totals" = $((2 * steps)) ] || fail "totals $totals, want $((2 * steps)) (2 ranks every step)"
+  echo "[$CASE] ok: both new pods blacklisted after their rank failed; the 2 ranks ended with $totals"
+  exit 0
+fi
 # With --pods-selector the two pods may show up one discovery apart: 3 ranks, then 4.
 grep -qE "tuttirun: membership [12]: 4 ranks" "$WORK/err" || fail "tuttirun never grew the job to 4 ranks"
 [ "$(grep -c "DONE member" "$WORK/out")" -eq 4 ] || fail "not 4 ranks finished"
