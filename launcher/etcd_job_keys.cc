@@ -6,6 +6,12 @@
 #include "core/log.hpp"
 
 namespace tutti::launcher {
+namespace {
+
+// The key the running tuttirun holds (on its lease) in the attempt's prefix.
+constexpr const char* kHolder = "tuttirun";
+
+}  // namespace
 
 EtcdJobKeys::EtcdJobKeys(const std::string& store_url, const std::string& job_id, int attempt) {
   bootstrap::EtcdAddress address = bootstrap::parse_etcd_address(store_url, "--store");
@@ -14,9 +20,19 @@ EtcdJobKeys::EtcdJobKeys(const std::string& store_url, const std::string& job_id
   store_ = std::make_unique<bootstrap::EtcdStore>(address, std::chrono::seconds(10),
                                                   std::chrono::seconds(10),
                                                   Deadline::after(std::chrono::seconds(30)));
-  if (int64_t stale = store_->clear(); stale > 0)
+  // Another tuttirun running this job id and attempt on the same etcd holds the prefix: clearing
+  // it would pull that job's keys out from under its ranks. An earlier one's hold expires with it.
+  if (store_->claim(kHolder, Deadline::after(std::chrono::seconds(30)),
+                    fmt::format("tuttirun: an earlier run of job '{}' holds its keys", job_id)) ==
+      bootstrap::EtcdStore::Claim::kHeld)
+    throw make_error(ErrorCode::kConfig,
+                     "another tuttirun runs job '{}' (attempt {}) with its keys in {}: give this "
+                     "job its own --job-id, or another prefix in --store",
+                     job_id, attempt, store_->describe());
+  if (int64_t stale = store_->clear() - 1; stale > 0)
     log::warn("tuttirun: removed {} keys an earlier job '{}' left in {}", stale, job_id,
               store_->describe());
+  store_->add(kHolder, 1);  // cleared with the rest
 }
 
 EtcdJobKeys::~EtcdJobKeys() {

@@ -131,7 +131,8 @@ def _wait_for_ranks(comm, epoch, wanted, timeout):
             continue
         if time.monotonic() > deadline:
             error = tutti.Error(
-                f"elastic.run: {comm.size} rank(s) left, fewer than the job's --min-np {wanted}, "
+                f"elastic.run on rank {comm.rank}: {comm.size} rank(s) left, fewer than the job's "
+                f"--min-np {wanted}, "
                 f"and no ranks joined within {timeout:g} s (TUTTI_ELASTIC_TIMEOUT, tuttirun "
                 "--elastic-timeout): are there hosts for the launcher to add?")
             error.code = tutti.ErrorCode.TIMEOUT

@@ -110,10 +110,12 @@ Communicator wait_for_ranks(Communicator comm, int64_t& epoch, const RunOptions&
     }
     if (deadline.expired())
       throw Error(ErrorCode::kTimeout,
-                  fmt::format("elastic::run: {} rank(s) left, fewer than the job's --min-np {}, "
-                              "and no ranks joined within {} s (TUTTI_ELASTIC_TIMEOUT, tuttirun "
-                              "--elastic-timeout): are there hosts for the launcher to add?",
-                              comm.size(), wanted, std::chrono::duration<double>(timeout).count()));
+                  fmt::format("elastic::run on rank {}: {} rank(s) left, fewer than the job's "
+                              "--min-np {}, and no ranks joined within {} s "
+                              "(TUTTI_ELASTIC_TIMEOUT, tuttirun --elastic-timeout): are there "
+                              "hosts for the launcher to add?",
+                              comm.rank(), comm.size(), wanted,
+                              std::chrono::duration<double>(timeout).count()));
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return comm;

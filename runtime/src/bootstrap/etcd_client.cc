@@ -284,7 +284,12 @@ bool EtcdClient::watch(const json& create_request, Deadline deadline,
     log::debug("etcd watch at {}: {}", state_->urls[index], state_->failure_text(rc, error_buffer));
     std::this_thread::sleep_for(
         std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(50), deadline.remaining()));
-  } else if (rc != CURLE_OK && rc != CURLE_OPERATION_TIMEDOUT) {
+  } else if (rc == CURLE_OK) {
+    // The stream ended without the event (something between us and etcd closed it): the caller
+    // looks again, but not in a hot loop.
+    std::this_thread::sleep_for(
+        std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(50), deadline.remaining()));
+  } else if (rc != CURLE_OPERATION_TIMEDOUT) {
     throw make_error(ErrorCode::kSystem, "etcd watch at {} failed: {}", state_->urls[index],
                      state_->failure_text(rc, error_buffer));
   }
@@ -293,10 +298,6 @@ bool EtcdClient::watch(const json& create_request, Deadline deadline,
 
 bool failed(const json& reply) {
   return reply.is_object() && reply.contains("error");
-}
-
-int failure_code(const json& reply) {
-  return static_cast<int>(json_int(reply, "code", -1));
 }
 
 std::string failure_message(const json& reply) {

@@ -51,9 +51,8 @@ class EtcdClient {
   std::unique_ptr<State> state_;
 };
 
-// Whether a reply is a refusal ({"error": ..., "code": N}); its gRPC code and message.
+// Whether a reply is a refusal ({"error": ..., "code": N}), and its message.
 bool failed(const nlohmann::json& reply);
-int failure_code(const nlohmann::json& reply);
 std::string failure_message(const nlohmann::json& reply);
 
 // An int64 field of a reply (the gateway writes them as strings); `fallback` when absent.

@@ -1,10 +1,12 @@
 #include "bootstrap/etcd_store.hpp"
 
 #include <optional>
+#include <thread>
 
 #include "bootstrap/store_errors.hpp"
 #include "core/base64.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace tutti::bootstrap {
 namespace {
@@ -188,6 +190,22 @@ bool EtcdStore::remove(const std::string& key) {
               client_->post("/v3/kv/deleterange", json{{"key", base64_encode(full_key(key))}},
                             request_deadline()));
   return json_int(reply, "deleted") > 0;
+}
+
+EtcdStore::Claim EtcdStore::claim(const std::string& key, Deadline deadline,
+                                  const std::string& waiting) {
+  const std::chrono::seconds ttl = lease_ttl();
+  const Deadline expiry = Deadline::after(ttl + std::chrono::seconds(2));
+  bool waited = false;
+  while (add(key, 1) != 1) {
+    if (ttl.count() == 0 || expiry.expired() || deadline.expired()) return Claim::kHeld;
+    if (!waited)
+      log::warn("{}: waiting up to {} s for them to expire in {}", waiting, ttl.count() + 2,
+                describe());
+    waited = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return waited ? Claim::kAfterExpiry : Claim::kFree;
 }
 
 int64_t EtcdStore::clear() {

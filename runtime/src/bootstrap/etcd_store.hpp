@@ -31,6 +31,13 @@ class EtcdStore : public Store {
   bool remove(const std::string& key) override;
   std::string describe() const override;
 
+  // Takes `key` for this process: an atomic add that must find it absent. A key an earlier
+  // process left is waited out (its lease expires at most a TTL after that process stopped; the
+  // wait is logged with `waiting`): kAfterExpiry. kHeld when it is still there then (a live
+  // process holds it), or when there is no lease to expire, or `deadline` passed.
+  enum class Claim { kFree, kAfterExpiry, kHeld };
+  Claim claim(const std::string& key, Deadline deadline, const std::string& waiting);
+
   // Removes every key under the prefix (what tuttirun does with a job's keys when the job ends);
   // returns how many there were.
   int64_t clear();

@@ -36,29 +36,22 @@ void claim_rank(Store& store, const WorldInfo& info, const std::string& director
 void claim_rank_in_etcd(EtcdStore& store, const WorldInfo& info, Deadline deadline) {
   const std::string key = fmt::format("{}/claimed/{}", info.job_id, info.rank);
   const auto ttl = store.lease_ttl();
-  const Deadline expiry = Deadline::after(ttl + std::chrono::seconds(2));
-  bool announced = false;
-  while (store.add(key, 1) != 1) {
-    if (ttl.count() == 0 || expiry.expired() || deadline.expired())
-      throw make_error(
-          ErrorCode::kConfig,
-          "{} already holds keys of job '{}' for rank {}{}: two processes of this job started "
-          "as rank {}, or an earlier run with the same job id is still alive; give each job its "
-          "own prefix (etcd://host:port/PREFIX) or TUTTI_JOB_ID",
-          store.describe(), info.job_id, info.rank,
-          ttl.count() == 0
-              ? " (no lease: TUTTI_ETCD_LEASE_TTL=0, so they never expire)"
-              : fmt::format(", still after {} s", (ttl + std::chrono::seconds(2)).count()),
-          info.rank);
-    if (!announced)
-      log::warn(
-          "rank {}: {} still holds keys of an earlier run of job '{}'; waiting up to {} s "
-          "for them to expire",
-          info.rank, store.describe(), info.job_id, ttl.count() + 2);
-    announced = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  if (announced) {
+  const EtcdStore::Claim claim =
+      store.claim(key, deadline,
+                  fmt::format("rank {}: keys of an earlier run of job '{}' are still there",
+                              info.rank, info.job_id));
+  if (claim == EtcdStore::Claim::kHeld)
+    throw make_error(
+        ErrorCode::kConfig,
+        "{} already holds keys of job '{}' for rank {}{}: two processes of this job started "
+        "as rank {}, or an earlier run with the same job id is still alive; give each job its "
+        "own prefix (etcd://host:port/PREFIX) or TUTTI_JOB_ID",
+        store.describe(), info.job_id, info.rank,
+        ttl.count() == 0
+            ? " (no lease: TUTTI_ETCD_LEASE_TTL=0, so they never expire)"
+            : fmt::format(", still after {} s", (ttl + std::chrono::seconds(2)).count()),
+        info.rank);
+  if (claim == EtcdStore::Claim::kAfterExpiry) {
     // This rank's old keys are gone. The other ranks' went at about the same moment, but their
     // leases were last renewed up to a keep-alive period (ttl / 3) apart: wait that out too, so no
     // peer's old address is read as its new one.
@@ -99,10 +92,10 @@ StoreConnection open_store(const WorldInfo& info, Deadline deadline,
                        "MASTER_ADDR:MASTER_PORT='{}' names an etcd store, which a rank cannot "
                        "host: set TUTTI_STORE=etcd://host:port instead",
                        address);
+    const EtcdAddress etcd = parse_etcd_address(address, "TUTTI_STORE");
     std::unique_ptr<EtcdStore> store;
     try {
-      store = std::make_unique<EtcdStore>(parse_etcd_address(address, "TUTTI_STORE"),
-                                          etcd_lease_ttl, request_timeout, deadline);
+      store = std::make_unique<EtcdStore>(etcd, etcd_lease_ttl, request_timeout, deadline);
     } catch (const Error& e) {
       throw make_error(e.code(), "rank {} of {}: {}", info.rank, info.size, e.what());
     }
@@ -110,7 +103,6 @@ StoreConnection open_store(const WorldInfo& info, Deadline deadline,
     connection.store = std::move(store);
     // Peers reach this rank at its address on the route to etcd, as they would at the one that
     // reaches a TcpStore (TUTTI_ADDR and TUTTI_SOCKET_IFNAME still win).
-    const EtcdAddress etcd = parse_etcd_address(address, "TUTTI_STORE");
     connection.local_address =
         net::address_on_route_to(net::bare_host(etcd.endpoints.front().host)).value_or("");
     return connection;

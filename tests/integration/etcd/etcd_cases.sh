@@ -8,6 +8,8 @@
 #     restart      tuttirun --store --restarts 1: attempt 0 fails, attempt 1 passes in a clean prefix;
 #                  nothing is left in etcd
 #     unreachable  no etcd: every rank fails within TUTTI_TIMEOUT, naming the URL
+#     same_job     a second tuttirun --store with the running one's --job-id, on another host (a
+#                  pod), is refused (it would clear the running job's keys); the first ends well
 #     torchrun     torchrun's etcd rendezvous (--rdzv_backend etcd: etcd's v2 API through
 #                  python3-etcd) with 2 agents and train.py --backend tutti, whose process group then
 #                  runs on torch's EtcdStore: rank 1 is killed at step 15, both agents restart their
@@ -29,7 +31,8 @@ for arg in "${@:2}"; do
 done
 # shellcheck source=../pods/pods.sh
 source "$PODS_DIR/pods.sh"
-pods_case_setup "etcd-$1" 0 ${args[@]+"${args[@]}"}
+# Subnet 198.18.159.0/24 for the one case that makes a pod (same_job: another "host").
+pods_case_setup "etcd-$1" 159 ${args[@]+"${args[@]}"}
 # shellcheck source=../pods/etcd.sh
 source "$PODS_DIR/etcd.sh"
 pods_user_stop() { etcd_down; }
@@ -85,6 +88,28 @@ FLAKY
     left=$(etcd_keys /runs/)
     [ -z "$left" ] || fail "tuttirun left keys in etcd: $(echo "$left" | head -3)"
     echo "[$CASE] attempt 1 passed after attempt 0 failed; etcd is empty again"
+    ;;
+  same_job)
+    # The second tuttirun runs in a pod: another host, where tuttirun's own per-host claim on a
+    # job id cannot see the first; only the etcd prefix they share can. It waits out the first's
+    # hold for a lease TTL and 2 s (12 s: an earlier tuttirun's hold would have expired by then),
+    # so the first runs longer than that.
+    pods_up sj 1 "$K"
+    etcd_up "$HOST_ADDR"
+    store="etcd://$ETCD_ENDPOINT/runs"
+    "$TUTTIRUN" -np 2 --store "$store" --job-id twice -- \
+      sh -c 'sleep 16; exec "$0"' "$CHECK" >"$WORK/out" 2>"$WORK/err" </dev/null &
+    first=$!
+    sleep 1
+    started=$(date +%s)
+    ip netns exec sj-worker-0 "$TUTTIRUN" -np 1 --store "$store" --job-id twice -- true \
+      >"$WORK/out2" 2>"$WORK/err2" </dev/null && fail "the second tuttirun of job 'twice' ran: $(cat "$WORK/err2" "$WORK/out2" | tail -5)"
+    took=$(($(date +%s) - started))
+    grep -q "another tuttirun runs job 'twice'" "$WORK/err2" || fail "no clear refusal: $(tail -3 "$WORK/err2")"
+    wait $first || fail "the first job failed: $(tail -5 "$WORK/err")"
+    grep -q "2 ranks, [0-9]* checks per rank, 0 failed" "$WORK/out" || fail "the first job's check did not pass"
+    [ -z "$(etcd_keys /runs/)" ] || fail "keys left in etcd"
+    echo "[$CASE] the second tuttirun (another host) was refused after $took s; the first ran to the end"
     ;;
   unreachable)
     started=$(date +%s)

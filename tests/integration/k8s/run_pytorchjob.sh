@@ -311,12 +311,6 @@ poll() {
     sleep 0.1
   done
 }
-# lines PATTERN FILE...: how many lines of the files match (0 when none do or a file is missing).
-lines() {
-  local pattern=$1
-  shift
-  cat "$@" 2>/dev/null | grep -cE "$pattern" || true
-}
 # after_line FIRST THEN FILE...: whether some file has a line matching THEN after one matching FIRST
 # (the n-th such FIRST, n = ${NTH:-1}).
 after_line() {
