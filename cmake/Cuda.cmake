@@ -186,7 +186,7 @@ macro(tutti_find_cuda)
         CACHE STRING "CUDA architectures libtutti's kernels are built for")
   endif()
   if(CCACHE_PROGRAM)
-    set(CMAKE_CUDA_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+    set(CMAKE_CUDA_COMPILER_LAUNCHER ${TUTTI_CCACHE})
   endif()
   # nvcc picks its own host compiler otherwise, which may not be the one the rest is built with.
   if(NOT CMAKE_CUDA_HOST_COMPILER)

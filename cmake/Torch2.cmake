@@ -47,7 +47,8 @@ if(TUTTI_HAVE_TORCH2)
   include(ExternalProject)
   set(torch2_launcher "")
   if(CCACHE_PROGRAM)
-    set(torch2_launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE_PROGRAM})
+    # A list (env, ccache's settings, ccache): CMAKE_CACHE_ARGS keeps its semicolons.
+    set(torch2_launcher "-DCMAKE_CXX_COMPILER_LAUNCHER:STRING=${TUTTI_CCACHE}")
   endif()
   # PyPI's torch is a CUDA build: its CMake package enables the CUDA language where nvcc exists,
   # and CMake 3.25 (Debian 12's, as shipped) cannot find a default architecture nvcc 13 accepts
@@ -65,12 +66,11 @@ if(TUTTI_HAVE_TORCH2)
     CMAKE_ARGS
       -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE}
       -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
-      ${torch2_launcher}
       -DPython3_EXECUTABLE=${TUTTI_TORCH2_PYTHON_EXECUTABLE}
       -DTUTTI_LIBRARY=$<TARGET_FILE:tutti>
       -DTUTTI_INCLUDE_DIR=${PROJECT_SOURCE_DIR}/runtime/include
       -DTUTTI_TORCH_CHECKS_SOURCE_DIR=${PROJECT_SOURCE_DIR}
-    CMAKE_CACHE_ARGS ${torch2_cuda}
+    CMAKE_CACHE_ARGS ${torch2_cuda} ${torch2_launcher}
     INSTALL_COMMAND ""
     BUILD_ALWAYS ON
     USES_TERMINAL_BUILD ON
