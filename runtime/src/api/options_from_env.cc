@@ -47,6 +47,10 @@ Options Options::from_env() {
   o.timeout = milliseconds("TUTTI_COLLECTIVE_TIMEOUT");
   o.segment_bytes = env::get_bytes("TUTTI_SEGMENT_BYTES");
   if (o.segment_bytes == 0) throw make_error(ErrorCode::kConfig, "TUTTI_SEGMENT_BYTES must be > 0");
+  o.tcp_segment_max_bytes =
+      env::is_set("TUTTI_SEGMENT_BYTES") && !env::is_set("TUTTI_TCP_SEGMENT_MAX_BYTES")
+          ? 0
+          : env::get_bytes("TUTTI_TCP_SEGMENT_MAX_BYTES");
   o.shm_ring_bytes = env::get_bytes("TUTTI_SHM_RING_BYTES");
   o.shm_ring_budget = env::get_bytes("TUTTI_SHM_RING_BUDGET");
   o.shm_window_bytes = env::get_bytes("TUTTI_SHM_WINDOW_BYTES");

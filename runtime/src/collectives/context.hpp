@@ -37,6 +37,9 @@ struct Context {
   // final, inside those reduce loops (reduce::combine_scaled, reduce_many_scaled).
   double prescale = 1.0;
   double postscale = 1.0;
+  // Options::tcp_segment_max_bytes: the most a ring's segment grows to where its links are TCP
+  // (ring_segment_bytes); 0 keeps segment_bytes.
+  size_t tcp_segment_max_bytes = 0;
 
   bool scaled() const { return prescale != 1.0 || postscale != 1.0; }
 };

@@ -92,13 +92,15 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
   const Hierarchy h = hierarchy_of(ctx.host_of_rank, ctx.rank);
   auto group_context = [&](transport::Transport& t, std::span<const int> members, int index,
                            Phase phase) {
-    return Context{t,
-                   index,
-                   static_cast<int>(members.size()),
-                   phase_sequence(ctx.sequence, phase),
-                   ctx.deadline,
-                   ctx.segment_bytes,
-                   ctx.scratch};
+    Context g{t,
+              index,
+              static_cast<int>(members.size()),
+              phase_sequence(ctx.sequence, phase),
+              ctx.deadline,
+              ctx.segment_bytes,
+              ctx.scratch};
+    g.tcp_segment_max_bytes = ctx.tcp_segment_max_bytes;
+    return g;
   };
 
   auto local = make_group_transport(ctx.transport, h.local, h.local_index);

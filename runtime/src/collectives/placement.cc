@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectives/selection_cache.hpp"
 #include "collectives/settings.hpp"
 
 namespace tutti::collectives {
@@ -39,6 +40,17 @@ Placement placement_of(const Context& ctx) {
   p.local = transport == "tcp" || transport == "mpi" ? Link::kTcp : Link::kShm;
   p.transport = transport;
   return p;
+}
+
+size_t ring_segment_bytes(const Context& ctx, size_t block_bytes) {
+  constexpr size_t kSegmentsPerBlock = 8;
+  const size_t grown = std::min(ctx.tcp_segment_max_bytes, block_bytes / kSegmentsPerBlock);
+  if (grown <= ctx.segment_bytes) return ctx.segment_bytes;
+  if (settings_of(ctx).transport == "mpi") return ctx.segment_bytes;
+  const Link flat = ctx.selection != nullptr && ctx.selection->placement
+                        ? ctx.selection->placement->flat
+                        : placement_of(ctx).flat;
+  return flat == Link::kTcp ? grown : ctx.segment_bytes;
 }
 
 }  // namespace tutti::collectives

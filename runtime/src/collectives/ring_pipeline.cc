@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/placement.hpp"
 #include "collectives/scratch_slots.hpp"
 #include "reduce/reduce.hpp"
 #include "transport/transport.hpp"
@@ -25,6 +26,20 @@ constexpr size_t kPruneSends = 256;
 // no preemption) can cost a scheduler tick when the CPUs are busy. Only when every rank can have a
 // CPU of its own; otherwise polling steals the CPU from the rank we wait for.
 constexpr auto kSpinBudget = std::chrono::microseconds(200);
+// The staging scratch (receives in flight of a reduce step) stays within this when segments are
+// large (grown over TCP, or set so): the window shrinks instead, to no fewer than two receives.
+constexpr size_t kStagingBudget = 16 << 20;
+
+size_t window_for(size_t segment_bytes) {
+  return std::clamp<size_t>(kStagingBudget / std::max<size_t>(segment_bytes, 1), 2, kWindow);
+}
+
+size_t largest_chunk(const Split& chunks, int parts) {
+  size_t largest = 0;
+  for (int part = 0; part < parts; ++part)
+    largest = std::max(largest, chunks.size(static_cast<size_t>(part)));
+  return largest;
+}
 
 bool may_spin(int ranks) {
   static const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
@@ -48,41 +63,44 @@ class RingRun {
         op_(op),
         what_(what),
         element_bytes_(element_size(type)),
-        per_segment_(segment_elements(ctx.segment_bytes, element_bytes_)),
+        per_segment_(segment_elements(ring_segment_bytes(ctx, largest_chunk(chunks, ctx.size) *
+                                                                     element_bytes_),
+                                      element_bytes_)),
+        window_(window_for(per_segment_ * element_bytes_)),
         steps_(plan.reduce_steps + plan.gather_steps),
         next_(&ctx.transport.channel(wrap(ctx.rank + 1, ctx.size))),
         prev_(&ctx.transport.channel(wrap(ctx.rank - 1, ctx.size))),
         spin_(may_spin(ctx.size)) {
     if (plan_.reduce_steps > 0) {
-      staging_ = ctx.scratch.get(kStagingSlot, kWindow * per_segment_ * element_bytes_).data();
+      staging_ = ctx.scratch.get(kStagingSlot, window_ * per_segment_ * element_bytes_).data();
     }
   }
 
   void run() {
-    send_first_chunk(kWindow);
+    send_first_chunk(window_);
     Item post = first_item({0, 0});
     std::array<transport::Request, kWindow> pending;
     std::array<Item, kWindow> pending_items;
     size_t posted = 0;
     size_t processed = 0;
     auto post_more = [&] {
-      while (post.step < steps_ && posted - processed < kWindow) {
-        pending_items[posted % kWindow] = post;
-        pending[posted % kWindow] = post_receive(post, posted % kWindow);
+      while (post.step < steps_ && posted - processed < window_) {
+        pending_items[posted % window_] = post;
+        pending[posted % window_] = post_receive(post, posted % window_);
         ++posted;
         post = first_item({post.step, post.segment + 1});
       }
     };
     post_more();
     while (processed < posted) {
-      const size_t slot = processed % kWindow;
+      const size_t slot = processed % window_;
       await(pending[slot]);
       const Item item = pending_items[slot];
       // The receive of the following segments is already posted; reduce this one meanwhile.
       finish(item, slot);
       ++processed;
       // Step 0's sends are paced by step 0's receives (see send_first_chunk).
-      send_first_chunk(item.step == 0 ? item.segment + 1 + kWindow : kAll);
+      send_first_chunk(item.step == 0 ? item.segment + 1 + window_ : kAll);
       post_more();
     }
     send_first_chunk(kAll);
@@ -128,10 +146,10 @@ class RingRun {
   static constexpr size_t kAll = ~size_t{0};
 
   // Sends the first chunk's segments up to (not including) `until`. The next rank posts only
-  // kWindow receives ahead, so a segment sent far earlier lands in its channel's unexpected
+  // window_ receives ahead, so a segment sent far earlier lands in its channel's unexpected
   // stash: a fresh allocation (page faults) and one more copy per segment. Pacing step 0 by this
   // rank's own step 0 receives keeps the ring in step without any extra message: every rank sends
-  // its first kWindow segments unconditionally, so each later one only waits on earlier ones.
+  // its first window_ segments unconditionally, so each later one only waits on earlier ones.
   void send_first_chunk(size_t until) {
     const int chunk = send_chunk(0);
     const size_t end = std::min(until, chunk_segments(chunk));
@@ -198,6 +216,7 @@ class RingRun {
   std::string_view what_;
   size_t element_bytes_;
   size_t per_segment_;
+  size_t window_;  // receives posted ahead: kWindow, fewer for large segments (window_for)
   int steps_;
   transport::Channel* next_;
   transport::Channel* prev_;

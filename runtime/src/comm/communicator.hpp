@@ -312,6 +312,7 @@ void Communicator::run(std::string_view name, transport::CallSignature call,
     collectives::Context ctx{
         *transport_, rank_,         size_,       sequence,       deadline, options_.segment_bytes,
         scratch_,    host_of_rank_, &selection_, settings_.get()};
+    ctx.tcp_segment_max_bytes = options_.tcp_segment_max_bytes;
     try {
       body(ctx);
       // Messages of this call that another thread's progress delivered are checked by now.

@@ -422,6 +422,32 @@ TEST(DecisionTable, LoggedOncePerPlacement) {
   EXPECT_TRUE(log_decision_table_once(kModel, p));
 }
 
+// The ring's segment grows with the block only where its links are TCP, by an eighth of the block,
+// never past the maximum, never below the configured segment, and not at all with a maximum of 0.
+TEST(RingSegment, GrowsWithTheBlockOnlyOverTcp) {
+  auto failures = testing::run_ranks(2, [&](testing::Rank& rank) {
+    Context ctx = rank.context();
+    ctx.segment_bytes = 256 * KiB;
+    ctx.tcp_segment_max_bytes = 4 * MiB;
+    // In-process channels: not TCP.
+    EXPECT_EQ(ring_segment_bytes(ctx, 64 * MiB), 256 * KiB);
+    SelectionCache cache;
+    cache.placement = hosts(2, 1);
+    ASSERT_EQ(cache.placement->flat, Link::kTcp);
+    ctx.selection = &cache;
+    EXPECT_EQ(ring_segment_bytes(ctx, 1 * MiB), 256 * KiB);
+    EXPECT_EQ(ring_segment_bytes(ctx, 2 * MiB + 8), 256 * KiB + 1);
+    EXPECT_EQ(ring_segment_bytes(ctx, 16 * MiB), 2 * MiB);
+    EXPECT_EQ(ring_segment_bytes(ctx, 256 * MiB), 4 * MiB);
+    ctx.tcp_segment_max_bytes = 0;
+    EXPECT_EQ(ring_segment_bytes(ctx, 256 * MiB), 256 * KiB);
+    ctx.tcp_segment_max_bytes = 4 * MiB;
+    ctx.segment_bytes = 8 * MiB;  // set above the maximum: kept
+    EXPECT_EQ(ring_segment_bytes(ctx, 256 * MiB), 8 * MiB);
+  });
+  EXPECT_EQ(testing::describe_failures(failures), "");
+}
+
 // The placement read off a Context: the in-process channels are not TCP, so the flat link is
 // priced as shared memory; they have no window.
 TEST(SelectAllreduce, ReadsThePlacementFromTheContext) {

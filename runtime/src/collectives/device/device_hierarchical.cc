@@ -98,6 +98,7 @@ void DeviceCollectives::hierarchical_allreduce(Context& ctx, const DeviceCall& c
               ctx.deadline,
               ctx.segment_bytes,
               ctx.scratch};
+    g.tcp_segment_max_bytes = ctx.tcp_segment_max_bytes;
     if (floating_sum) {
       g.postscale = call.postscale / (op == ReduceOp::kAvg ? ctx.size : 1);
     }
