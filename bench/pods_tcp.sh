@@ -12,6 +12,8 @@
 # Writes OUT/<peer>-np<N>-run<I>.txt and .csv (torch: OUT/torch-np<N>-run<I>.csv and
 # OUT/tutti-for-torch-np<N>-run<I>.csv) and prints the median ratio per size. Needs root (ip netns);
 # pods are made on subnet 198.18.251.0/24 and removed on exit. Every other address stays unused.
+# BENCH_ENV="TUTTI_X=V ..." gives tutti's ranks more settings (every launcher), e.g. to compare
+# TUTTI_TCP_BUFFER_BYTES=0 against the default.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -65,7 +67,10 @@ for np in $NPS; do [ "$np" -gt "$MAX_NP" ] && MAX_NP=$np; done
 pods_up "$PREFIX" "$MAX_NP" "$K"
 
 # tutti over TCP on the pods' eth0 in every run, whatever launched it.
-TUTTI_ENV=(TUTTI_TRANSPORT=tcp TUTTI_SOCKET_IFNAME=eth0)
+read -r -a EXTRA_ENV <<<"${BENCH_ENV:-}"
+TUTTI_ENV=(TUTTI_TRANSPORT=tcp TUTTI_SOCKET_IFNAME=eth0 "${EXTRA_ENV[@]}")
+MPI_ENV=()
+for v in "${TUTTI_ENV[@]}"; do MPI_ENV+=(-x "$v"); done
 
 run_mpi() {  # np run
   local np=$1 i=$2 hostfile="$OUT/hostfile-np$1"
@@ -74,7 +79,7 @@ run_mpi() {  # np run
   timeout 900 mpirun --allow-run-as-root --hostfile "$hostfile" -np "$np" --bind-to none \
     --mca plm_rsh_agent "$KUBEXEC" --mca plm_rsh_no_tree_spawn 1 --mca mpi_yield_when_idle 1 \
     --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
-    -x TUTTI_TRANSPORT=tcp -x TUTTI_SOCKET_IFNAME=eth0 \
+    "${MPI_ENV[@]}" \
     "$BENCH" allreduce --baseline mpi "${FLAGS[@]}" --csv "$OUT/mpi-np$np-run$i.csv" \
     >"$OUT/mpi-np$np-run$i.txt" 2>&1 || fail "mpi np$np run $i failed: see $OUT/mpi-np$np-run$i.txt"
 }
