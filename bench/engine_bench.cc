@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <numeric>
 
@@ -13,6 +14,13 @@
 
 namespace tutti::bench {
 namespace {
+
+// CPU time of every thread of this process (the caller's and the engine's), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -29,12 +37,16 @@ double median(std::vector<double> v) {
 
 // Seconds per step of `body`, the slowest rank's (each rank's mean over `steps`, after a barrier).
 template <typename Body>
-double timed(const Communicator& comm, int steps, Body&& body) {
+double timed(const Communicator& comm, int steps, Body&& body, double* cpu_per_step = nullptr) {
   comm.barrier();
+  const double cpu_start = process_cpu_seconds();
   const auto start = Clock::now();
   for (int s = 0; s < steps; ++s) body();
   double t = std::chrono::duration<double>(Clock::now() - start).count() / steps;
+  double cpu = (process_cpu_seconds() - cpu_start) / steps;
   comm.allreduce(&t, &t, 1, DataType::kFloat64, ReduceOp::kMax);
+  comm.allreduce(&cpu, &cpu, 1, DataType::kFloat64, ReduceOp::kSum);
+  if (cpu_per_step != nullptr) *cpu_per_step = cpu / comm.size();
   return t;
 }
 
@@ -148,11 +160,17 @@ int run_engine_bench(std::span<const std::string> args) {
   if (run_a) timed(comm, 2, per_tensor);
   if (run_b) timed(comm, 3, engine);
   if (run_c) timed(comm, 2, one_buffer);
-  std::vector<double> a, b, cc, b_over_a, b_over_c;
+  std::vector<double> a, b, cc, b_over_a, b_over_c, b_cpu, b_minus_c_cpu;
   for (int r = 0; r < rounds; ++r) {
+    double cpu_b = 0;
+    double cpu_c = 0;
     const double ta = run_a ? timed(comm, steps, per_tensor) : timed(comm, 1, nothing);
-    const double tb = run_b ? timed(comm, steps, engine) : timed(comm, 1, nothing);
-    const double tc = run_c ? timed(comm, steps, one_buffer) : timed(comm, 1, nothing);
+    const double tb = run_b ? timed(comm, steps, engine, &cpu_b) : timed(comm, 1, nothing);
+    const double tc = run_c ? timed(comm, steps, one_buffer, &cpu_c) : timed(comm, 1, nothing);
+    // Per tensor, in microseconds: the whole step's CPU, and what it costs beyond moving the same
+    // bytes in one call (c).
+    b_cpu.push_back(cpu_b * 1e6 / static_cast<double>(n));
+    b_minus_c_cpu.push_back((cpu_b - cpu_c) * 1e6 / static_cast<double>(n));
     a.push_back(1 / ta);
     b.push_back(1 / tb);
     cc.push_back(1 / tc);
@@ -185,6 +203,12 @@ int run_engine_bench(std::span<const std::string> args) {
         ratio(run_a && run_b, b_over_a).c_str(), ratio(run_b && run_c, b_over_c).c_str(),
         static_cast<unsigned long long>(s.tensors), static_cast<unsigned long long>(s.collectives),
         static_cast<unsigned long long>(s.cache_hits), static_cast<unsigned long long>(s.cycles));
+    // The engine's own cost: CPU of all of a rank's threads (mean over ranks) per tensor of (b);
+    // less (c)'s, what moving the same bytes in one call costs.
+    if (run_b)
+      std::printf("# (b) CPU per tensor %.3f us%s\n", median(b_cpu),
+                  run_c ? fmt::format(", beyond (c) {:.3f} us", median(b_minus_c_cpu)).c_str()
+                        : "");
   }
   return 0;
 }

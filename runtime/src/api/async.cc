@@ -34,8 +34,10 @@ engine::EngineSettings settings_from(const Options& o) {
   return s;
 }
 
-std::shared_ptr<engine::Engine> engine_of(comm::Communicator& c) {
-  auto any = c.attachment([&]() -> std::shared_ptr<void> {
+// The communicator keeps its engine as long as it lives (a reference, not a copy: every
+// asynchronous call comes here).
+engine::Engine& engine_of(comm::Communicator& c) {
+  const std::shared_ptr<void>& any = c.attachment([&]() -> std::shared_ptr<void> {
     // The same words on every rank, so that a failure's message is identical everywhere.
     std::string label =
         c.context_id() == 0
@@ -50,7 +52,7 @@ std::shared_ptr<engine::Engine> engine_of(comm::Communicator& c) {
                        label, e.what());
     }
   });
-  return std::static_pointer_cast<engine::Engine>(any);
+  return *static_cast<engine::Engine*>(any.get());
 }
 
 // The fields every operation has; each *_async sets what is its own.
@@ -72,7 +74,7 @@ Handle submit(comm::Communicator& c, engine::EnqueueRequest request, const Async
   request.ready =
       options.ready ? options.ready : api::ready_for(request.send, request.recv, nullptr);
   request.rows_out = options.rows_per_rank;
-  return Handle(engine_of(c)->enqueue(std::move(request)));
+  return Handle(engine_of(c).enqueue(std::move(request)));
 }
 
 }  // namespace
@@ -99,8 +101,11 @@ bool Handle::poll() const {
 void Handle::wait(std::optional<std::chrono::milliseconds> timeout) const {
   engine::HandleState& s = state_of(state_);
   const auto limit = timeout ? Deadline::Clock::duration(*timeout) : s.wait_limit;
+  // A finished handle needs no deadline (and no clock read: most handles of a step are finished
+  // by the time they are waited for).
+  const Deadline deadline = s.finished() ? Deadline::never() : Deadline::after(limit);
   // Without a timeout this thread would only sleep: it runs the engine's cycles meanwhile.
-  if (!s.wait(Deadline::after(limit), !timeout))
+  if (!s.wait(deadline, !timeout))
     throw make_error(ErrorCode::kTimeout, "the operation has not finished after {} ms{}",
                      std::chrono::duration_cast<std::chrono::milliseconds>(limit).count(),
                      timeout ? " (it goes on: wait again or poll)" : "");
@@ -169,7 +174,7 @@ Handle Communicator::barrier_async() const {
 }
 
 Handle Communicator::join(const AsyncOptions& options) const {
-  return Handle(engine_of(get())->join(options.last_joined));
+  return Handle(engine_of(get()).join(options.last_joined));
 }
 
 void abort_engine(comm::Communicator& c, const std::string& reason) {

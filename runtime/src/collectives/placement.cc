@@ -44,6 +44,9 @@ Placement placement_of(const Context& ctx) {
 
 size_t ring_segment_bytes(const Context& ctx, size_t block_bytes) {
   constexpr size_t kSegmentsPerBlock = 8;
+  // Two ranks keep the configured segment: between pods on 2 vCPUs their in-place 256 MiB call
+  // lost 15-20% with grown segments while 4 ranks gained about 10% (docs/PERFORMANCE.md).
+  if (ctx.size <= 2) return ctx.segment_bytes;
   const size_t grown = std::min(ctx.tcp_segment_max_bytes, block_bytes / kSegmentsPerBlock);
   if (grown <= ctx.segment_bytes) return ctx.segment_bytes;
   if (settings_of(ctx).transport == "mpi") return ctx.segment_bytes;

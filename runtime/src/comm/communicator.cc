@@ -45,9 +45,15 @@ Communicator::Communicator(Key, std::shared_ptr<Job> job, transport::ContextId c
 
 Communicator::~Communicator() = default;
 
-std::shared_ptr<void> Communicator::attachment(const std::function<std::shared_ptr<void>()>& make) {
+const std::shared_ptr<void>& Communicator::attachment(
+    const std::function<std::shared_ptr<void>()>& make) {
+  // Every asynchronous call looks its engine up here: once made, without the lock.
+  if (attached_.load(std::memory_order_acquire)) return attachment_;
   std::lock_guard lock(attachment_mutex_);
-  if (!attachment_) attachment_ = make();
+  if (!attachment_) {
+    attachment_ = make();
+    attached_.store(true, std::memory_order_release);
+  }
   return attachment_;
 }
 

@@ -164,8 +164,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
             const CallOptions& call = {});
 
   // What a higher layer keeps with this communicator (the engine of its process set): made by
-  // `make` on the first call (under a lock, so once), destroyed before anything else of it.
-  std::shared_ptr<void> attachment(const std::function<std::shared_ptr<void>()>& make);
+  // `make` on the first call (under a lock, so once), destroyed before anything else of it. The
+  // reference stays valid as long as this communicator.
+  const std::shared_ptr<void>& attachment(const std::function<std::shared_ptr<void>()>& make);
   std::shared_ptr<void> attachment_if_any();
 
  private:
@@ -270,7 +271,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::unique_ptr<device::NcclComm> inherited_nccl_;
   // Last, so that it goes first: an engine still uses the job this communicator keeps alive.
   std::mutex attachment_mutex_;
-  std::shared_ptr<void> attachment_;
+  std::shared_ptr<void> attachment_;  // set once, never replaced
+  std::atomic<bool> attached_{false};  // attachment_ is set: read it without the lock
 };
 
 template <typename Body>

@@ -96,10 +96,11 @@ constexpr std::array kVariables = {
         "most 16 MiB is read."},
     Variable{"TUTTI_SEGMENT_BYTES", Kind::kBytes, "256K", "",
              "Pipeline segment size of ring and tree collectives.", 1, kGiB},
-    Variable{"TUTTI_TCP_SEGMENT_MAX_BYTES", Kind::kBytes, "4M", "",
-             "Where a ring's links are TCP, its segment grows with the message (an eighth of a "
-             "rank's block, never below TUTTI_SEGMENT_BYTES) up to this: fewer, larger socket "
-             "writes. 0 keeps TUTTI_SEGMENT_BYTES; setting TUTTI_SEGMENT_BYTES alone also keeps it.",
+    Variable{"TUTTI_TCP_SEGMENT_MAX_BYTES", Kind::kBytes, "2M", "",
+             "Where a ring of 3 or more ranks crosses TCP links, its segment grows with the "
+             "message (an eighth of a rank's block, never below TUTTI_SEGMENT_BYTES) up to this: "
+             "fewer, larger socket writes. 0 keeps TUTTI_SEGMENT_BYTES; setting "
+             "TUTTI_SEGMENT_BYTES alone also keeps it.",
              0, kGiB},
     Variable{"TUTTI_SHM_RING_BYTES", Kind::kBytes, "1M", "",
              "Size of each shared-memory ring buffer between two local ranks (one per direction).",

@@ -127,6 +127,8 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   void run_one(const Response& r);
   void run_fused(const std::vector<const Response*>& batch);
   void finish(const std::string& name, const std::optional<Error>& error);
+  // finish() without an error for every tensor of a fused batch this rank submitted.
+  void finish_all(const std::vector<const Response*>& batch);
   Entry* local(const Response& r);
   void fail_everything(const Error& error);
 

@@ -423,16 +423,17 @@ TEST(DecisionTable, LoggedOncePerPlacement) {
 }
 
 // The ring's segment grows with the block only where its links are TCP, by an eighth of the block,
-// never past the maximum, never below the configured segment, and not at all with a maximum of 0.
+// never past the maximum, never below the configured segment, not at all with a maximum of 0, and
+// not on 2 ranks.
 TEST(RingSegment, GrowsWithTheBlockOnlyOverTcp) {
-  auto failures = testing::run_ranks(2, [&](testing::Rank& rank) {
+  auto failures = testing::run_ranks(3, [&](testing::Rank& rank) {
     Context ctx = rank.context();
     ctx.segment_bytes = 256 * KiB;
     ctx.tcp_segment_max_bytes = 4 * MiB;
     // In-process channels: not TCP.
     EXPECT_EQ(ring_segment_bytes(ctx, 64 * MiB), 256 * KiB);
     SelectionCache cache;
-    cache.placement = hosts(2, 1);
+    cache.placement = hosts(3, 1);
     ASSERT_EQ(cache.placement->flat, Link::kTcp);
     ctx.selection = &cache;
     EXPECT_EQ(ring_segment_bytes(ctx, 1 * MiB), 256 * KiB);
@@ -444,6 +445,9 @@ TEST(RingSegment, GrowsWithTheBlockOnlyOverTcp) {
     ctx.tcp_segment_max_bytes = 4 * MiB;
     ctx.segment_bytes = 8 * MiB;  // set above the maximum: kept
     EXPECT_EQ(ring_segment_bytes(ctx, 256 * MiB), 8 * MiB);
+    ctx.segment_bytes = 256 * KiB;
+    ctx.size = 2;
+    EXPECT_EQ(ring_segment_bytes(ctx, 256 * MiB), 256 * KiB);
   });
   EXPECT_EQ(testing::describe_failures(failures), "");
 }
