@@ -47,4 +47,16 @@ struct Context {
 // ctx.settings, or the defaults.
 const Settings& settings_of(const Context& ctx);
 
+// The context of one phase of `parent`'s call that a group of its ranks runs over `transport` (the
+// hierarchical algorithms' local and cross-host phases): the parent's deadline, segments, scratch
+// and settings, this rank's place in the group, and the phase's own sequence for its tags. No
+// placement cache (the group's differs) and no scales (the phase sets its own).
+inline Context group_context(const Context& parent, transport::Transport& transport, int rank,
+                             int size, uint64_t sequence) {
+  Context g{transport,      rank, size,    sequence,       parent.deadline, parent.segment_bytes,
+            parent.scratch, {},   nullptr, parent.settings};
+  g.tcp_segment_max_bytes = parent.tcp_segment_max_bytes;
+  return g;
+}
+
 }  // namespace tutti::collectives

@@ -90,22 +90,15 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
                      ctx.rank, ctx.size);
   }
   const Hierarchy h = hierarchy_of(ctx.host_of_rank, ctx.rank);
-  auto group_context = [&](transport::Transport& t, std::span<const int> members, int index,
+  auto phase_context = [&](transport::Transport& t, std::span<const int> members, int index,
                            Phase phase) {
-    Context g{t,
-              index,
-              static_cast<int>(members.size()),
-              phase_sequence(ctx.sequence, phase),
-              ctx.deadline,
-              ctx.segment_bytes,
-              ctx.scratch};
-    g.tcp_segment_max_bytes = ctx.tcp_segment_max_bytes;
-    return g;
+    return group_context(ctx, t, index, static_cast<int>(members.size()),
+                         phase_sequence(ctx.sequence, phase));
   };
 
   auto local = make_group_transport(ctx.transport, h.local, h.local_index);
   {
-    Context g = group_context(*local, h.local, h.local_index, kLocalReduce);
+    Context g = phase_context(*local, h.local, h.local_index, kLocalReduce);
     // The postscale goes where the result becomes final: the leaders' allreduce, if there is one.
     const bool cross = h.leaders.size() > 1;
     g.prescale = ctx.prescale;
@@ -114,7 +107,7 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
   }
   if (h.leader_index >= 0 && h.leaders.size() > 1) {
     auto leaders = make_group_transport(ctx.transport, h.leaders, h.leader_index);
-    Context g = group_context(*leaders, h.leaders, h.leader_index, kCross);
+    Context g = phase_context(*leaders, h.leaders, h.leader_index, kCross);
     // Every leader on a host of its own: selection prices the leaders as a flat world.
     std::vector<int> own_hosts(h.leaders.size());
     for (size_t i = 0; i < own_hosts.size(); ++i) own_hosts[i] = static_cast<int>(i);
@@ -123,7 +116,7 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
     allreduce(g, Algorithm::kAuto, recv, recv, count, type, op);
   }
   if (h.local.size() > 1) {
-    Context g = group_context(*local, h.local, h.local_index, kLocalBroadcast);
+    Context g = phase_context(*local, h.local, h.local_index, kLocalBroadcast);
     broadcast(g, recv, count, type, 0);
   }
 }

@@ -91,14 +91,8 @@ void DeviceCollectives::hierarchical_allreduce(Context& ctx, const DeviceCall& c
     const int index =
         static_cast<int>(std::find(holders.begin(), holders.end(), ctx.rank) - holders.begin());
     auto group = make_group_transport(ctx.transport, holders, index);
-    Context g{*group,
-              index,
-              static_cast<int>(holders.size()),
-              phase_sequence(ctx.sequence, kCrossHostPhase),
-              ctx.deadline,
-              ctx.segment_bytes,
-              ctx.scratch};
-    g.tcp_segment_max_bytes = ctx.tcp_segment_max_bytes;
+    Context g = group_context(ctx, *group, index, static_cast<int>(holders.size()),
+                              phase_sequence(ctx.sequence, kCrossHostPhase));
     if (floating_sum) {
       g.postscale = call.postscale / (op == ReduceOp::kAvg ? ctx.size : 1);
     }
