@@ -6,6 +6,9 @@
 #   gloo   Gloo ring_chunked, interleaved (tutti-bench --baseline gloo under tuttirun --pods);
 #   torch  PyTorch's gloo backend (bench/torch_gloo_bench.py, one rank per pod), in whole runs
 #          alternating with tutti's own (two programs cannot be interleaved call by call).
+#   engine not a peer: `tutti-bench engine` (the engine against per-tensor calls and one flat call,
+#          interleaved) under tuttirun --pods; ENGINE_FLAGS (default "--case 256x16K --steps 20
+#          --rounds 5") are its flags.
 #
 #   bench/pods_tcp.sh BUILD OUT [--np "2 4"] [--peers "mpi gloo torch"] [--runs 2] [-- BENCH_FLAGS]
 #
@@ -113,6 +116,15 @@ run_torch() {  # np run
     fail "tutti np$np (torch pair) run $i failed"
 }
 
+run_engine() {  # np run
+  local np=$1 i=$2 flags
+  read -r -a flags <<<"${ENGINE_FLAGS:---case 256x16K --steps 20 --rounds 5}"
+  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --exec kubexec --kubexec "$KUBEXEC" \
+    --store-addr "$HOST_ADDR" --no-tag-output -- env "${TUTTI_ENV[@]}" \
+    "$BENCH" engine "${flags[@]}" >"$OUT/engine-np$np-run$i.txt" 2>&1 ||
+    fail "engine np$np run $i failed: see $OUT/engine-np$np-run$i.txt"
+}
+
 for ((i = 1; i <= RUNS; i++)); do
   for np in $NPS; do
     for peer in $PEERS; do
@@ -124,7 +136,12 @@ done
 
 for np in $NPS; do
   for peer in $PEERS; do
-    if [ "$peer" = torch ]; then
+    if [ "$peer" = engine ]; then
+      for ((i = 1; i <= RUNS; i++)); do
+        echo "== engine np$np run $i"
+        grep -v '^#.*mode' "$OUT/engine-np$np-run$i.txt"
+      done
+    elif [ "$peer" = torch ]; then
       t=() p=()
       for ((i = 1; i <= RUNS; i++)); do
         t+=("$OUT/tutti-for-torch-np$np-run$i.csv")
