@@ -5,8 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <numeric>
 
 #include "bench_options.hpp"
@@ -206,9 +206,9 @@ int run_engine_bench(std::span<const std::string> args) {
     // The engine's own cost: CPU of all of a rank's threads (mean over ranks) per tensor of (b);
     // less (c)'s, what moving the same bytes in one call costs.
     if (run_b)
-      std::printf("# (b) CPU per tensor %.3f us%s\n", median(b_cpu),
-                  run_c ? fmt::format(", beyond (c) {:.3f} us", median(b_minus_c_cpu)).c_str()
-                        : "");
+      std::printf(
+          "# (b) CPU per tensor %.3f us%s\n", median(b_cpu),
+          run_c ? fmt::format(", beyond (c) {:.3f} us", median(b_minus_c_cpu)).c_str() : "");
   }
   return 0;
 }

@@ -38,10 +38,10 @@ struct TUTTI_OPTIONS_API Options {
   // What a call's timeout message tells users to raise: the setting `timeout` came from (the torch
   // backend names init_process_group's timeout, since torch's rules ignore the variable).
   std::string timeout_setting = "TUTTI_COLLECTIVE_TIMEOUT";
-  size_t segment_bytes = 256 << 10;      // TUTTI_SEGMENT_BYTES
-  // TUTTI_TCP_SEGMENT_MAX_BYTES: where a ring of 3 or more ranks crosses TCP links, its segment grows
-  // with the message (an eighth of a rank's block) up to this; 0 keeps segment_bytes. from_env()
-  // gives 0 when TUTTI_SEGMENT_BYTES is set and this is not, so a segment set by hand stays as set.
+  size_t segment_bytes = 256 << 10;  // TUTTI_SEGMENT_BYTES
+  // TUTTI_TCP_SEGMENT_MAX_BYTES: a ring of 3+ ranks over TCP grows its segment with the message
+  // (an eighth of a rank's block) up to this; 0 keeps segment_bytes. from_env() gives 0 when only
+  // TUTTI_SEGMENT_BYTES is set, so a segment set by hand stays as set.
   size_t tcp_segment_max_bytes = 2 << 20;
   size_t shm_ring_bytes = 1 << 20;       // TUTTI_SHM_RING_BYTES
   size_t shm_ring_budget = 8 << 20;      // TUTTI_SHM_RING_BUDGET (per rank)

@@ -13,9 +13,10 @@ Placement placement_of(const Context& ctx);
 
 // The pipeline segment of a ring whose largest chunk is `block_bytes`: ctx.segment_bytes, or where
 // a ring of more than 2 ranks crosses TCP links (the placement's flat link, TUTTI_TRANSPORT not
-// mpi) an eighth of the block, up to ctx.tcp_segment_max_bytes. Each segment is one socket write and one wake-up of the
-// receiver, so large messages go in fewer, larger writes. Every rank gets the same value (the
-// placement and the chunks are the same everywhere), so sender and receiver cut chunks alike.
+// mpi) an eighth of the block, up to ctx.tcp_segment_max_bytes. Each segment is one socket write
+// and one wake-up of the receiver, so large messages go in fewer, larger writes. Every rank gets
+// the same value (the placement and the chunks are the same everywhere), so sender and receiver cut
+// chunks alike.
 size_t ring_segment_bytes(const Context& ctx, size_t block_bytes);
 
 // Logs decision_table(model, p) at debug level unless this process already logged one for the

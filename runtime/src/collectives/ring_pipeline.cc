@@ -63,9 +63,9 @@ class RingRun {
         op_(op),
         what_(what),
         element_bytes_(element_size(type)),
-        per_segment_(segment_elements(ring_segment_bytes(ctx, largest_chunk(chunks, ctx.size) *
-                                                                     element_bytes_),
-                                      element_bytes_)),
+        per_segment_(segment_elements(
+            ring_segment_bytes(ctx, largest_chunk(chunks, ctx.size) * element_bytes_),
+            element_bytes_)),
         window_(window_for(per_segment_ * element_bytes_)),
         steps_(plan.reduce_steps + plan.gather_steps),
         next_(&ctx.transport.channel(wrap(ctx.rank + 1, ctx.size))),

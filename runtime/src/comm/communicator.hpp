@@ -271,7 +271,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::unique_ptr<device::NcclComm> inherited_nccl_;
   // Last, so that it goes first: an engine still uses the job this communicator keeps alive.
   std::mutex attachment_mutex_;
-  std::shared_ptr<void> attachment_;  // set once, never replaced
+  std::shared_ptr<void> attachment_;   // set once, never replaced
   std::atomic<bool> attached_{false};  // attachment_ is set: read it without the lock
 };
 

@@ -126,8 +126,8 @@ void Engine::execute(const std::vector<Response>& responses) {
     for (const Key& k : order) flush(k);
     order.clear();
   };
-  const size_t hits = static_cast<size_t>(
-      std::count_if(responses.begin(), responses.end(), [](const Response& r) { return r.cached; }));
+  const size_t hits = static_cast<size_t>(std::count_if(
+      responses.begin(), responses.end(), [](const Response& r) { return r.cached; }));
   if (hits > 0) {
     std::lock_guard lock(mutex_);
     stats_.cache_hits += hits;
