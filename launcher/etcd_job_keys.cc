@@ -29,10 +29,10 @@ EtcdJobKeys::EtcdJobKeys(const std::string& store_url, const std::string& job_id
                      "another tuttirun runs job '{}' (attempt {}) with its keys in {}: give this "
                      "job its own --job-id, or another prefix in --store",
                      job_id, attempt, store_->describe());
-  if (int64_t stale = store_->clear() - 1; stale > 0)
+  // Everything but the claim: a tuttirun that comes meanwhile still finds the prefix held.
+  if (int64_t stale = store_->clear(kHolder); stale > 0)
     log::warn("tuttirun: removed {} keys an earlier job '{}' left in {}", stale, job_id,
               store_->describe());
-  store_->add(kHolder, 1);  // cleared with the rest
 }
 
 EtcdJobKeys::~EtcdJobKeys() {

@@ -208,14 +208,21 @@ EtcdStore::Claim EtcdStore::claim(const std::string& key, Deadline deadline,
   return waited ? Claim::kAfterExpiry : Claim::kFree;
 }
 
-int64_t EtcdStore::clear() {
-  // Every key that starts with "<prefix>/": the range up to "<prefix>0" ('0' follows '/').
-  json reply = checked("clear", prefix_ + "/",
-                       client_->post("/v3/kv/deleterange",
-                                     json{{"key", base64_encode(prefix_ + "/")},
-                                          {"range_end", base64_encode(prefix_ + "0")}},
-                                     request_deadline()));
-  return json_int(reply, "deleted");
+int64_t EtcdStore::clear(const std::string& keep) {
+  // Every key that starts with "<prefix>/": the range up to "<prefix>0" ('0' follows '/'); with a
+  // key to keep, the ranges below it and above it (its successor is the key and a NUL byte).
+  const auto delete_range = [&](const std::string& from, const std::string& to) {
+    json reply =
+        checked("clear", prefix_ + "/",
+                client_->post("/v3/kv/deleterange",
+                              json{{"key", base64_encode(from)}, {"range_end", base64_encode(to)}},
+                              request_deadline()));
+    return json_int(reply, "deleted");
+  };
+  if (keep.empty()) return delete_range(prefix_ + "/", prefix_ + "0");
+  const std::string kept = prefix_ + "/" + keep;
+  return delete_range(prefix_ + "/", kept) +
+         delete_range(kept + std::string(1, '\0'), prefix_ + "0");
 }
 
 std::string EtcdStore::describe() const {

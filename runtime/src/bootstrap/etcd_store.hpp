@@ -38,9 +38,9 @@ class EtcdStore : public Store {
   enum class Claim { kFree, kAfterExpiry, kHeld };
   Claim claim(const std::string& key, Deadline deadline, const std::string& waiting);
 
-  // Removes every key under the prefix (what tuttirun does with a job's keys when the job ends);
-  // returns how many there were.
-  int64_t clear();
+  // Removes every key under the prefix but `keep` (what tuttirun does with a job's keys when the
+  // job starts, keeping its own claim, and when it ends); returns how many it removed.
+  int64_t clear(const std::string& keep = "");
 
   // The lease's TTL (0: none): how long a dead process's keys outlive it.
   std::chrono::seconds lease_ttl() const;

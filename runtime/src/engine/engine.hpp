@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -129,6 +130,9 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   void finish(const std::string& name, const std::optional<Error>& error);
   // finish() without an error for every tensor of a fused batch this rank submitted.
   void finish_all(const std::vector<const Response*>& batch);
+  // The rest of finish(): entries already taken out of pending_ leave in_flight_ (one lock for
+  // all), then their handles are settled.
+  void settle_taken(std::span<Entry> done, const std::optional<Error>& error);
   Entry* local(const Response& r);
   void fail_everything(const Error& error);
 

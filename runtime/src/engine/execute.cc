@@ -70,21 +70,12 @@ void Engine::finish(const std::string& name, const std::optional<Error>& error) 
   if (it == pending_.end()) return;
   Entry e = std::move(it->second);
   pending_.erase(it);
-  {
-    std::lock_guard lock(mutex_);
-    in_flight_.erase(name);
-    if (!error) ++stats_.tensors;
-  }
-  Timeline& timeline = Timeline::instance();
-  const bool traced = timeline.active();
-  const Clock::time_point began = traced ? Clock::now() : Clock::time_point{};
-  settle(e.handle, error);
-  if (traced) timeline.span(label_, name, "callback", began, Clock::now());
+  settle_taken(std::span(&e, 1), error);
 }
 
 void Engine::finish_all(const std::vector<const Response*>& batch) {
-  // As finish() for each, with one look-up per tensor and one lock for the batch: a fused batch of
-  // hundreds of small tensors made the per-tensor locking a measurable part of the engine's cost.
+  // One look-up per tensor and one lock for the whole batch: a fused batch of hundreds of small
+  // tensors made per-tensor locking a measurable part of the engine's cost.
   std::vector<Entry> done;
   done.reserve(batch.size());
   for (const Response* r : batch) {
@@ -93,16 +84,20 @@ void Engine::finish_all(const std::vector<const Response*>& batch) {
     done.push_back(std::move(it->second));
     pending_.erase(it);
   }
+  settle_taken(done, std::nullopt);
+}
+
+void Engine::settle_taken(std::span<Entry> done, const std::optional<Error>& error) {
   {
     std::lock_guard lock(mutex_);
     for (const Entry& e : done) in_flight_.erase(e.request.name);
-    stats_.tensors += done.size();
+    if (!error) stats_.tensors += done.size();
   }
   Timeline& timeline = Timeline::instance();
   const bool traced = timeline.active();
   for (const Entry& e : done) {
     const Clock::time_point began = traced ? Clock::now() : Clock::time_point{};
-    settle(e.handle, std::nullopt);
+    settle(e.handle, error);
     if (traced) timeline.span(label_, e.request.name, "callback", began, Clock::now());
   }
 }

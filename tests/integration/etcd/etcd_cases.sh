@@ -100,7 +100,13 @@ FLAKY
     "$TUTTIRUN" -np 2 --store "$store" --job-id twice -- \
       sh -c 'sleep 16; exec "$0"' "$CHECK" >"$WORK/out" 2>"$WORK/err" </dev/null &
     first=$!
-    sleep 1
+    # The second starts once the first holds the prefix (its claim key is there), not after a
+    # guessed pause that a loaded machine may outlast.
+    for _ in $(seq 1 100); do
+      etcd_keys /runs/twice/ 2>/dev/null | grep -q '/tuttirun$' && break
+      sleep 0.1
+    done
+    etcd_keys /runs/twice/ | grep -q '/tuttirun$' || fail "the first tuttirun never claimed its prefix"
     started=$(date +%s)
     ip netns exec sj-worker-0 "$TUTTIRUN" -np 1 --store "$store" --job-id twice -- true \
       >"$WORK/out2" 2>"$WORK/err2" </dev/null && fail "the second tuttirun of job 'twice' ran: $(cat "$WORK/err2" "$WORK/out2" | tail -5)"

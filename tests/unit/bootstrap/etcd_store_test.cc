@@ -124,6 +124,21 @@ TEST_F(EtcdStoreTest, NoLeaseKeysStay) {
   EXPECT_EQ(open(0s)->get("k", Deadline::after(1s)), "v");
 }
 
+// clear() removes every key under the prefix, and only there; clear(keep) all but that one (keys
+// just below and above it, and one it prefixes, go too).
+TEST_F(EtcdStoreTest, ClearRemovesThePrefixButTheKeptKey) {
+  auto store = open(0s);
+  auto neighbour = open(0s, url + "x");  // a prefix that shares this one's first bytes
+  neighbour->set("n", "1");
+  for (const char* key : {"a", "holder", "holder2", "holdeq", "z"}) store->set(key, "v");
+  EXPECT_EQ(store->clear("holder"), 4);
+  EXPECT_EQ(store->missing({"a", "holder", "holder2", "holdeq", "z"}),
+            (std::vector<std::string>{"a", "holder2", "holdeq", "z"}));
+  EXPECT_EQ(store->clear(), 1);
+  EXPECT_EQ(store->missing({"holder"}), std::vector<std::string>{"holder"});
+  EXPECT_EQ(neighbour->get("n", Deadline::after(1s)), "1");
+}
+
 TEST_F(EtcdStoreTest, ACounterKeepsItsCreatorsLease) {
   auto creator = open(10s);
   auto other = open(0s);
