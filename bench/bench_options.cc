@@ -58,6 +58,7 @@ constexpr std::string_view kUsage =
     "  -e, --maxbytes SIZE     largest size (default 32M)\n"
     "  -f, --stepfactor N      multiply the size by N each step (default 2)\n"
     "  -i, --stepbytes SIZE    add SIZE each step; used when -f is not given (default 1M)\n"
+    "      --sizes LIST        exactly these sizes, e.g. 8,1M,64M (instead of -b -e -f -i)\n"
     "  -n, --iters N           timed iterations per size (default 20)\n"
     "  -w, --warmup_iters N    untimed iterations first (default 5)\n"
     "  -c, --check 0|1         verify results; #wrong counts mismatching elements (default 1)\n"
@@ -84,6 +85,8 @@ constexpr std::string_view kUsage =
     "                          (allreduce, allgather, broadcast, reduce_scatter; needs a build\n"
     "                          with TUTTI_WITH_CUDA and an NVIDIA GPU)\n"
     "      --rounds N          with --baseline: rounds of -n iterations per side (default 5)\n"
+    "      --baseline-oop 0|1  with --baseline: 0 times the peer in place only, for a peer whose\n"
+    "                          out-of-place form is too slow to wait for (default 1)\n"
     "      --comm KIND         the communicator to time: world (default), dup (a communicator of\n"
     "                          the same ranks made by dup), or split:N (rank % N, every group\n"
     "                          sweeping at once; rank 0's group is reported)\n"
@@ -234,6 +237,7 @@ std::optional<uint64_t> parse_size(const std::string& text) {
 }
 
 std::vector<uint64_t> sweep_sizes(const BenchOptions& o) {
+  if (!o.sizes.empty()) return o.sizes;
   std::vector<uint64_t> sizes;
   for (uint64_t size = o.min_bytes; size <= o.max_bytes;) {
     sizes.push_back(size);
@@ -293,6 +297,8 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   app.add_option("-e,--maxbytes", maxb);
   app.add_option("-f,--stepfactor", factor);
   app.add_option("-i,--stepbytes", stepb);
+  std::string size_list;
+  app.add_option("--sizes", size_list);
   app.add_option("-n,--iters", o.iters);
   app.add_option("-w,--warmup_iters", o.warmup_iters);
   app.add_option("-c,--check", check);
@@ -304,6 +310,8 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   std::string baseline = "none";
   app.add_option("--baseline", baseline);
   app.add_option("--rounds", o.rounds);
+  int baseline_oop = 1;
+  app.add_option("--baseline-oop", baseline_oop);
   app.add_option("--tune", o.tune_path);
   std::string comm_kind = "world";
   app.add_option("--comm", comm_kind);
@@ -327,6 +335,27 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   o.min_bytes = *min_bytes;
   o.max_bytes = *max_bytes;
   o.step_bytes = *step_bytes;
+  if (app.count("--sizes") > 0) {
+    for (const char* flag : {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes"})
+      if (app.count(flag) > 0)
+        return usage_error(fmt::format("--sizes lists every size; leave out {}", flag));
+    for (std::string_view rest = size_list; !rest.empty();) {
+      const size_t comma = rest.find(',');
+      const std::string item(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      auto size = parse_size(item);
+      if (!size)
+        return usage_error(fmt::format(
+            "--sizes '{}': '{}' is not a size (example: --sizes 8,1M,64M)", size_list, item));
+      o.sizes.push_back(*size);
+    }
+    if (o.sizes.empty())
+      return usage_error("--sizes needs at least one size (example: --sizes 8,1M,64M)");
+    std::sort(o.sizes.begin(), o.sizes.end());
+    o.sizes.erase(std::unique(o.sizes.begin(), o.sizes.end()), o.sizes.end());
+    o.min_bytes = o.sizes.front();
+    o.max_bytes = o.sizes.back();
+  }
   if (o.min_bytes > o.max_bytes)
     return usage_error(fmt::format("-b {} is larger than -e {}", o.min_bytes, o.max_bytes));
   // nccl-tests: a factor > 1 wins; -i alone (no -f) makes the sweep linear.
@@ -374,6 +403,9 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
     return usage_error(fmt::format(
         "--baseline {} takes host buffers; with --device cuda compare with --baseline nccl",
         baseline));
+  if (baseline_oop != 0 && baseline_oop != 1)
+    return usage_error(fmt::format("--baseline-oop {}: use 0 or 1", baseline_oop));
+  o.baseline_out_of_place = baseline_oop == 1;
   if (o.rounds < 1) return usage_error(fmt::format("--rounds {}: need at least 1 round", o.rounds));
   if (comm_kind == "dup") {
     o.split_groups = -1;

@@ -30,6 +30,7 @@ struct BenchOptions {
   uint64_t max_bytes = 32ull << 20;
   uint64_t step_factor = 2;          // > 1: geometric sweep
   uint64_t step_bytes = 1ull << 20;  // used when step_factor is 1 (nccl-tests: -i without -f)
+  std::vector<uint64_t> sizes;       // --sizes: exactly these, ascending (min/max follow them)
   int iters = 20;
   int warmup_iters = 5;
   bool check = true;
@@ -42,6 +43,7 @@ struct BenchOptions {
   // tutti's in-place allreduce then n of the peer's, on the same buffer.
   BaselineKind baseline = BaselineKind::kNone;
   int rounds = 5;
+  bool baseline_out_of_place = true;  // --baseline-oop 0: the peer's in-place form only
   // allreduce only: fit alpha + bytes * beta to the in-place times of the algorithm this job runs
   // (TUTTI_ALGO) and merge the line into this tuning file (rank 0); empty: no tuning.
   std::string tune_path;
@@ -77,7 +79,7 @@ std::string_view op_name(ReduceOp op);
 // 4096, 64K, 1M, 2G (powers of 1024); nullopt when malformed.
 std::optional<uint64_t> parse_size(const std::string& text);
 
-// The sweep: min, then *factor (or +step) while <= max.
+// The sweep: --sizes when given, else min, then *factor (or +step) while <= max.
 std::vector<uint64_t> sweep_sizes(const BenchOptions& o);
 
 }  // namespace tutti::bench

@@ -294,7 +294,7 @@ int run_world(const BenchOptions& o, BaselineSession& session) {
         row.redop = is_reduction(o.collective) ? std::string(op_name(op)) : "none";
         row.root = is_rooted(o.collective) ? o.root : -1;
         RunSpec spec{o.collective, type, op, o.root, false, layout};
-        if (baseline && baseline->supports(type, op)) {
+        if (baseline && o.baseline_out_of_place && baseline->supports(type, op)) {
           BaselineResult& base = row.baseline_out_of_place.emplace();
           row.out_of_place = measure_interleaved(comm, runner, *baseline, spec, o, base);
           total_wrong += std::max<int64_t>(base.measurement.wrong, 0);

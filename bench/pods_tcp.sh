@@ -9,12 +9,24 @@
 #   engine not a peer: `tutti-bench engine` (the engine against per-tensor calls and one flat call,
 #          interleaved) under tuttirun --pods; ENGINE_FLAGS (default "--case 256x16K --steps 20
 #          --rounds 5") are its flags.
+#   torch-engine  the same gradient sync in PyTorch's gloo (torch_gloo_bench.py --case, (a) one
+#          all_reduce per tensor and (c) one flat buffer), whole runs alternating with tutti-bench
+#          engine's; CASE (default resnet50), STEPS (5) and ROUNDS (3) set both; TORCH_PYTHON (default
+#          /usr/bin/python3, Debian's torch) picks the torch.
+#   algos  not a peer: tutti alone with each of ALGOS (default "hier ring tree hd auto") in whole runs
+#          alternating, auto with its decision table in the log; bench/algo_winners.py then names the
+#          fastest per size beside the cost model's pick.
 #
-#   bench/pods_tcp.sh BUILD OUT [--np "2 4"] [--peers "mpi gloo torch"] [--runs 2] [-- BENCH_FLAGS]
+#   bench/pods_tcp.sh BUILD OUT [--np "2 4"] [--slots S] [--peers "mpi gloo torch"] [--runs 2]
+#                     [-- BENCH_FLAGS]
 #
+# --slots S puts S ranks in each pod (np/S pods; default 1). With S > 1 tutti keeps its default
+# transport (shared memory inside a pod, TCP between pods) and Open MPI gets vader as well as tcp.
 # Writes OUT/<peer>-np<N>-run<I>.txt and .csv (torch: OUT/torch-np<N>-run<I>.csv and
 # OUT/tutti-for-torch-np<N>-run<I>.csv) and prints the median ratio per size. Needs root (ip netns);
 # pods are made on subnet 198.18.251.0/24 and removed on exit. Every other address stays unused.
+# GLOO_OOP=0 times Gloo in place only: its out-of-place form (gloo::allreduce, what PyTorch calls)
+# took 0.3-0.6 s for 1 MiB with 4 or more ranks on this 2-vCPU machine (docs/PERFORMANCE.md).
 # BENCH_ENV="TUTTI_X=V ..." gives tutti's ranks more settings (every launcher), e.g. to compare
 # TUTTI_TCP_BUFFER_BYTES=0 against the default.
 set -u
@@ -24,12 +36,14 @@ BUILD=${1:?usage: bench/pods_tcp.sh BUILD OUT [--np "2 4"] [--peers "mpi gloo to
 OUT=${2:?usage: bench/pods_tcp.sh BUILD OUT ...}
 shift 2
 NPS="2 4"
+SLOTS=1
 PEERS="mpi gloo torch"
 RUNS=2
 FLAGS=(-b 1M -e 64M -f 4 -n 10 -w 3 --rounds 5 -c 1)
 while [ $# -gt 0 ]; do
   case $1 in
     --np) NPS=$2; shift 2 ;;
+    --slots) SLOTS=$2; shift 2 ;;
     --peers) PEERS=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
     --) shift; FLAGS=("$@"); break ;;
@@ -59,29 +73,45 @@ fail() {
   exit 1
 }
 
+# The pods that hold np ranks, SLOTS each.
 pod_names() {
   local i names=
-  for ((i = 0; i < $1; i++)); do names+="${names:+,}$PREFIX-worker-$i"; done
+  for ((i = 0; i < $1 / SLOTS; i++)); do names+="${names:+,}$PREFIX-worker-$i"; done
   echo "$names"
 }
 
-MAX_NP=0
-for np in $NPS; do [ "$np" -gt "$MAX_NP" ] && MAX_NP=$np; done
-pods_up "$PREFIX" "$MAX_NP" "$K"
+[[ $SLOTS =~ ^[1-9][0-9]*$ ]] || fail "--slots '$SLOTS': give a number of ranks per pod, 1 or more"
+# On exit (an error, or ^C), the launchers still running on this side go first: timeout passes
+# the TERM to its tuttirun or mpirun, whose ranks then stop; pods_up's trap then removes the pods.
+pods_user_stop() { pkill -TERM -P $$ 2>/dev/null; }
 
-# tutti over TCP on the pods' eth0 in every run, whatever launched it.
+MAX_NP=0
+for np in $NPS; do
+  [ $((np % SLOTS)) -eq 0 ] || fail "--np $np is not a multiple of --slots $SLOTS"
+  [ "$np" -gt "$MAX_NP" ] && MAX_NP=$np
+done
+pods_up "$PREFIX" $((MAX_NP / SLOTS)) "$K"
+
+# tutti on the pods' eth0 in every run, whatever launched it: TCP only with one rank per pod, the
+# default transports (shared memory inside a pod) with more.
 read -r -a EXTRA_ENV <<<"${BENCH_ENV:-}"
-TUTTI_ENV=(TUTTI_TRANSPORT=tcp TUTTI_SOCKET_IFNAME=eth0 "${EXTRA_ENV[@]}")
+TUTTI_ENV=(TUTTI_SOCKET_IFNAME=eth0 "${EXTRA_ENV[@]}")
+MPI_BTL=tcp,self
+if [ "$SLOTS" -eq 1 ]; then
+  TUTTI_ENV=(TUTTI_TRANSPORT=tcp "${TUTTI_ENV[@]}")
+else
+  MPI_BTL=vader,tcp,self
+fi
 MPI_ENV=()
 for v in "${TUTTI_ENV[@]}"; do MPI_ENV+=(-x "$v"); done
 
 run_mpi() {  # np run
   local np=$1 i=$2 hostfile="$OUT/hostfile-np$1"
-  "$HOSTFILE" --pods "$(pod_names "$np")" --slots 1 --format openmpi -o "$hostfile" ||
+  "$HOSTFILE" --pods "$(pod_names "$np")" --slots "$SLOTS" --format openmpi -o "$hostfile" ||
     fail "tutti-hostfile failed"
   timeout 900 mpirun --allow-run-as-root --hostfile "$hostfile" -np "$np" --bind-to none \
     --mca plm_rsh_agent "$KUBEXEC" --mca plm_rsh_no_tree_spawn 1 --mca mpi_yield_when_idle 1 \
-    --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
+    --mca btl "$MPI_BTL" --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
     "${MPI_ENV[@]}" \
     "$BENCH" allreduce --baseline mpi "${FLAGS[@]}" --csv "$OUT/mpi-np$np-run$i.csv" \
     >"$OUT/mpi-np$np-run$i.txt" 2>&1 || fail "mpi np$np run $i failed: see $OUT/mpi-np$np-run$i.txt"
@@ -89,37 +119,73 @@ run_mpi() {  # np run
 
 run_gloo() {  # np run
   local np=$1 i=$2
-  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --exec kubexec --kubexec "$KUBEXEC" \
+  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --slots "$SLOTS" --exec kubexec --kubexec "$KUBEXEC" \
     --store-addr "$HOST_ADDR" --no-tag-output -- \
     env "${TUTTI_ENV[@]}" GLOO_SOCKET_IFNAME=eth0 \
-    "$BENCH" allreduce --baseline gloo "${FLAGS[@]}" --csv "$OUT/gloo-np$np-run$i.csv" \
+    "$BENCH" allreduce --baseline gloo --baseline-oop "${GLOO_OOP:-1}" "${FLAGS[@]}" --csv "$OUT/gloo-np$np-run$i.csv" \
     >"$OUT/gloo-np$np-run$i.txt" 2>&1 || fail "gloo np$np run $i failed: see $OUT/gloo-np$np-run$i.txt"
 }
 
-# torch: one rank per pod, rank 0's pod hosts the rendezvous; then tutti alone, same sizes.
+# torch: SLOTS ranks per pod, rank 0's pod hosts the rendezvous; then tutti alone, same sizes.
 run_torch() {  # np run
   local np=$1 i=$2 r pids=()
   local master
   master="$(pod_ip "$K" 0):29650"
   for ((r = np - 1; r >= 0; r--)); do
-    ip netns exec "$PREFIX-worker-$r" env GLOO_SOCKET_IFNAME=eth0 timeout 900 /usr/bin/python3 \
+    ip netns exec "$PREFIX-worker-$((r / SLOTS))" env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
+      timeout 900 /usr/bin/python3 \
       "$HERE/torch_gloo_bench.py" -np "$np" --rank "$r" --master "$master" \
       -b "${TORCH_B:-1M}" -e "${TORCH_E:-64M}" -f 4 -n 10 -w 3 -c 1 \
       --csv "$OUT/torch-np$np-run$i.csv" >"$OUT/torch-np$np-run$i.rank$r.txt" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || fail "torch np$np run $i failed: see $OUT/torch-np$np-run$i.rank*.txt"; done
-  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --exec kubexec --kubexec "$KUBEXEC" \
+  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --slots "$SLOTS" --exec kubexec --kubexec "$KUBEXEC" \
     --store-addr "$HOST_ADDR" --no-tag-output -- env "${TUTTI_ENV[@]}" \
     "$BENCH" allreduce -b "${TORCH_B:-1M}" -e "${TORCH_E:-64M}" -f 4 -n 10 -w 3 -c 1 \
     --csv "$OUT/tutti-for-torch-np$np-run$i.csv" >"$OUT/tutti-for-torch-np$np-run$i.txt" 2>&1 ||
     fail "tutti np$np (torch pair) run $i failed"
 }
 
+run_algos() {  # np run
+  local np=$1 i=$2 algo log
+  for algo in ${ALGOS:-hier ring tree hd auto}; do
+    log=error
+    [ "$algo" = auto ] && log=debug  # rank 0 logs the cost model's decision table
+    timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --slots "$SLOTS" --exec kubexec \
+      --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" --no-tag-output -- \
+      env "${TUTTI_ENV[@]}" TUTTI_ALGO="$algo" TUTTI_LOG_LEVEL=$log \
+      "$BENCH" allreduce "${FLAGS[@]}" --csv "$OUT/algo-$algo-np$np-run$i.csv" \
+      >"$OUT/algo-$algo-np$np-run$i.txt" 2>&1 ||
+      fail "algo $algo np$np run $i failed: see $OUT/algo-$algo-np$np-run$i.txt"
+  done
+}
+
+# PyTorch gloo's gradient sync (rank 0's pod hosts the rendezvous), then tutti-bench engine's.
+run_torch-engine() {  # np run
+  local np=$1 i=$2 r pids=() master
+  master="$(pod_ip "$K" 0):29651"
+  for ((r = np - 1; r >= 0; r--)); do
+    ip netns exec "$PREFIX-worker-$((r / SLOTS))" env GLOO_SOCKET_IFNAME=eth0 OMP_NUM_THREADS=1 \
+      timeout 900 "${TORCH_PYTHON:-/usr/bin/python3}" "$HERE/torch_gloo_bench.py" -np "$np" \
+      --rank "$r" --master "$master" --case "${CASE:-resnet50}" -n "${STEPS:-5}" \
+      --rounds "${ROUNDS:-3}" >"$OUT/torch-engine-np$np-run$i.rank$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do
+    wait "$p" || fail "torch-engine np$np run $i failed: see $OUT/torch-engine-np$np-run$i.rank*.txt"
+  done
+  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --slots "$SLOTS" --exec kubexec \
+    --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" --no-tag-output -- env "${TUTTI_ENV[@]}" \
+    "$BENCH" engine --case "${CASE:-resnet50}" --steps "${STEPS:-5}" --rounds "${ROUNDS:-3}" \
+    >"$OUT/tutti-engine-np$np-run$i.txt" 2>&1 ||
+    fail "tutti engine np$np (torch-engine pair) run $i failed: see $OUT/tutti-engine-np$np-run$i.txt"
+}
+
 run_engine() {  # np run
   local np=$1 i=$2 flags
   read -r -a flags <<<"${ENGINE_FLAGS:---case 256x16K --steps 20 --rounds 5}"
-  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --exec kubexec --kubexec "$KUBEXEC" \
+  timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --slots "$SLOTS" --exec kubexec --kubexec "$KUBEXEC" \
     --store-addr "$HOST_ADDR" --no-tag-output -- env "${TUTTI_ENV[@]}" \
     "$BENCH" engine "${flags[@]}" >"$OUT/engine-np$np-run$i.txt" 2>&1 ||
     fail "engine np$np run $i failed: see $OUT/engine-np$np-run$i.txt"
@@ -136,7 +202,15 @@ done
 
 for np in $NPS; do
   for peer in $PEERS; do
-    if [ "$peer" = engine ]; then
+    if [ "$peer" = algos ]; then
+      python3 "$HERE/algo_winners.py" "$OUT" "$np" "$RUNS" ${ALGOS:-hier ring tree hd auto} || true
+    elif [ "$peer" = torch-engine ]; then
+      for ((i = 1; i <= RUNS; i++)); do
+        echo "== torch-engine np$np run $i: PyTorch gloo, then tutti"
+        grep -v '^#' "$OUT/torch-engine-np$np-run$i.rank0.txt"
+        grep -E '^ *\(|^# \(b\)/' "$OUT/tutti-engine-np$np-run$i.txt"
+      done
+    elif [ "$peer" = engine ]; then
       for ((i = 1; i <= RUNS; i++)); do
         echo "== engine np$np run $i"
         grep -v '^#.*mode' "$OUT/engine-np$np-run$i.txt"

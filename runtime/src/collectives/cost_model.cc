@@ -51,13 +51,36 @@ double ring_time(const CostModel& m, double n, double bytes, const LinkCost& l) 
 // Recursive halving-doubling: 2 log2(p) steps for the largest power of two p <= n, whole halves
 // per step (no pipelining: moving and reducing add up); the n - p extra ranks fold their input
 // into a partner first and get the result back at the end.
-double hd_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
-  const int p = 1 << static_cast<int>(std::floor(std::log2(static_cast<double>(n))));
+int power_of_two_below(int n) {
+  return 1 << static_cast<int>(std::floor(std::log2(static_cast<double>(std::max(n, 1)))));
+}
+
+// The fold of the n - p extra ranks into a partner, and the result back to them.
+double fold_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
+  if (n == power_of_two_below(n)) return 0;
+  return 2 * l.alpha_s + 2 * bytes * l.beta_s_per_byte + bytes * m.reduce_s_per_byte;
+}
+
+double halving_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
+  const int p = power_of_two_below(n);
   const double share = (p - 1.0) / p * bytes;
-  double t = 2 * std::log2(static_cast<double>(p)) * l.alpha_s + 2 * share * l.beta_s_per_byte +
-             share * m.reduce_s_per_byte;
-  if (n != p) t += 2 * l.alpha_s + 2 * bytes * l.beta_s_per_byte + bytes * m.reduce_s_per_byte;
-  return t;
+  return 2 * std::log2(static_cast<double>(p)) * l.alpha_s + 2 * share * l.beta_s_per_byte +
+         share * m.reduce_s_per_byte + fold_time(m, n, bytes, l);
+}
+
+// Recursive doubling: log2(p) rounds, each moving and reducing the whole vector.
+double doubling_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
+  const double rounds = std::log2(static_cast<double>(power_of_two_below(n)));
+  return rounds * (l.alpha_s + bytes * l.beta_s_per_byte + bytes * m.reduce_s_per_byte) +
+         fold_time(m, n, bytes, l);
+}
+
+// Halving-doubling priced by its halving variant: an upper bound, since the algorithm exchanges
+// whole vectors instead where recursive_doubling_pays says so. Pricing that variant here too
+// would make the 2 hosts x 2 placement pick hier at 8 B (19.6 us against hd's 24), which
+// measured 56 us against hd's 36 between pods (docs/PERFORMANCE.md, "Scale across pods").
+double hd_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
+  return halving_time(m, n, bytes, l);
 }
 
 // Double binary tree: depth d per tree, up then down, pipelined in segments; the busiest rank
@@ -179,6 +202,18 @@ double predict(const CostModel& model, Algorithm algorithm, size_t bytes, const 
   if (const TunedLine* t = tuned_line(model, algorithm, p))
     return t->alpha_s + static_cast<double>(bytes) * t->beta_s_per_byte;
   return model_time(model, algorithm, static_cast<double>(bytes), p);
+}
+
+bool recursive_doubling_pays(const CostModel& model, size_t count, size_t element_bytes,
+                             const Placement& p) {
+  // Fewer elements than the p ranks of the power-of-two part leave blocks empty, and halving
+  // skips their messages: it becomes a binomial reduce and broadcast, 2 (p - 1) messages against
+  // doubling's p log2(p). Where ranks outnumber cores, messages cost more than rounds: 8 B at 8
+  // ranks between pods took 142-178 us halving, 345-465 us doubling.
+  if (count < static_cast<size_t>(power_of_two_below(p.ranks))) return false;
+  const LinkCost& l = link_cost(model, p.flat);
+  const double b = static_cast<double>(count * element_bytes);
+  return doubling_time(model, p.ranks, b, l) < halving_time(model, p.ranks, b, l);
 }
 
 Algorithm cheapest(const CostModel& model, size_t bytes, const Placement& p) {

@@ -67,6 +67,13 @@ std::vector<Algorithm> candidates(const Placement& p);
 // Predicted seconds for one allreduce of `bytes` with `algorithm` (never kAuto).
 double predict(const CostModel& model, Algorithm algorithm, size_t bytes, const Placement& p);
 
+// Whether halving-doubling should exchange whole vectors in log2(p) rounds (recursive doubling)
+// rather than halves in 2 log2(p) rounds (Rabenseifner) for `count` elements on `p`: never with
+// fewer elements than ranks, else by the model's built-in link constants (not the tuned lines:
+// every rank must decide alike).
+bool recursive_doubling_pays(const CostModel& model, size_t count, size_t element_bytes,
+                             const Placement& p);
+
 // The candidate with the least predicted time (ties: the earlier in candidates()).
 Algorithm cheapest(const CostModel& model, size_t bytes, const Placement& p);
 

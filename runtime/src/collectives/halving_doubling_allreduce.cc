@@ -1,5 +1,9 @@
 // Recursive halving reduce-scatter then recursive doubling allgather (Rabenseifner), for small and
-// medium messages: 2 log2(p) rounds instead of the ring's 2 (size-1).
+// medium messages: 2 log2(p) rounds instead of the ring's 2 (size-1). Below the size where the
+// cost model says whole vectors are cheaper than halves (recursive_doubling_pays), each round
+// instead exchanges the whole vector with the partner and both reduce it: log2(p) rounds, half the
+// latency, which is what a few bytes pay for. Both partners combine the same two values with a
+// commutative op, so every rank ends with the same bits.
 //
 // With size = p + extra (p the largest power of two <= size), the first 2*extra ranks fold in
 // pairs: each even one sends its data to the odd one above it, sits out, and receives the final
@@ -13,6 +17,7 @@
 #include "collectives/checks.hpp"
 #include "collectives/chunking.hpp"
 #include "collectives/collectives.hpp"
+#include "collectives/placement.hpp"
 #include "collectives/scratch_slots.hpp"
 #include "reduce/reduce.hpp"
 
@@ -24,7 +29,7 @@ constexpr std::string_view kWhat = "halving-doubling allreduce";
 class HalvingDoubling {
  public:
   HalvingDoubling(Context& ctx, const void* send, void* recv, size_t count, DataType type,
-                  ReduceOp op)
+                  ReduceOp op, bool whole_vectors)
       : ctx_(ctx),
         send_(bytes_of(send)),
         recv_(bytes_of(recv)),
@@ -35,7 +40,8 @@ class HalvingDoubling {
         pow2_(static_cast<int>(std::bit_floor(static_cast<unsigned>(ctx.size)))),
         extra_(ctx.size - pow2_),
         rounds_(std::countr_zero(static_cast<unsigned>(pow2_))),
-        blocks_(count, static_cast<size_t>(pow2_)) {
+        blocks_(count, static_cast<size_t>(pow2_)),
+        whole_vectors_(whole_vectors) {
     staging_ = ctx.scratch.get(kStagingSlot, count * element_bytes_).data();
   }
 
@@ -54,6 +60,11 @@ class HalvingDoubling {
       source_raw = false;
     }
     const int virtual_rank = rank < 2 * extra_ ? rank / 2 : rank - extra_;
+    if (whole_vectors_) {
+      recursive_doubling(virtual_rank, source, source_raw);
+      if (rank < 2 * extra_) exchange(rank - 1, final_step(), {recv_, bytes(count_)}, {});
+      return;
+    }
     size_t lo = 0;
     size_t hi = static_cast<size_t>(pow2_);
     int step = kFoldStep + 1;
@@ -93,6 +104,20 @@ class HalvingDoubling {
   }
 
  private:
+  // log2(p) rounds: exchange the whole vector with virtual_rank ^ mask and reduce it.
+  void recursive_doubling(int virtual_rank, const std::byte* source, bool source_raw) {
+    int step = kFoldStep + 1;
+    for (int mask = 1; mask < pow2_; mask *= 2, ++step) {
+      const int peer = real_rank(virtual_rank ^ mask);
+      exchange(peer, step, {source, bytes(count_)}, {staging_, bytes(count_)});
+      // The peer's vector is its raw input only in the first round and only if it did not fold.
+      const bool peer_raw = mask == 1 && peer >= 2 * extra_;
+      combine(recv_, source, source_raw, staging_, peer_raw, 2 * mask == pow2_, count_);
+      source = recv_;
+      source_raw = false;
+    }
+  }
+
   static constexpr int kFoldStep = 0;
   int final_step() const { return kFoldStep + 1 + 2 * rounds_; }
 
@@ -144,6 +169,7 @@ class HalvingDoubling {
   int extra_;
   int rounds_;
   Split blocks_;
+  bool whole_vectors_;  // recursive doubling instead of halving then doubling
   std::byte* staging_ = nullptr;
 };
 
@@ -158,7 +184,8 @@ void halving_doubling_allreduce(Context& ctx, const void* send, void* recv, size
     copy_unless_same(send, recv, count * element_size(type));
     return;
   }
-  HalvingDoubling(ctx, send, recv, count, type, op).run();
+  const bool whole_vectors = recursive_doubling_pays(ctx, count, element_size(type));
+  HalvingDoubling(ctx, send, recv, count, type, op, whole_vectors).run();
 }
 
 }  // namespace tutti::collectives

@@ -42,6 +42,14 @@ Placement placement_of(const Context& ctx) {
   return p;
 }
 
+bool recursive_doubling_pays(const Context& ctx, size_t count, size_t element_bytes) {
+  const CostModel& model = *settings_of(ctx).model;
+  if (ctx.selection == nullptr)
+    return recursive_doubling_pays(model, count, element_bytes, placement_of(ctx));
+  if (!ctx.selection->placement) ctx.selection->placement = placement_of(ctx);
+  return recursive_doubling_pays(model, count, element_bytes, *ctx.selection->placement);
+}
+
 size_t ring_segment_bytes(const Context& ctx, size_t block_bytes) {
   constexpr size_t kSegmentsPerBlock = 8;
   // Two ranks keep the configured segment: between pods on 2 vCPUs their in-place 256 MiB call

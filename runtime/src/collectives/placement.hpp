@@ -19,6 +19,10 @@ Placement placement_of(const Context& ctx);
 // chunks alike.
 size_t ring_segment_bytes(const Context& ctx, size_t block_bytes);
 
+// Whether the halving-doubling allreduce of `count` elements exchanges whole vectors (recursive
+// doubling) on this context: cost_model.hpp's rule on its placement, the same on every rank.
+bool recursive_doubling_pays(const Context& ctx, size_t count, size_t element_bytes);
+
 // Logs decision_table(model, p) at debug level unless this process already logged one for the
 // same placement; true when it logged.
 bool log_decision_table_once(const CostModel& model, const Placement& p);

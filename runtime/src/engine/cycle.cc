@@ -118,12 +118,19 @@ std::vector<std::vector<std::byte>> Engine::exchange(const Announcements& mine, 
 void Engine::cycle() {
   {
     std::lock_guard lock(mutex_);
-    while (!incoming_.empty()) {
-      Entry e = std::move(incoming_.front());
-      incoming_.pop_front();
-      std::string name = e.request.name;
-      pending_.emplace(std::move(name), std::move(e));
+    for (Entry& e : incoming_) {
+      if (spare_entries_.empty()) {
+        std::string name = e.request.name;
+        pending_.emplace(std::move(name), std::move(e));
+        continue;
+      }
+      auto node = std::move(spare_entries_.back());
+      spare_entries_.pop_back();
+      node.key() = e.request.name;  // reuses the node's string capacity
+      node.mapped() = std::move(e);
+      pending_.insert(std::move(node));  // names are unique here: enqueue checked in_flight_
     }
+    incoming_.clear();
     news_ = false;  // this cycle takes everything new (the join and shutdown requests below too)
     ++stats_.cycles;
   }

@@ -163,7 +163,18 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
                        "{}: rank {} has joined; wait for the join to complete before submitting "
                        "'{}'",
                        label_, rank_, request.name);
-    if (!in_flight_.insert(request.name).second)
+    bool fresh;
+    if (spare_names_.empty()) {
+      fresh = in_flight_.insert(request.name).second;
+    } else {
+      auto node = std::move(spare_names_.back());
+      spare_names_.pop_back();
+      node.value() = request.name;  // reuses the node's string capacity
+      auto inserted = in_flight_.insert(std::move(node));
+      fresh = inserted.inserted;
+      if (!fresh) spare_names_.push_back(std::move(inserted.node));
+    }
+    if (!fresh)
       throw make_error(ErrorCode::kInvalidArgument,
                        "{}: tensor '{}' is already in flight on rank {}: a name must not be reused "
                        "until the handle of its previous submission has finished",
@@ -365,7 +376,7 @@ void Engine::loop() {
 }
 
 void Engine::fail_everything(const Error& error) {
-  std::deque<Entry> incoming;
+  std::vector<Entry> incoming;
   std::shared_ptr<HandleState> join_handle;
   {
     std::lock_guard lock(mutex_);

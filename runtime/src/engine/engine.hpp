@@ -22,7 +22,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -133,6 +132,8 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   // The rest of finish(): entries already taken out of pending_ leave in_flight_ (one lock for
   // all), then their handles are settled.
   void settle_taken(std::span<Entry> done, const std::optional<Error>& error);
+  // Moves the entry out of pending_ and keeps its node for the next tensor.
+  Entry take_pending(std::unordered_map<std::string, Entry>::iterator it);
   Entry* local(const Response& r);
   void fail_everything(const Error& error);
 
@@ -145,8 +146,12 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   // Shared with the callers' threads.
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<Entry> incoming_;
+  std::vector<Entry> incoming_;  // a vector, not a deque: its capacity stays between cycles
   std::unordered_set<std::string> in_flight_;
+  // in_flight_'s nodes of finished names, reused by the next enqueues (with their strings'
+  // capacity): in steady state a tensor's name costs no allocation. At most kMaxSpareNodes.
+  static constexpr size_t kMaxSpareNodes = 4096;
+  std::vector<std::unordered_set<std::string>::node_type> spare_names_;
   bool news_ = false;
   bool join_requested_ = false;
   std::shared_ptr<HandleState> join_handle_;
@@ -172,6 +177,7 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   // The cycle's own: touched only by the thread that holds the cycle (cycling_).
   Negotiation negotiation_;
   std::unordered_map<std::string, Entry> pending_;
+  std::vector<std::unordered_map<std::string, Entry>::node_type> spare_entries_;  // as spare_names_
   bool join_announced_ = false;
   bool shutdown_announced_ = false;
   std::unordered_map<std::string, Clock::time_point> stall_warned_;

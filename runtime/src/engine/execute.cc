@@ -65,11 +65,17 @@ Engine::Entry* Engine::local(const Response& r) {
   return nullptr;
 }
 
+Engine::Entry Engine::take_pending(std::unordered_map<std::string, Entry>::iterator it) {
+  auto node = pending_.extract(it);
+  Entry e = std::move(node.mapped());
+  if (spare_entries_.size() < kMaxSpareNodes) spare_entries_.push_back(std::move(node));
+  return e;
+}
+
 void Engine::finish(const std::string& name, const std::optional<Error>& error) {
   auto it = pending_.find(name);
   if (it == pending_.end()) return;
-  Entry e = std::move(it->second);
-  pending_.erase(it);
+  Entry e = take_pending(it);
   settle_taken(std::span(&e, 1), error);
 }
 
@@ -81,8 +87,7 @@ void Engine::finish_all(const std::vector<const Response*>& batch) {
   for (const Response* r : batch) {
     auto it = pending_.find(r->name);
     if (it == pending_.end()) continue;  // a joined rank's stand-in
-    done.push_back(std::move(it->second));
-    pending_.erase(it);
+    done.push_back(take_pending(it));
   }
   settle_taken(done, std::nullopt);
 }
@@ -90,7 +95,11 @@ void Engine::finish_all(const std::vector<const Response*>& batch) {
 void Engine::settle_taken(std::span<Entry> done, const std::optional<Error>& error) {
   {
     std::lock_guard lock(mutex_);
-    for (const Entry& e : done) in_flight_.erase(e.request.name);
+    for (const Entry& e : done) {
+      auto node = in_flight_.extract(e.request.name);
+      if (!node.empty() && spare_names_.size() < kMaxSpareNodes)
+        spare_names_.push_back(std::move(node));
+    }
     if (!error) stats_.tensors += done.size();
   }
   Timeline& timeline = Timeline::instance();

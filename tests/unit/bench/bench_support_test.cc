@@ -66,6 +66,24 @@ TEST(BenchOptions, StepBytesAloneMakesALinearSweep) {
   EXPECT_EQ(sweep_sizes(*one.options), (std::vector<uint64_t>{1u << 20}));
 }
 
+TEST(BenchOptions, SizesListsExactlyTheSizes) {
+  BenchParse p = parse({"allreduce", "--sizes", "64M,8,1M,8"});
+  ASSERT_TRUE(p.options) << p.message;
+  EXPECT_EQ(sweep_sizes(*p.options), (std::vector<uint64_t>{8, 1u << 20, 64u << 20}));
+  EXPECT_EQ(p.options->min_bytes, 8u);
+  EXPECT_EQ(p.options->max_bytes, 64u << 20);  // the buffers are sized for the largest
+  for (auto args :
+       std::vector<std::vector<std::string>>{{"allreduce", "--sizes", "8,,1M"},
+                                             {"allreduce", "--sizes", "8,1Q"},
+                                             {"allreduce", "--sizes", ""},
+                                             {"allreduce", "--sizes", "8", "-e", "1M"}}) {
+    BenchParse bad = parse(args);
+    EXPECT_FALSE(bad.options);
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.message.find("--sizes"), std::string::npos) << bad.message;
+  }
+}
+
 TEST(BenchOptions, BadFlagsExitTwo) {
   for (auto args : std::vector<std::vector<std::string>>{{},
                                                          {"alltoallw"},

@@ -169,6 +169,29 @@ const Expected kTable[] = {
     {"1 rank", one_host(1, true), 1 * MiB, Algorithm::kRing},
 };
 
+// halving-doubling's own choice between its variants, which every rank makes alike from the
+// placement (times in us with B in bytes, as in the table below). Doubling exchanges whole
+// vectors: log2(p) (alpha + B (beta + gamma)).
+TEST(Selection, HalvingDoublingExchangesWholeVectorsWhileTheyAreCheaper) {
+  const CostModel m = CostModel::defaults();
+  // 4 ranks on shm channels: doubling 1.6 + 0.64 B/1000 against halving 3.2 + 0.4275 B/1000,
+  // equal at 7529 B.
+  EXPECT_TRUE(recursive_doubling_pays(m, 4, 4, one_host(4, false)));
+  EXPECT_TRUE(recursive_doubling_pays(m, 1792, 4, one_host(4, false)));   // 7168 B
+  EXPECT_FALSE(recursive_doubling_pays(m, 2048, 4, one_host(4, false)));  // 8192 B
+  // Fewer elements than ranks: halving, which skips the empty blocks' messages.
+  EXPECT_FALSE(recursive_doubling_pays(m, 3, 4, one_host(4, false)));
+  EXPECT_FALSE(recursive_doubling_pays(m, 2, 4, hosts(8, 1)));
+  EXPECT_TRUE(recursive_doubling_pays(m, 8, 4, hosts(8, 1)));
+  EXPECT_FALSE(recursive_doubling_pays(m, 1 << 18, 4, hosts(8, 1)));
+  // Two ranks over TCP: one whole exchange against two of halves, until reducing all of it
+  // rather than half costs more than the latency saved: 2 alpha / gamma = 171 KB.
+  EXPECT_TRUE(recursive_doubling_pays(m, 40 * 1024, 4, hosts(2, 1)));   // 160 KiB
+  EXPECT_FALSE(recursive_doubling_pays(m, 48 * 1024, 4, hosts(2, 1)));  // 192 KiB
+  // Three ranks fold into two first; the third's element count still counts against p = 2.
+  EXPECT_TRUE(recursive_doubling_pays(m, 2, 4, hosts(3, 1)));
+}
+
 TEST(Selection, PicksTheHandWorkedTable) {
   for (const Expected& e : kTable) EXPECT_EQ(cheapest(kModel, e.bytes, e.p), e.pick) << describe(e);
 }
