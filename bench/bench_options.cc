@@ -8,6 +8,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstring>
 
 #include "device/device_buffers.hpp"
 
@@ -336,8 +337,8 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
   o.max_bytes = *max_bytes;
   o.step_bytes = *step_bytes;
   if (app.count("--sizes") > 0) {
-    for (const char* flag : {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes"})
-      if (app.count(flag) > 0)
+    for (const char* flag : {"-b/--minbytes", "-e/--maxbytes", "-f/--stepfactor", "-i/--stepbytes"})
+      if (app.count(std::string(std::strchr(flag, '/') + 1)) > 0)
         return usage_error(fmt::format("--sizes lists every size; leave out {}", flag));
     for (std::string_view rest = size_list; !rest.empty();) {
       const size_t comma = rest.find(',');
