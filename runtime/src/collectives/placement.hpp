@@ -19,6 +19,13 @@ Placement placement_of(const Context& ctx);
 // chunks alike.
 size_t ring_segment_bytes(const Context& ctx, size_t block_bytes);
 
+// The slab a 2-rank ring allreduce over TCP works through at a time, as one ring after another
+// (0: the whole message in one ring): 16 segments, 4 MiB by default. A slab's data, its staging
+// and the sockets' buffers stay in cache; one ring over 16-64 MiB between 2 ranks ran 1.3-1.4x
+// slower than the same bytes in 2-4 MiB rings (docs/PERFORMANCE.md). Every rank gets the same
+// value.
+size_t ring_slab_bytes(const Context& ctx);
+
 // Whether the halving-doubling allreduce of `count` elements exchanges whole vectors (recursive
 // doubling) on this context: cost_model.hpp's rule on its placement, the same on every rank.
 bool recursive_doubling_pays(const Context& ctx, size_t count, size_t element_bytes);

@@ -1,7 +1,11 @@
 // Ring allreduce: a reduce-scatter then an allgather around the ring, each chunk pipelined in
 // segments (ring_pipeline.cc). Bandwidth-optimal: every rank sends 2 (size-1)/size of the data.
+#include <algorithm>
+#include <cstdint>
+
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
+#include "collectives/placement.hpp"
 #include "collectives/ring_pipeline.hpp"
 
 namespace tutti::collectives {
@@ -16,18 +20,31 @@ void ring_allreduce(Context& ctx, const void* send, void* recv, size_t count, Da
     copy_unless_same(send, recv, count * element_bytes);
     return;
   }
-  const Split chunks(count, static_cast<size_t>(ctx.size));
-  const RingPlan plan{
-      .reduce_steps = ctx.size - 1, .gather_steps = ctx.size - 1, .first_chunk = ctx.rank};
-  // Out of place, reduce steps combine send with the incoming segment straight into recv, and the
-  // rank's own chunk arrives in recv during the allgather, so send is never copied to recv.
-  const RingBuffers buffers{
-      .first_send = bytes_of(send) + chunks.begin(ctx.rank) * element_bytes,
-      .input = bytes_of(send),
-      .partial = bytes_of(recv),
-      .output = bytes_of(recv),
-  };
-  run_ring(ctx, chunks, plan, buffers, type, op, "ring allreduce");
+  // A large message between 2 ranks over TCP goes through as one ring per slab, in turn
+  // (placement.hpp, ring_slab_bytes); each slab's steps get tags of their own.
+  const size_t slab_bytes = ring_slab_bytes(ctx);
+  const size_t per_slab = slab_bytes == 0 ? count : std::max<size_t>(1, slab_bytes / element_bytes);
+  const uint32_t steps = 2 * static_cast<uint32_t>(ctx.size - 1);
+  uint32_t slab = 0;
+  for (size_t offset = 0; offset < count; offset += per_slab, ++slab) {
+    const size_t n = std::min(per_slab, count - offset);
+    const std::byte* in = bytes_of(send) + offset * element_bytes;
+    std::byte* out = bytes_of(recv) + offset * element_bytes;
+    const Split chunks(n, static_cast<size_t>(ctx.size));
+    const RingPlan plan{.reduce_steps = ctx.size - 1,
+                        .gather_steps = ctx.size - 1,
+                        .first_chunk = ctx.rank,
+                        .tag_base = slab * steps};
+    // Out of place, reduce steps combine send with the incoming segment straight into recv, and
+    // the rank's own chunk arrives in recv during the allgather, so send is never copied to recv.
+    const RingBuffers buffers{
+        .first_send = in + chunks.begin(ctx.rank) * element_bytes,
+        .input = in,
+        .partial = out,
+        .output = out,
+    };
+    run_ring(ctx, chunks, plan, buffers, type, op, "ring allreduce");
+  }
 }
 
 }  // namespace tutti::collectives

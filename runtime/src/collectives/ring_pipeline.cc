@@ -120,7 +120,7 @@ class RingRun {
   size_t chunk_offset_bytes(int chunk) const { return chunks_.begin(chunk) * element_bytes_; }
 
   transport::Tag tag(int step) const {
-    return transport::make_tag(ctx_.sequence, static_cast<uint32_t>(step));
+    return transport::make_tag(ctx_.sequence, plan_.tag_base + static_cast<uint32_t>(step));
   }
 
   // The first item at or after `from`, skipping steps whose chunk is empty.

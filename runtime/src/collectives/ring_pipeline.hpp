@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "collectives/chunking.hpp"
@@ -17,9 +18,10 @@
 namespace tutti::collectives {
 
 struct RingPlan {
-  int reduce_steps = 0;  // size - 1 for a reduce-scatter phase, else 0
-  int gather_steps = 0;  // size - 1 for an allgather phase, else 0
-  int first_chunk = 0;   // the chunk sent at step 0
+  int reduce_steps = 0;   // size - 1 for a reduce-scatter phase, else 0
+  int gather_steps = 0;   // size - 1 for an allgather phase, else 0
+  int first_chunk = 0;    // the chunk sent at step 0
+  uint32_t tag_base = 0;  // added to each step's tag: one call run as several rings in turn
 };
 
 struct RingBuffers {
