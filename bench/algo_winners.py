@@ -69,6 +69,10 @@ def main():
             except ValueError as e:
                 print(f"algo_winners.py: {e}", file=sys.stderr)
                 return 1
+    if all(a.startswith("auto") for a in algos):
+        print("algo_winners.py: name at least one algorithm besides auto to compare with",
+              file=sys.stderr)
+        return 2
     # One pick column per auto run (auto: the built-in constants; auto-tuned: the tuning file).
     autos = [a for a in algos if a.startswith("auto")]
     picks = {}

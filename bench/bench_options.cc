@@ -340,18 +340,11 @@ BenchParse parse_bench_options(std::span<const std::string> args) {
     for (const char* flag : {"-b/--minbytes", "-e/--maxbytes", "-f/--stepfactor", "-i/--stepbytes"})
       if (app.count(std::string(std::strchr(flag, '/') + 1)) > 0)
         return usage_error(fmt::format("--sizes lists every size; leave out {}", flag));
-    for (std::string_view rest = size_list; !rest.empty();) {
-      const size_t comma = rest.find(',');
-      const std::string item(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-      auto size = parse_size(item);
-      if (!size)
-        return usage_error(fmt::format(
-            "--sizes '{}': '{}' is not a size (example: --sizes 8,1M,64M)", size_list, item));
-      o.sizes.push_back(*size);
-    }
-    if (o.sizes.empty())
-      return usage_error("--sizes needs at least one size (example: --sizes 8,1M,64M)");
+    auto sizes = parse_list<uint64_t>(size_list, {}, &parse_size);  // "all" gives none
+    if (!sizes || sizes->empty())
+      return usage_error(fmt::format(
+          "--sizes '{}': give a comma list of sizes, e.g. --sizes 8,1M,64M", size_list));
+    o.sizes = std::move(*sizes);
     std::sort(o.sizes.begin(), o.sizes.end());
     o.sizes.erase(std::unique(o.sizes.begin(), o.sizes.end()), o.sizes.end());
     o.min_bytes = o.sizes.front();

@@ -48,9 +48,7 @@ double ring_time(const CostModel& m, double n, double bytes, const LinkCost& l) 
          share * l.beta_s_per_byte;
 }
 
-// Recursive halving-doubling: 2 log2(p) steps for the largest power of two p <= n, whole halves
-// per step (no pipelining: moving and reducing add up); the n - p extra ranks fold their input
-// into a partner first and get the result back at the end.
+// The largest power of two p <= n: the ranks that halving-doubling's rounds run on.
 int power_of_two_below(int n) {
   return 1 << static_cast<int>(std::floor(std::log2(static_cast<double>(std::max(n, 1)))));
 }
@@ -61,6 +59,9 @@ double fold_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
   return 2 * l.alpha_s + 2 * bytes * l.beta_s_per_byte + bytes * m.reduce_s_per_byte;
 }
 
+// Recursive halving-doubling: 2 log2(p) steps, whole halves per step (no pipelining: moving and
+// reducing add up); the n - p extra ranks fold their input into a partner first and get the
+// result back at the end.
 double halving_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
   const int p = power_of_two_below(n);
   const double share = (p - 1.0) / p * bytes;

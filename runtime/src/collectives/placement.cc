@@ -42,12 +42,22 @@ Placement placement_of(const Context& ctx) {
   return p;
 }
 
-bool recursive_doubling_pays(const Context& ctx, size_t count, size_t element_bytes) {
-  const CostModel& model = *settings_of(ctx).model;
-  if (ctx.selection == nullptr)
-    return recursive_doubling_pays(model, count, element_bytes, placement_of(ctx));
+namespace {
+
+// The communicator's cached placement (worked out once), or `scratch` filled for a context
+// without a cache.
+const Placement& known_placement(const Context& ctx, Placement& scratch) {
+  if (ctx.selection == nullptr) return scratch = placement_of(ctx);
   if (!ctx.selection->placement) ctx.selection->placement = placement_of(ctx);
-  return recursive_doubling_pays(model, count, element_bytes, *ctx.selection->placement);
+  return *ctx.selection->placement;
+}
+
+}  // namespace
+
+bool recursive_doubling_pays(const Context& ctx, size_t count, size_t element_bytes) {
+  Placement scratch;
+  return recursive_doubling_pays(*settings_of(ctx).model, count, element_bytes,
+                                 known_placement(ctx, scratch));
 }
 
 size_t ring_slab_bytes(const Context& ctx) {
@@ -55,10 +65,9 @@ size_t ring_slab_bytes(const Context& ctx) {
   // Measured only for 2 ranks: at 3 and 4 ranks on 2 vCPUs slabs of 4-8 MiB changed a 64 MiB
   // call by -2% to +7%, and those rings grow their segments instead (ring_segment_bytes).
   if (ctx.size != 2 || settings_of(ctx).transport == "mpi") return 0;
-  const Link flat = ctx.selection != nullptr && ctx.selection->placement
-                        ? ctx.selection->placement->flat
-                        : placement_of(ctx).flat;
-  return flat == Link::kTcp ? kSegmentsPerSlab * ctx.segment_bytes : 0;
+  Placement scratch;
+  return known_placement(ctx, scratch).flat == Link::kTcp ? kSegmentsPerSlab * ctx.segment_bytes
+                                                          : 0;
 }
 
 size_t ring_segment_bytes(const Context& ctx, size_t block_bytes) {
@@ -69,10 +78,8 @@ size_t ring_segment_bytes(const Context& ctx, size_t block_bytes) {
   const size_t grown = std::min(ctx.tcp_segment_max_bytes, block_bytes / kSegmentsPerBlock);
   if (grown <= ctx.segment_bytes) return ctx.segment_bytes;
   if (settings_of(ctx).transport == "mpi") return ctx.segment_bytes;
-  const Link flat = ctx.selection != nullptr && ctx.selection->placement
-                        ? ctx.selection->placement->flat
-                        : placement_of(ctx).flat;
-  return flat == Link::kTcp ? grown : ctx.segment_bytes;
+  Placement scratch;
+  return known_placement(ctx, scratch).flat == Link::kTcp ? grown : ctx.segment_bytes;
 }
 
 }  // namespace tutti::collectives
