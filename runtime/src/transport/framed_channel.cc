@@ -173,7 +173,7 @@ Error FramedChannel::mismatch(Tag tag, size_t sent, size_t expected, int from) {
   return make_error(ErrorCode::kMismatch,
                     "rank {} sent {} bytes for collective #{} step {} but this rank expected {} "
                     "bytes: ranks are calling different collectives or passing different "
-                    "counts/dtypes",
+                    "counts/dtypes, or their TUTTI_SEGMENT_BYTES differ",
                     from, sent, tag_sequence(tag), tag_step(tag), expected);
 }
 
