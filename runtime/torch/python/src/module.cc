@@ -41,6 +41,7 @@ PYBIND11_MODULE(_backend, m) {
            py::arg("address") = std::string(),
            // Joining waits for the other ranks; their Python threads must run meanwhile.
            py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("_openmp_note", &ProcessGroupTutti::openmp_note)
 #if TUTTI_TORCH_BACKEND_API
       // torch 2.x makes a new group by splitting the default group's backend when that group is
       // bound to a device (init_process_group(device_id=...)) and has ranks outside the new group

@@ -8,6 +8,7 @@
 #include "caller_stream.hpp"
 #include "store_adapter.hpp"
 #include "tensors.hpp"
+#include "tutti/torch_openmp.hpp"
 
 namespace tutti::torch_backend {
 namespace {
@@ -65,6 +66,8 @@ ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& stor
       address_(address),
       timeout_(timeout),
       comm_(join(store, rank, size, timeout, address)),
+      // Here, where every group's ranks meet, because the ranks on a host are known from here on.
+      openmp_note_(tutti::torchx::fit_openmp_to_host(comm_).note),
       worker_(std::make_unique<Worker>()) {
   init();
 }

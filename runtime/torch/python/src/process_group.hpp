@@ -34,6 +34,10 @@ class ProcessGroupTutti final : public BackendBase {
 
   const std::string getBackendName() const override { return "tutti"; }
 
+  // What joining found about OpenMP threads on this host and did (tutti/torch_openmp.hpp); the
+  // Python package logs it.
+  const std::string& openmp_note() const { return openmp_note_; }
+
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
@@ -145,6 +149,7 @@ class ProcessGroupTutti final : public BackendBase {
   std::atomic<int64_t> timeout_set_ms_{0};  // set_timeout's value; 0: none
   std::atomic<uint64_t> sequence_{0};
   tutti::Communicator comm_;
+  std::string openmp_note_;
   std::mutex worker_mutex_;         // guards worker_ itself (shutdown() may race an enqueue)
   std::unique_ptr<Worker> worker_;  // last: stops (and drains) before the communicator goes
 };

@@ -4,4 +4,5 @@
 #include "tutti/torch_ops.hpp"
 #include "tutti/torch_optimizer.hpp"
 #include "tutti/torch_elastic.hpp"
+#include "tutti/torch_openmp.hpp"
 #include "tutti/torch_state.hpp"

@@ -8,6 +8,7 @@ creator with its own (prefix) store, the rank, the size and the timeout, for the
 again for every new_group: each group gets its own tutti communicator and worker thread.
 """
 import inspect as _inspect
+import logging as _logging
 import os as _os
 import socket as _socket
 
@@ -36,7 +37,16 @@ def _create_process_group(store, rank, size, timeout):
     # MASTER_ADDR under env:// (torchrun, tuttirun, Kubeflow), so the route to it is the one they
     # use; without it tutti falls back to the address the host name resolves to.
     master = _os.environ.get("MASTER_ADDR", "")
-    return ProcessGroupTutti(store, rank, size, timeout, _address_toward(master) if master else "")
+    group = ProcessGroupTutti(store, rank, size, timeout, _address_toward(master) if master else "")
+    # What the group found about OpenMP threads on this host (tutti/torch_openmp.hpp), once per
+    # process and note: whether libgomp's spin-wait was throttled for ranks that share the CPUs.
+    if group._openmp_note not in _openmp_notes:
+        _openmp_notes.add(group._openmp_note)
+        _logging.getLogger(__name__).info("tutti: %s", group._openmp_note)
+    return group
+
+
+_openmp_notes = set()
 
 
 def _register():

@@ -1,0 +1,128 @@
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <sched.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <mutex>
+#include <sstream>
+#include <string_view>
+#include <thread>
+
+#include "tutti/torch_openmp.hpp"
+
+namespace tutti::torchx {
+namespace {
+
+// libgomp's entry for `#pragma omp parallel` (GCC's ABI since 4.9): runs fn(data) on a team of
+// num_threads threads, the caller among them, and returns when all have.
+using GompParallel = void (*)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags);
+
+// More idle threads than this and the parked team is not worth it; the note says what to set.
+constexpr int kMaxSpareThreads = 256;
+
+// The libgomp this process has loaded (torch's: a wheel carries its own, renamed or not; Debian's
+// torch uses the system's), found by its file name so that no second copy is ever loaded.
+GompParallel loaded_gomp_parallel() {
+  std::string path;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        const std::string_view name = info->dlpi_name ? info->dlpi_name : "";
+        const std::string_view base = name.substr(name.rfind('/') + 1);
+        if (!base.starts_with("libgomp")) return 0;
+        *static_cast<std::string*>(out) = std::string(name);
+        return 1;
+      },
+      &path);
+  if (path.empty()) return nullptr;
+  void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (!handle) return nullptr;
+  auto* parallel = reinterpret_cast<GompParallel>(dlsym(handle, "GOMP_parallel"));
+  dlclose(handle);  // NOLOAD took a reference; torch's own keeps the library loaded
+  return parallel;
+}
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+// Runs one parallel region of `threads` on a new thread, which then sleeps for the life of the
+// process: libgomp keeps the region's workers in that thread's pool and counts them as managed,
+// which is the point. The thread blocks every signal, so that none is delivered to it, and is
+// detached, since nothing may end it (its pool would go, and with it the throttling).
+void park_spare_team(GompParallel parallel, int threads) {
+  std::promise<void> started;
+  std::future<void> ran = started.get_future();
+  std::thread([parallel, threads, started = std::move(started)]() mutable {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    parallel([](void*) {}, nullptr, static_cast<unsigned>(threads), 0);
+    started.set_value();
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
+  }).detach();
+  ran.wait();
+}
+
+template <typename... Parts>
+std::string text(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+std::mutex fit_mutex;
+bool parked = false;  // under fit_mutex
+std::string parked_note;
+
+}  // namespace
+
+OpenMpFit fit_openmp_to_host(int ranks_on_host) {
+  std::lock_guard lock(fit_mutex);
+  if (parked) return {true, parked_note};
+  const int threads = at::get_num_threads();
+  const int cpus = usable_cpus();
+  const std::string found = text(ranks_on_host, " rank(s) on this host x ", threads,
+                                 " OpenMP thread(s) each, ", cpus, " CPUs for this process");
+  const std::string advice =
+      text("OMP_NUM_THREADS=", std::max(1, cpus / std::max(1, ranks_on_host)));
+  if (threads <= 1) return {false, found + ": no spinning workers, nothing to fit"};
+  if (cpus <= 0 || ranks_on_host * threads <= cpus)
+    return {false, found + ": they fit, libgomp left as it is"};
+  if (threads > cpus)
+    return {false, found +
+                       ": libgomp throttles by itself (this process alone has more threads "
+                       "than CPUs)"};
+  for (const char* name : {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"}) {
+    if (std::getenv(name)) return {false, found + ": " + name + " is set, libgomp left as set"};
+  }
+  const GompParallel parallel = loaded_gomp_parallel();
+  if (!parallel)
+    return {false,
+            found + ": torch's OpenMP runtime is not libgomp; set its wait policy, or " + advice};
+  // libgomp throttles once its managed threads (the caller's team of `threads`, and the team
+  // parked here of `spare`, the parked thread among them) outnumber the CPUs.
+  const int spare = cpus - threads + 2;
+  if (spare - 1 > kMaxSpareThreads)
+    return {false, found + ": too many CPUs to throttle libgomp from here; set " + advice +
+                       " or GOMP_SPINCOUNT=1000 before starting the ranks"};
+  park_spare_team(parallel, spare);
+  parked = true;
+  parked_note = found + ": libgomp's spin-wait throttled as for an oversubscribed process (" +
+                text(spare - 1) + " idle OpenMP thread(s) parked); " + advice +
+                " gives the fastest steps, GOMP_SPINCOUNT or OMP_WAIT_POLICY chooses otherwise";
+  return {true, parked_note};
+}
+
+OpenMpFit fit_openmp_to_host(const Communicator& comm) {
+  return fit_openmp_to_host(comm.local_size());
+}
+
+}  // namespace tutti::torchx
