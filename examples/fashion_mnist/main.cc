@@ -152,6 +152,10 @@ int train(const Args& args) {
   if (!args.pid_dir.empty())
     std::ofstream(fmt::format("{}/{}.pid", args.pid_dir, rank)) << getpid();
   torch::set_num_threads(args.threads);
+  // --threads above 1 with several ranks on a host: keep libgomp's spinning workers from taking
+  // the CPUs the ranks' collectives need (tutti/torch_openmp.hpp).
+  if (const tx::OpenMpFit fit = tx::fit_openmp_to_host(comm); fit.throttled && rank == 0)
+    fmt::print("fashion_mnist: {}\n", fit.note);
   torch::manual_seed(args.seed);
 
   const Data train_data = to_tensors(fmnist::read_split(args.data, "train"));
