@@ -2,8 +2,10 @@
 
 launch(size, module, checks) spawns `size` processes; each imports tutti.torch, joins
 init_process_group("tutti") on a FileStore, runs module.<check>(rank, size) for each name in
-`checks` in order, and leaves. init_kwargs go to init_process_group. Returns 0 when every rank passed, 1 when one failed (its traceback
-printed) or hung (killed after `limit` seconds).
+`checks` in order, and leaves. init_kwargs go to init_process_group; before_init names a
+function of the module run as (rank, size) before joining (torch.set_num_threads, say). Returns 0
+when every rank passed, 1 when one failed (its traceback printed) or hung (killed after `limit`
+seconds).
 """
 import importlib
 import os
@@ -15,14 +17,16 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def _run_rank(rank, size, init_file, failures, module, checks, init_kwargs):
+def _run_rank(rank, size, init_file, failures, module, checks, init_kwargs, before_init):
     try:
+        tests = importlib.import_module(module)
+        if before_init:
+            getattr(tests, before_init)(rank, size)
         import tutti.torch  # noqa: F401
 
         dist.init_process_group("tutti", init_method="file://" + init_file, rank=rank,
                                 world_size=size, **init_kwargs)
         assert dist.get_backend() == "tutti"
-        tests = importlib.import_module(module)
         for name in checks:
             getattr(tests, name)(rank, size)
             print(f"rank {rank}: {name} ok", flush=True)
@@ -34,14 +38,14 @@ def _run_rank(rank, size, init_file, failures, module, checks, init_kwargs):
         os._exit(1)
 
 
-def launch(size, module, checks, limit=240, init_kwargs=None):
+def launch(size, module, checks, limit=240, init_kwargs=None, before_init=None):
     ctx = mp.get_context("spawn")
     failures = ctx.SimpleQueue()
     with tempfile.TemporaryDirectory() as tmp:
         init_file = os.path.join(tmp, "init")
         procs = [ctx.Process(target=_run_rank,
                              args=(r, size, init_file, failures, module, list(checks),
-                                   init_kwargs or {}))
+                                   init_kwargs or {}, before_init))
                  for r in range(size)]
         for p in procs:
             p.start()
