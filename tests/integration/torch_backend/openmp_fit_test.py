@@ -12,11 +12,14 @@ thread sleeps right after a parallel region, which is libgomp's workers spinning
   one thread       2 ranks x 1 thread: nothing to fit
   fits             1 rank x 2 threads on 2 CPUs: nothing to fit
   one process      2 ranks x 3 threads on 2 CPUs: libgomp throttles by itself, nothing to do
+  thread limit     2 ranks x 2 threads under RLIMIT_NPROC 200: no team parked (libgomp would end
+                   a process that cannot start its threads), the note says why
 
 Exit 0 when every case holds, 1 when one does not, 77 (skip) where fewer than 2 CPUs are usable.
 """
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -57,7 +60,14 @@ def measure(rank, size):
         json.dump({"note": backend._openmp_note, "idle_cpu_s": statistics.median(idle)}, f)
 
 
-def run_case(size, threads, env):
+def run_case(size, threads, env, nproc=None):
+    if nproc:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, hard))  # the ranks inherit it
+        try:
+            return run_case(size, threads, env)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NPROC, (soft, hard))
     env = dict(env, **{THREADS: str(threads)})
     saved = {k: os.environ.get(k) for k in env}
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,11 +103,12 @@ def main():
         ("one thread", 2, 1, {}, "nothing to fit", None),
         ("fits", 1, 2, {}, "they fit", None),
         ("one process", 2, 3, {}, "throttles by itself", lambda s: s <= THROTTLED_MAX_S),
+        ("thread limit", 2, 2, {}, "RLIMIT_NPROC (200) leaves too little room", None, 200),
     ]
     failed = 0
-    for name, size, threads, env, expect, idle_ok in cases:
+    for name, size, threads, env, expect, idle_ok, *nproc in cases:
         try:
-            for rank, r in enumerate(run_case(size, threads, env)):
+            for rank, r in enumerate(run_case(size, threads, env, *nproc)):
                 print(f"{name}: rank {rank}: idle CPU {r['idle_cpu_s'] * 1e3:.2f} ms; {r['note']}")
                 assert expect in r["note"], f"{name}: the note should say '{expect}': {r['note']}"
                 if idle_ok:

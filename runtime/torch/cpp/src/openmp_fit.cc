@@ -3,14 +3,17 @@
 #include <link.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <sstream>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include "tutti/torch_openmp.hpp"
@@ -23,7 +26,10 @@ namespace {
 using GompParallel = void (*)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags);
 
 // More idle threads than this and the parked team is not worth it; the note says what to set.
-constexpr int kMaxSpareThreads = 256;
+constexpr int kMaxSpareThreads = 128;
+// Threads that must stay free under the process's limits besides the parked team: libgomp ends the
+// process when it cannot start a team's thread, and the ranks start threads of their own later.
+constexpr long kThreadHeadroom = 256;
 
 // The libgomp this process has loaded (torch's: a wheel carries its own, renamed or not; Debian's
 // torch uses the system's), found by its file name so that no second copy is ever loaded.
@@ -53,6 +59,58 @@ int usable_cpus() {
   return CPU_COUNT(&set);
 }
 
+template <typename... Parts>
+std::string text(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+// This process's threads now (/proc/self/status); 0 if unknown.
+long threads_now() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  long value = 0;
+  while (status >> key) {
+    if (key == "Threads:" && status >> value) return value;
+    status.ignore(1 << 16, '\n');
+  }
+  return 0;
+}
+
+// The cgroup v2 pids limit of this process's group and its use, if the group has a limit.
+bool cgroup_pids(long& used, long& limit) {
+  std::ifstream groups("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(groups, line)) {
+    if (!line.starts_with("0::")) continue;
+    const std::string dir = "/sys/fs/cgroup" + line.substr(3);
+    std::string max;
+    if (!(std::ifstream(dir + "/pids.max") >> max) || max == "max") return false;
+    limit = std::atol(max.c_str());
+    return static_cast<bool>(std::ifstream(dir + "/pids.current") >> used);
+  }
+  return false;
+}
+
+// Whether `extra` more threads leave kThreadHeadroom free under the limits that would stop
+// libgomp from starting them (RLIMIT_NPROC, counted roughly by this process's own threads, and a
+// cgroup's pids.max); if not, says which in `why`.
+bool room_for_threads(long extra, std::string& why) {
+  rlimit nproc{};
+  if (getrlimit(RLIMIT_NPROC, &nproc) == 0 && nproc.rlim_cur != RLIM_INFINITY &&
+      threads_now() + extra + kThreadHeadroom > static_cast<long>(nproc.rlim_cur)) {
+    why = text("RLIMIT_NPROC (", nproc.rlim_cur, ") leaves too little room");
+    return false;
+  }
+  long used = 0, limit = 0;
+  if (cgroup_pids(used, limit) && used + extra + kThreadHeadroom > limit) {
+    why = text("the cgroup's pids.max (", limit, ", ", used, " in use) leaves too little room");
+    return false;
+  }
+  return true;
+}
+
 // Runs one parallel region of `threads` on a new thread, which then sleeps for the life of the
 // process: libgomp keeps the region's workers in that thread's pool and counts them as managed,
 // which is the point. The thread blocks every signal, so that none is delivered to it, and is
@@ -69,13 +127,6 @@ void park_spare_team(GompParallel parallel, int threads) {
     for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
   }).detach();
   ran.wait();
-}
-
-template <typename... Parts>
-std::string text(const Parts&... parts) {
-  std::ostringstream out;
-  (out << ... << parts);
-  return out.str();
 }
 
 std::mutex fit_mutex;
@@ -113,7 +164,15 @@ OpenMpFit fit_openmp_to_host(int ranks_on_host) {
   if (spare - 1 > kMaxSpareThreads)
     return {false, found + ": too many CPUs to throttle libgomp from here; set " + advice +
                        " or GOMP_SPINCOUNT=1000 before starting the ranks"};
-  park_spare_team(parallel, spare);
+  if (std::string why; !room_for_threads(spare - 1, why))
+    return {false, found + ": " + why + " for " + text(spare - 1) + " parked OpenMP thread(s); set " +
+                       advice + " or GOMP_SPINCOUNT=1000"};
+  try {
+    park_spare_team(parallel, spare);
+  } catch (const std::system_error& e) {
+    return {false, found + ": no thread to park an OpenMP team on (" + e.what() + "); set " +
+                       advice + " or GOMP_SPINCOUNT=1000"};
+  }
   parked = true;
   parked_note = found + ": libgomp's spin-wait throttled as for an oversubscribed process (" +
                 text(spare - 1) + " idle OpenMP thread(s) parked); " + advice +
