@@ -165,8 +165,8 @@ OpenMpFit fit_openmp_to_host(int ranks_on_host) {
     return {false, found + ": too many CPUs to throttle libgomp from here; set " + advice +
                        " or GOMP_SPINCOUNT=1000 before starting the ranks"};
   if (std::string why; !room_for_threads(spare - 1, why))
-    return {false, found + ": " + why + " for " + text(spare - 1) + " parked OpenMP thread(s); set " +
-                       advice + " or GOMP_SPINCOUNT=1000"};
+    return {false, found + ": " + why + " for " + text(spare - 1) +
+                       " parked OpenMP thread(s); set " + advice + " or GOMP_SPINCOUNT=1000"};
   try {
     park_spare_team(parallel, spare);
   } catch (const std::system_error& e) {
