@@ -30,6 +30,8 @@ constexpr int kMaxSpareThreads = 128;
 // Threads that must stay free under the process's limits besides the parked team: libgomp ends the
 // process when it cannot start a team's thread, and the ranks start threads of their own later.
 constexpr long kThreadHeadroom = 256;
+// How long starting the parked team may take (a no-op region: milliseconds on an idle machine).
+constexpr std::chrono::seconds kParkDeadline{30};
 
 // The libgomp this process has loaded (torch's: a wheel carries its own, renamed or not; Debian's
 // torch uses the system's), found by its file name so that no second copy is ever loaded.
@@ -114,8 +116,9 @@ bool room_for_threads(long extra, std::string& why) {
 // Runs one parallel region of `threads` on a new thread, which then sleeps for the life of the
 // process: libgomp keeps the region's workers in that thread's pool and counts them as managed,
 // which is the point. The thread blocks every signal, so that none is delivered to it, and is
-// detached, since nothing may end it (its pool would go, and with it the throttling).
-void park_spare_team(GompParallel parallel, int threads) {
+// detached, since nothing may end it (its pool would go, and with it the throttling). False when
+// the region has not finished within kParkDeadline (a machine too loaded to start threads).
+bool park_spare_team(GompParallel parallel, int threads) {
   std::promise<void> started;
   std::future<void> ran = started.get_future();
   std::thread([parallel, threads, started = std::move(started)]() mutable {
@@ -126,7 +129,7 @@ void park_spare_team(GompParallel parallel, int threads) {
     started.set_value();
     for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
   }).detach();
-  ran.wait();
+  return ran.wait_for(kParkDeadline) == std::future_status::ready;
 }
 
 std::mutex fit_mutex;
@@ -168,7 +171,10 @@ OpenMpFit fit_openmp_to_host(int ranks_on_host) {
     return {false, found + ": " + why + " for " + text(spare - 1) +
                        " parked OpenMP thread(s); set " + advice + " or GOMP_SPINCOUNT=1000"};
   try {
-    park_spare_team(parallel, spare);
+    if (!park_spare_team(parallel, spare))
+      return {false, found + ": the parked OpenMP team did not start within " +
+                         text(kParkDeadline.count()) + " s; set " + advice +
+                         " or GOMP_SPINCOUNT=1000"};
   } catch (const std::system_error& e) {
     return {false, found + ": no thread to park an OpenMP team on (" + e.what() + "); set " +
                        advice + " or GOMP_SPINCOUNT=1000"};
