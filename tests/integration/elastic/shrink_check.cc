@@ -135,6 +135,14 @@ int die_mode(const tutti::Communicator& world, const std::vector<int>& victims, 
       std::printf("FAIL: rank %d: no step failed although rank(s) died\n", rank);
       return 1;
     } catch (const tutti::Error& e) {
+      // With two victims, one may see the call fail before its own step to die: the other died
+      // first and a survivor's abort reached it while it was still finishing the previous
+      // collective (calls fail where the failure is seen, not at one agreed collective). It was
+      // to die; it does, so that the survivors' expected membership holds.
+      if (victim == rank) {
+        std::fflush(stdout);
+        _exit(3);
+      }
       failed_at = Clock::now();
       std::printf("ok: rank %d: the call failed: %.160s\n", rank, e.what());
     }
@@ -173,6 +181,10 @@ int c_api_mode(const std::vector<int>& victims) {
   if (rc == 0) {
     std::printf("FAIL: rank %d: no call failed\n", rank);
     return 1;
+  }
+  if (listed(victims, rank)) {  // as in die_mode: a victim whose call failed first still dies
+    std::fflush(stdout);
+    _exit(3);
   }
   std::printf("ok: rank %d: tutti_allreduce returned %d: %.120s\n", rank, rc, tutti_last_error());
   tutti_comm_t shrunk = nullptr;
@@ -219,6 +231,10 @@ int engine_mode(const tutti::Communicator& world, const std::vector<int>& victim
       async_step(world, n);
     }
   } catch (const tutti::Error& e) {
+    if (listed(victims, rank)) {  // as in die_mode: a victim whose call failed first still dies
+      std::fflush(stdout);
+      _exit(3);
+    }
     failed_at = Clock::now();
     std::printf("ok: rank %d: the handle failed: %.160s\n", rank, e.what());
   }
