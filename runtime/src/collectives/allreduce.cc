@@ -84,8 +84,13 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
   }
   if (algorithm == Algorithm::kAuto && ctx.size > 1 && count > 0)
     algorithm = select_allreduce(ctx, bytes);
-  const bool in_place = algorithm == Algorithm::kShm && ctx.size > 1 && count > 0 &&
-                        ctx.transport.local_window() != nullptr;
+  // In place: the window maps every tensor where it is, and a ring whose channels take pieces
+  // sends from and receives into them (only `partial` sums, for 3 or more ranks, go to `pack`).
+  const bool window = algorithm == Algorithm::kShm && ctx.size > 1 && count > 0 &&
+                      ctx.transport.local_window() != nullptr;
+  const bool ring_pieces =
+      algorithm == Algorithm::kRing && ctx.size > 1 && count > 0 && ring_takes_pieces(ctx);
+  const bool in_place = window || ring_pieces;
   SegmentsRun run;
   if (!in_place) {
     // Pack, reduce as one buffer (which checks and scales as any allreduce), unpack.
@@ -119,7 +124,13 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
   if (scaled && op == ReduceOp::kAvg) ctx.postscale /= ctx.size;
   bound_segment(ctx, bytes);
   ctx.transport.set_call_algorithm(static_cast<uint8_t>(algorithm));
-  shm_allreduce_segments(ctx, segments, type, op == ReduceOp::kAvg ? ReduceOp::kSum : op);
+  const ReduceOp reduce_op = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+  if (window) {
+    shm_allreduce_segments(ctx, segments, type, reduce_op);
+  } else {
+    if (ctx.size > 2 && pack.size() < bytes) pack.resize(bytes);
+    ring_allreduce_segments(ctx, SegmentView(segments, es), pack.data(), type, reduce_op);
+  }
   if (op == ReduceOp::kAvg && !scaled)
     for (const Segment& s : segments) reduce::divide(type, s.recv, s.count, ctx.size);
   return run;

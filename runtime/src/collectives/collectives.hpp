@@ -4,9 +4,9 @@
 
 #include <chrono>
 #include <cstddef>
-#include <vector>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "collectives/context.hpp"
 #include "collectives/segments.hpp"
@@ -30,6 +30,12 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
                DataType type, ReduceOp op);
 void ring_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op);
+// The same over several tensors as one logical vector: segments leave from and arrive into the
+// tensors as pieces, and `partial` (as large as all of them) holds the partial sums of rings of 3
+// or more ranks. Both ring neighbours' channels must take pieces (ring_takes_pieces).
+void ring_allreduce_segments(Context& ctx, const SegmentView& tensors, std::byte* partial,
+                             DataType type, ReduceOp op);
+bool ring_takes_pieces(Context& ctx);
 void tree_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op);
 // Through the transport's LocalWindow (all ranks on one host); Error(kConfig) when it has none.
@@ -40,9 +46,10 @@ void shm_allreduce_segments(Context& ctx, std::span<const Segment> segments, Dat
                             ReduceOp op);
 
 // A fused allreduce (the engine's): the tensors reduced as one vector of their concatenation.
-// The shared-memory window reads and writes them where they are; every other algorithm gets them
-// packed into `pack` (grown as needed and kept by the caller) and unpacked after. Says whether it
-// packed, and how long packing and unpacking took.
+// The shared-memory window, and the ring over channels that take pieces (tcp, shm streams, MPI),
+// read and write them where they are; every other algorithm gets them packed into `pack` (grown
+// as needed and kept by the caller) and unpacked after. Says whether it packed, and how long
+// packing and unpacking took.
 struct SegmentsRun {
   bool packed = false;
   std::chrono::nanoseconds pack{0};

@@ -21,6 +21,13 @@ class ChannelView final : public transport::Channel {
   transport::Request irecv(transport::Tag tag, std::span<std::byte> data) override {
     return inner_.irecv(tag, data);
   }
+  bool takes_pieces() const override { return inner_.takes_pieces(); }
+  transport::Request isend_pieces(transport::Tag tag, transport::ConstPieces pieces) override {
+    return inner_.isend_pieces(tag, pieces);
+  }
+  transport::Request irecv_pieces(transport::Tag tag, transport::Pieces pieces) override {
+    return inner_.irecv_pieces(tag, pieces);
+  }
   bool progress() override { return inner_.progress(); }
   void send_abort(ErrorCode code, const std::string& reason) noexcept override {
     inner_.send_abort(code, reason);

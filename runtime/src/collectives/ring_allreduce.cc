@@ -7,6 +7,7 @@
 #include "collectives/collectives.hpp"
 #include "collectives/placement.hpp"
 #include "collectives/ring_pipeline.hpp"
+#include "transport/transport.hpp"
 
 namespace tutti::collectives {
 
@@ -42,6 +43,39 @@ void ring_allreduce(Context& ctx, const void* send, void* recv, size_t count, Da
         .input = in,
         .partial = out,
         .output = out,
+    };
+    run_ring(ctx, chunks, plan, buffers, type, op, "ring allreduce");
+  }
+}
+
+bool ring_takes_pieces(Context& ctx) {
+  if (ctx.size <= 1) return false;
+  return ctx.transport.channel(wrap(ctx.rank + 1, ctx.size)).takes_pieces() &&
+         ctx.transport.channel(wrap(ctx.rank - 1, ctx.size)).takes_pieces();
+}
+
+void ring_allreduce_segments(Context& ctx, const SegmentView& tensors, std::byte* partial,
+                             DataType type, ReduceOp op) {
+  const size_t count = tensors.count();
+  if (count == 0 || ctx.size <= 1) return;
+  const size_t element_bytes = element_size(type);
+  // The slabs, steps and tags of ring_allreduce exactly: a rank that packs (its channels take no
+  // pieces) sends and expects the same messages as one that does not.
+  const size_t slab_bytes = ring_slab_bytes(ctx);
+  const size_t per_slab = slab_bytes == 0 ? count : std::max<size_t>(1, slab_bytes / element_bytes);
+  const uint32_t steps = 2 * static_cast<uint32_t>(ctx.size - 1);
+  uint32_t slab = 0;
+  for (size_t offset = 0; offset < count; offset += per_slab, ++slab) {
+    const size_t n = std::min(per_slab, count - offset);
+    const Split chunks(n, static_cast<size_t>(ctx.size));
+    const RingPlan plan{.reduce_steps = ctx.size - 1,
+                        .gather_steps = ctx.size - 1,
+                        .first_chunk = ctx.rank,
+                        .tag_base = slab * steps};
+    const RingBuffers buffers{
+        .partial = partial == nullptr ? nullptr : partial + offset * element_bytes,
+        .tensors = &tensors,
+        .tensors_offset = offset,
     };
     run_ring(ctx, chunks, plan, buffers, type, op, "ring allreduce");
   }

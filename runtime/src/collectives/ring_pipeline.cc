@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "collectives/placement.hpp"
@@ -154,11 +155,37 @@ class RingRun {
     const int chunk = send_chunk(0);
     const size_t end = std::min(until, chunk_segments(chunk));
     for (; first_sent_ < end; ++first_sent_) {
+      const size_t elements = segment_size(chunk, first_sent_);
+      if (buffers_.tensors) {
+        sends_.push_back(next_->isend_pieces(
+            tag(0), tensor_pieces<const std::byte>(
+                        Side::kSend, chunks_.begin(chunk) + segment_begin(first_sent_), elements)));
+        continue;
+      }
       const std::byte* data = buffers_.first_send + segment_begin(first_sent_) * element_bytes_;
-      sends_.push_back(
-          next_->isend(tag(0), {data, segment_size(chunk, first_sent_) * element_bytes_}));
+      sends_.push_back(next_->isend(tag(0), {data, elements * element_bytes_}));
     }
   }
+
+  enum class Side { kSend, kRecv };
+  // The tensors' send or recv side of elements [first, first + n) of this ring's data, as pieces
+  // (Byte = const std::byte to send them, std::byte to receive into the recv side).
+  template <typename Byte>
+  std::vector<std::span<Byte>> tensor_pieces(Side side, size_t first, size_t n) const {
+    std::vector<std::span<Byte>> out;
+    buffers_.tensors->pieces(buffers_.tensors_offset + first, n,
+                             [&](const std::byte* in, std::byte* o, size_t, size_t len) {
+                               if constexpr (std::is_const_v<Byte>)
+                                 out.emplace_back(side == Side::kSend ? in : o,
+                                                  len * element_bytes_);
+                               else
+                                 out.emplace_back(o, len * element_bytes_);
+                             });
+    return out;
+  }
+
+  // Whether step's received chunk ends in `partial` (reduce steps other than the last).
+  bool to_partial(int step) const { return is_reduce_step(step) && step + 1 < plan_.reduce_steps; }
 
   // Waits for one receive: polls the channels for up to kSpinBudget first (see there).
   void await(const transport::Request& request) {
@@ -177,34 +204,67 @@ class RingRun {
   transport::Request post_receive(const Item& item, size_t slot) {
     const int chunk = recv_chunk(item.step);
     const size_t bytes = segment_size(chunk, item.segment) * element_bytes_;
+    if (buffers_.tensors && !is_reduce_step(item.step))
+      return prev_->irecv_pieces(
+          tag(item.step),
+          tensor_pieces<std::byte>(Side::kRecv, chunks_.begin(chunk) + segment_begin(item.segment),
+                                   segment_size(chunk, item.segment)));
     std::byte* into = is_reduce_step(item.step) ? staging_ + slot * per_segment_ * element_bytes_
                                                 : destination(item.step, chunk) +
                                                       segment_begin(item.segment) * element_bytes_;
     return prev_->irecv(tag(item.step), {into, bytes});
   }
 
+  // result = own (op) incoming, over `elements`, for a segment received at `step`.
+  void combine(int step, std::byte* result, const std::byte* own, const std::byte* incoming,
+               size_t elements) const {
+    if (ctx_.scaled()) {
+      // Step 0 brings the previous rank's raw input, later steps partial (scaled) sums; the
+      // last reduce step's result is final.
+      reduce::combine_scaled(type_, result, own, ctx_.prescale, incoming,
+                             step == 0 ? ctx_.prescale : 1.0,
+                             step + 1 == plan_.reduce_steps ? ctx_.postscale : 1.0, elements);
+    } else {
+      reduce::combine(type_, op_, result, own, incoming, elements);
+    }
+  }
+
   void finish(const Item& item, size_t slot) {
     const int chunk = recv_chunk(item.step);
     const size_t elements = segment_size(chunk, item.segment);
     const size_t offset = segment_begin(item.segment) * element_bytes_;
+    const bool forward = item.step + 1 < steps_;
+    if (forward && sends_.size() >= kPruneSends)
+      std::erase_if(sends_, [](auto& r) { return r.complete(); });
+    if (buffers_.tensors) {
+      const size_t first = chunks_.begin(chunk) + segment_begin(item.segment);
+      const bool partial = to_partial(item.step);
+      if (is_reduce_step(item.step)) {
+        const std::byte* incoming = staging_ + slot * per_segment_ * element_bytes_;
+        buffers_.tensors->pieces(
+            buffers_.tensors_offset + first, elements,
+            [&](const std::byte* in, std::byte* out, size_t at, size_t n) {
+              std::byte* result = partial ? buffers_.partial + (first + at) * element_bytes_ : out;
+              combine(item.step, result, in, incoming + at * element_bytes_, n);
+            });
+      }
+      if (!forward) return;
+      if (partial)
+        sends_.push_back(
+            next_->isend(tag(item.step + 1),
+                         {buffers_.partial + first * element_bytes_, elements * element_bytes_}));
+      else
+        sends_.push_back(next_->isend_pieces(
+            tag(item.step + 1), tensor_pieces<const std::byte>(Side::kRecv, first, elements)));
+      return;
+    }
     std::byte* result = destination(item.step, chunk) + offset;
     if (is_reduce_step(item.step)) {
       const std::byte* own = buffers_.input + chunk_offset_bytes(chunk) + offset;
-      const std::byte* incoming = staging_ + slot * per_segment_ * element_bytes_;
-      if (ctx_.scaled()) {
-        // Step 0 brings the previous rank's raw input, later steps partial (scaled) sums; the
-        // last reduce step's result is final.
-        reduce::combine_scaled(
-            type_, result, own, ctx_.prescale, incoming, item.step == 0 ? ctx_.prescale : 1.0,
-            item.step + 1 == plan_.reduce_steps ? ctx_.postscale : 1.0, elements);
-      } else {
-        reduce::combine(type_, op_, result, own, incoming, elements);
-      }
+      combine(item.step, result, own, staging_ + slot * per_segment_ * element_bytes_, elements);
     }
-    if (item.step + 1 < steps_) {
-      if (sends_.size() >= kPruneSends) std::erase_if(sends_, [](auto& r) { return r.complete(); });
+    if (forward)
       sends_.push_back(next_->isend(tag(item.step + 1), {result, elements * element_bytes_}));
-    }
   }
 
   Context& ctx_;

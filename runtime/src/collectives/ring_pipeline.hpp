@@ -13,6 +13,7 @@
 
 #include "collectives/chunking.hpp"
 #include "collectives/context.hpp"
+#include "collectives/segments.hpp"
 #include "tutti/types.hpp"
 
 namespace tutti::collectives {
@@ -30,6 +31,12 @@ struct RingBuffers {
   std::byte* partial = nullptr;           // results of reduce steps other than the last
   std::byte* output = nullptr;            // final chunks, at their chunk offsets...
   bool output_is_one_chunk = false;       // ...or only the one chunk the reduce-scatter ends with
+  // When set, the data are these tensors, at element `tensors_offset` on: their send sides are
+  // the input (first_send and input above are unused) and their recv sides the output (`output`
+  // is unused). Partial sums still go to `partial`. Segments leave from and arrive into the
+  // tensors as pieces (Channel::takes_pieces, which both ring neighbours' channels must have).
+  const SegmentView* tensors = nullptr;
+  size_t tensors_offset = 0;
 };
 
 // input/partial/output are indexed by the chunk's element offset in `chunks`. Waits for every

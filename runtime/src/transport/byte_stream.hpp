@@ -8,11 +8,9 @@
 #include <string_view>
 
 #include "core/deadline.hpp"
+#include "transport/pieces.hpp"
 
 namespace tutti::transport {
-
-using ConstPieces = std::span<const std::span<const std::byte>>;
-using Pieces = std::span<const std::span<std::byte>>;
 
 class ByteStream {
  public:

@@ -11,6 +11,7 @@
 
 #include "core/deadline.hpp"
 #include "transport/call_signature.hpp"
+#include "transport/pieces.hpp"
 #include "transport/tag.hpp"
 
 namespace tutti::transport {
@@ -20,6 +21,8 @@ namespace tutti::transport {
 // one that progressed the channel: finish() publishes the bytes with it.
 struct Operation {
   std::byte* data = nullptr;  // for sends this points at const data; the channel never writes it
+  // A gathered send or scattered receive: the bytes are these, in order, and `data` is null.
+  PieceList pieces;
   size_t size = 0;
   size_t done = 0;
   Tag tag = 0;
@@ -60,6 +63,14 @@ class Channel {
   // tag's messages in order; a message of another size fails with Error(kMismatch) naming both
   // sizes.
   virtual Request irecv(Tag tag, std::span<std::byte> data) = 0;
+
+  // One message whose bytes are `pieces` in order: sent from them (gathered) or received into them
+  // (scattered), without a copy into one buffer first. It matches a plain isend or irecv of the
+  // same bytes on the other side. Only where takes_pieces() is true; other channels throw
+  // Error(kInternal), and their callers pack instead.
+  virtual bool takes_pieces() const { return false; }
+  virtual Request isend_pieces(Tag tag, ConstPieces pieces);
+  virtual Request irecv_pieces(Tag tag, Pieces pieces);
 
   // Moves whatever bytes can move without blocking; returns true if anything moved. Throws
   // Error(kPeerFailure) naming the peer when it closed, died or sent an abort notice.

@@ -38,6 +38,18 @@ Request ContextChannel::irecv(Tag tag, std::span<std::byte> data) {
   return link_.link->irecv(full, data);
 }
 
+Request ContextChannel::isend_pieces(Tag tag, ConstPieces pieces) {
+  const Tag full = tagged(tag);
+  std::lock_guard lock(link_.mutex);
+  return link_.link->isend_pieces(full, pieces);
+}
+
+Request ContextChannel::irecv_pieces(Tag tag, Pieces pieces) {
+  const Tag full = tagged(tag);
+  std::lock_guard lock(link_.mutex);
+  return link_.link->irecv_pieces(full, pieces);
+}
+
 bool ContextChannel::progress() {
   std::lock_guard lock(link_.mutex);
   return link_.link->progress_in(context_);

@@ -24,6 +24,9 @@ class ContextChannel final : public Channel {
   std::string_view kind() const override { return link_.link->kind(); }
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
+  bool takes_pieces() const override { return link_.link->takes_pieces(); }
+  Request isend_pieces(Tag tag, ConstPieces pieces) override;
+  Request irecv_pieces(Tag tag, Pieces pieces) override;
   bool progress() override;
   void send_abort(ErrorCode code, const std::string& reason) noexcept override;
   int wait_fd() const override;

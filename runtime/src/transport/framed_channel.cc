@@ -13,8 +13,12 @@
 namespace tutti::transport {
 namespace {
 
-// How many frames one write_some call may gather (headers and payloads).
+// How many frames one write_some call may gather (headers and payloads), and how many pieces in
+// all (a gathered payload is several): within the streams' iovec limit.
 constexpr size_t kMaxGatherFrames = 32;
+constexpr size_t kMaxGatherPieces = 64;
+// How many pieces of a scattered payload one read_some call fills (the next header follows).
+constexpr size_t kMaxScatterPieces = 32;
 // An abort reason longer than this is a corrupted stream, not a reason.
 constexpr size_t kMaxControlPayload = 1 << 20;
 // Stash buffers kept for reuse: a pipeline that runs ahead of its peer stashes segment after
@@ -34,6 +38,15 @@ void encode_header(std::array<std::byte, N>& out, Tag tag, uint64_t length,
   std::memcpy(out.data() + 8, &length, 8);
   const CallSignature::Wire wire = call ? call->encode() : CallSignature{}.encode();
   std::memcpy(out.data() + 16, wire.data(), wire.size());
+}
+
+// Copies a complete message's `from` into the receive `op` (flat or pieces).
+void fill(Operation& op, const std::byte* from) {
+  if (op.size == 0) return;
+  if (op.pieces.empty())
+    std::memcpy(op.data, from, op.size);
+  else
+    scatter_into(op.pieces, 0, from, op.size);
 }
 
 }  // namespace
@@ -152,7 +165,12 @@ void FramedChannel::drop_sends_of(const ContextState& state) {
     }
     if (it->owned.empty() && it->op->done < it->op->size) {
       // Half sent: the peer expects the rest of it. Keep the rest in memory of our own.
-      it->owned.assign(it->op->data + it->op->done, it->op->data + it->op->size);
+      if (it->op->pieces.empty()) {
+        it->owned.assign(it->op->data + it->op->done, it->op->data + it->op->size);
+      } else {
+        it->owned.resize(it->op->size - it->op->done);
+        gather_from(it->op->pieces, it->op->done, it->owned.data(), it->owned.size());
+      }
       auto op = std::make_shared<Operation>();
       op->size = it->owned.size();
       op->data = it->owned.data();
@@ -178,27 +196,44 @@ Error FramedChannel::mismatch(Tag tag, size_t sent, size_t expected, int from) {
 }
 
 Request FramedChannel::isend(Tag tag, std::span<const std::byte> data) {
+  auto op = std::make_shared<Operation>();
+  // const_cast: Operation has one pointer type for both directions; sends never write through it.
+  op->data = const_cast<std::byte*>(data.data());
+  op->size = data.size();
+  return post_send(tag, std::move(op));
+}
+
+Request FramedChannel::isend_pieces(Tag tag, ConstPieces pieces) {
+  auto op = std::make_shared<Operation>();
+  op->pieces.reserve(pieces.size());
+  for (const auto& p : pieces)
+    if (!p.empty()) op->pieces.emplace_back(const_cast<std::byte*>(p.data()), p.size());
+  op->size = total_bytes(op->pieces);
+  return post_send(tag, std::move(op));
+}
+
+Request FramedChannel::post_send(Tag tag, std::shared_ptr<Operation> op) {
   if (tag_class(tag) == TagClass::kControl)
     throw make_error(ErrorCode::kInternal,
                      "tag {:#x} sent to rank {} is reserved for the transport", tag, peer_);
   ContextState& state = context_of(tag_context(tag));
   rethrow_if_failed(state);
   if (closed_) fail(*closed_);
-  return enqueue_send(tag, data, {});
+  return enqueue_send(tag, std::move(op), {});
 }
 
-Request FramedChannel::enqueue_send(Tag tag, std::span<const std::byte> data,
+Request FramedChannel::enqueue_send(Tag tag, std::shared_ptr<Operation> op,
                                     std::vector<std::byte> owned) {
   ContextState& state = context_of(tag_context(tag));
-  auto op = std::make_shared<Operation>();
   op->tag = tag;
   op->is_send = true;
   PendingSend& send = sends_.emplace_back();
   send.owned = std::move(owned);
   send.context = &state;
-  // const_cast: Operation has one pointer type for both directions; sends never write through it.
-  op->data = send.owned.empty() ? const_cast<std::byte*>(data.data()) : send.owned.data();
-  op->size = send.owned.empty() ? data.size() : send.owned.size();
+  if (!send.owned.empty()) {
+    op->data = send.owned.data();
+    op->size = send.owned.size();
+  }
   // A point-to-point message belongs to no collective call: it carries no signature to check.
   const bool stamped = tag_class(tag) != TagClass::kPointToPoint;
   encode_header(send.header, tag, op->size, stamped ? state.call : nullptr);
@@ -208,14 +243,27 @@ Request FramedChannel::enqueue_send(Tag tag, std::span<const std::byte> data,
 }
 
 Request FramedChannel::irecv(Tag tag, std::span<std::byte> data) {
+  auto op = std::make_shared<Operation>();
+  op->data = data.data();
+  op->size = data.size();
+  return post_receive(tag, std::move(op));
+}
+
+Request FramedChannel::irecv_pieces(Tag tag, Pieces pieces) {
+  auto op = std::make_shared<Operation>();
+  op->pieces.reserve(pieces.size());
+  for (const auto& p : pieces)
+    if (!p.empty()) op->pieces.push_back(p);
+  op->size = total_bytes(op->pieces);
+  return post_receive(tag, std::move(op));
+}
+
+Request FramedChannel::post_receive(Tag tag, std::shared_ptr<Operation> op) {
   if (tag_class(tag) == TagClass::kControl)
     throw make_error(ErrorCode::kInternal,
                      "tag {:#x} received from rank {} is reserved for the transport", tag, peer_);
   ContextState& state = context_of(tag_context(tag));
   rethrow_if_failed(state);
-  auto op = std::make_shared<Operation>();
-  op->data = data.data();
-  op->size = data.size();
   op->tag = tag;
   Request request(op);
 
@@ -225,15 +273,15 @@ Request FramedChannel::irecv(Tag tag, std::span<std::byte> data) {
     stashed->second.pop_front();
     if (stashed->second.empty()) unexpected_.erase(stashed);
     std::optional<Error> error = check_call(state, stash->call, CallSource::kMatched);
-    if (!error && stash->data.size() != data.size())
-      error = mismatch(tag, stash->data.size(), data.size(), state.peer);
+    if (!error && stash->data.size() != op->size)
+      error = mismatch(tag, stash->data.size(), op->size, state.peer);
     if (error) {
       if (stash.get() == in_stash_.get()) in_stash_.reset();
       fail_context(state, *error);
       throw *state.failure;
     }
     if (stash->complete) {
-      if (!data.empty()) std::memcpy(data.data(), stash->data.data(), data.size());
+      fill(*op, stash->data.data());
       recycle(std::move(stash->data));
       op->done = op->size;
       op->finish();
@@ -290,22 +338,25 @@ void FramedChannel::on_send_complete(const PendingSend& send) {
 bool FramedChannel::progress_sends() {
   bool moved = false;
   while (!sends_.empty()) {
-    std::array<std::span<const std::byte>, 2 * kMaxGatherFrames> pieces;
+    std::array<std::span<const std::byte>, kMaxGatherPieces> pieces;
     size_t count = 0;
-    size_t wanted = 0;
     size_t frames = std::min(sends_.size(), kMaxGatherFrames);
-    for (size_t i = 0; i < frames; ++i) {
+    // Whole frames while they fit; a gathered payload that does not fit goes in part, and the
+    // bytes written are accounted in order below whatever the split.
+    for (size_t i = 0; i < frames && count < pieces.size(); ++i) {
       const PendingSend& s = sends_[i];
-      if (s.header_done < kHeaderBytes) {
+      if (s.header_done < kHeaderBytes)
         pieces[count++] = std::span<const std::byte>(s.header).subspan(s.header_done);
-        wanted += kHeaderBytes - s.header_done;
-      }
+      if (count == pieces.size()) break;
       size_t left = s.op->size - s.op->done;
-      if (left > 0) {
+      if (left == 0) continue;
+      if (s.op->pieces.empty())
         pieces[count++] = std::span<const std::byte>(s.op->data + s.op->done, left);
-        wanted += left;
-      }
+      else
+        count += pieces_from(s.op->pieces, s.op->done, std::span(pieces).subspan(count));
     }
+    size_t wanted = 0;
+    for (size_t i = 0; i < count; ++i) wanted += pieces[i].size();
     size_t n = stream_->write_some(std::span(pieces.data(), count));
     if (n == 0) break;
     size_t written = n;
@@ -343,13 +394,21 @@ bool FramedChannel::progress_receives() {
     // Read the payload and, behind it, whatever of the next header is there: one call per
     // message while messages stream in. A discarded payload cycles through one buffer.
     const size_t left = in_size_ - in_done_;
-    std::array<std::span<std::byte>, 2> pieces = {
-        in_discard_ ? std::span<std::byte>(discard_buffer_).first(std::min(left, kDiscardChunk))
-                    : std::span<std::byte>(in_dest_ + in_done_, left),
-        std::span<std::byte>(header_)};
-    // Behind a discarded chunk that is not the payload's last, no header may be read yet.
-    const bool header_follows = pieces[0].size() == left;
-    size_t n = stream_->read_some(std::span(pieces.data(), header_follows ? 2 : 1));
+    std::array<std::span<std::byte>, kMaxScatterPieces + 1> pieces;
+    size_t count = 1;
+    if (in_discard_)
+      pieces[0] = std::span<std::byte>(discard_buffer_).first(std::min(left, kDiscardChunk));
+    else if (in_op_ && !in_op_->pieces.empty())
+      count = pieces_from(in_op_->pieces, in_done_, std::span(pieces).first(kMaxScatterPieces));
+    else
+      pieces[0] = std::span<std::byte>(in_dest_ + in_done_, left);
+    size_t taking = 0;
+    for (size_t i = 0; i < count; ++i) taking += pieces[i].size();
+    // Behind a part of the payload that is not its last (a discarded chunk, the first pieces of a
+    // scattered one), no header may be read yet.
+    const bool header_follows = taking == left;
+    if (header_follows) pieces[count++] = std::span<std::byte>(header_);
+    size_t n = stream_->read_some(std::span(pieces.data(), count));
     if (n == 0) break;
     moved = true;
     size_t payload = std::min(n, left);
@@ -483,7 +542,7 @@ void FramedChannel::on_payload_complete() {
   } else if (in_stash_) {
     in_stash_->complete = true;
     if (auto& op = in_stash_->claimed) {
-      if (op->size > 0) std::memcpy(op->data, in_stash_->data.data(), op->size);
+      fill(*op, in_stash_->data.data());
       recycle(std::move(in_stash_->data));
       op->done = op->size;
       op->finish();
@@ -549,7 +608,8 @@ void FramedChannel::announce_call_in(ContextId context) {
   ContextState* state = find_context(context);
   if (failure_ || closed_ || !state || state->failure || !state->call || !state->call->stamped())
     return;
-  enqueue_send(control_tag(ControlKind::kCallAnnouncement, context), {}, {});
+  enqueue_send(control_tag(ControlKind::kCallAnnouncement, context), std::make_shared<Operation>(),
+               {});
 }
 
 void FramedChannel::recycle(std::vector<std::byte> buffer) {
@@ -573,8 +633,8 @@ void FramedChannel::send_abort_in(ContextId context, ErrorCode code,
     std::vector<std::byte> payload(1 + reason.size());
     payload[0] = static_cast<std::byte>(code);
     std::memcpy(payload.data() + 1, reason.data(), reason.size());
-    Request request =
-        enqueue_send(control_tag(ControlKind::kAbort, context), {}, std::move(payload));
+    Request request = enqueue_send(control_tag(ControlKind::kAbort, context),
+                                   std::make_shared<Operation>(), std::move(payload));
     abort_sent_ = true;
     Deadline budget = Deadline::after(kAbortFlushBudget);
     while (!request.complete() && !budget.expired()) {

@@ -33,6 +33,9 @@ class FramedChannel final : public Link {
 
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
+  bool takes_pieces() const override { return true; }
+  Request isend_pieces(Tag tag, ConstPieces pieces) override;
+  Request irecv_pieces(Tag tag, Pieces pieces) override;
   bool progress_link(ContextId caller) override;
   bool ended() const override {
     return failure_.has_value() || closed_.has_value() || stream_broken_;
@@ -109,7 +112,10 @@ class FramedChannel final : public Link {
   void drop_sends_of(const ContextState& state);
   [[noreturn]] void fail(const Error& error);
   void on_stream_error(const Error& error);
-  Request enqueue_send(Tag tag, std::span<const std::byte> data, std::vector<std::byte> owned);
+  Request post_send(Tag tag, std::shared_ptr<Operation> op);
+  Request post_receive(Tag tag, std::shared_ptr<Operation> op);
+  // `owned`, when not empty, is the payload (control frames) and replaces op's bytes.
+  Request enqueue_send(Tag tag, std::shared_ptr<Operation> op, std::vector<std::byte> owned);
   void on_send_complete(const PendingSend& send);
   bool progress_sends();
   bool progress_receives();

@@ -7,9 +7,12 @@ tuttirun=$1 check=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Over TCP a fused batch is packed and unpacked around the collective (copy spans); on shared
-# memory the window reads and writes the tensors in place (no copy spans of its own).
-TUTTI_TRANSPORT=tcp "$tuttirun" -np 2 -- "$check" timeline --path "$work/runtime.json"
+# With the tree over TCP a fused batch is packed and unpacked around the collective (copy spans).
+# The ring over TCP sends from and receives into the tensors themselves (no copy spans), and so
+# does the window on shared memory.
+TUTTI_TRANSPORT=tcp TUTTI_ALGO=tree "$tuttirun" -np 2 -- "$check" timeline --path "$work/runtime.json"
+TUTTI_TRANSPORT=tcp TUTTI_ALGO=ring TUTTI_TIMELINE="$work/ring-{rank}.json" \
+  "$tuttirun" -np 3 -- "$check" random --tensors 40 --steps 2
 TUTTI_TIMELINE="$work/env-{rank}.json" "$tuttirun" -np 3 -- "$check" random --tensors 40 --steps 2
 
 /usr/bin/python3 - "$work" <<'PY'
@@ -21,7 +24,11 @@ expect = {
     "env-0.json": {"queue", "negotiate", "collective", "callback"},
     "env-1.json": {"queue", "negotiate", "collective", "callback"},
     "env-2.json": {"queue", "negotiate", "collective", "callback"},
+    "ring-0.json": {"queue", "negotiate", "collective", "callback"},
+    "ring-1.json": {"queue", "negotiate", "collective", "callback"},
+    "ring-2.json": {"queue", "negotiate", "collective", "callback"},
 }
+copies = {"fusion_copy_in", "fusion_copy_out"}
 bad = 0
 for name, spans in expect.items():
     path = os.path.join(work, name)
@@ -37,6 +44,8 @@ for name, spans in expect.items():
     rows = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     if missing := spans - seen:
         print(f"FAIL: {name} lacks spans {sorted(missing)} (has {sorted(seen)})"); bad = 1
+    if not name.startswith("runtime") and seen & copies:
+        print(f"FAIL: {name}: fused batches were copied ({sorted(seen & copies)}), not reduced in place"); bad = 1
     if name.startswith("runtime") and not {"layer0", "layer5", "traced"} <= rows:
         print(f"FAIL: {name}: rows {sorted(rows)} lack the traced tensors"); bad = 1
     # (The tensor finished just before start may still log its last span; the one enqueued after

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <barrier>
 #include <numeric>
+#include <span>
+#include <type_traits>
 
 #include "bootstrap/memory_store.hpp"
 #include "core/error.hpp"
@@ -185,6 +187,59 @@ TEST_P(ChannelTest, UserTagsMayNotUseTheControlRange) {
                  Error);
     // Nor may a caller pick another communicator's context.
     EXPECT_THROW(t.channel(1 - rank).isend(with_context(make_tag(1, 1), 7), buf), Error);
+  });
+}
+
+// Gathered sends and scattered receives (Channel::isend_pieces, irecv_pieces) match plain ones of
+// the same bytes either way round: more pieces than one write or read takes, empty pieces, a
+// message of no bytes, and a scattered receive posted after its message arrived (the stash).
+TEST_P(ChannelTest, PiecesMatchPlainMessagesEitherWayRound) {
+  // Sizes of the pieces of one message: 100 of them (over the 64 one write gathers), some empty.
+  std::vector<size_t> sizes;
+  for (int k = 0; k < 100; ++k)
+    sizes.push_back(k % 9 == 0 ? 0 : static_cast<size_t>(k * 37 % 5000));
+  size_t total = 0;
+  for (size_t n : sizes) total += n;
+  const auto big = test_support::pattern(0, 1, total, 1);
+  const auto small = test_support::pattern(0, 1, 3000, 2);
+  const auto flat = test_support::pattern(0, 1, 50000, 3);
+  // Splits `bytes` (held by the caller) into pieces of `sizes`.
+  auto split = [](auto& bytes, const std::vector<size_t>& piece_sizes) {
+    using Span = std::span<std::remove_reference_t<decltype(*bytes.data())>>;
+    std::vector<Span> out;
+    size_t at = 0;
+    for (size_t n : piece_sizes) {
+      out.push_back(Span(bytes.data() + at, n));
+      at += n;
+    }
+    return out;
+  };
+  run_pair([&](int rank, Transport& t) {
+    Channel& c = t.channel(1 - rank);
+    EXPECT_TRUE(c.takes_pieces());
+    if (rank == 0) {
+      std::vector<Request> sends;
+      sends.push_back(c.isend_pieces(make_tag(1, 0), split(big, sizes)));
+      sends.push_back(c.isend_pieces(make_tag(2, 0), split(small, {1000, 0, 2000})));
+      sends.push_back(c.isend(make_tag(3, 0), flat));
+      sends.push_back(c.isend_pieces(make_tag(4, 0), std::vector<std::span<const std::byte>>{}));
+      t.wait(sends, soon(), "sends");
+      return;
+    }
+    std::vector<std::byte> got_big(total), got_small(small.size()), got_flat(flat.size());
+    Request r1 = c.irecv(make_tag(1, 0), got_big);
+    // 40 pieces of 1250 bytes: more than one read fills.
+    Request r3 = c.irecv_pieces(make_tag(3, 0), split(got_flat, std::vector<size_t>(40, 1250)));
+    std::vector<Request> first{r1, r3};
+    t.wait(first, soon(), "first receives");
+    // Message 2 arrived before message 3 was read, so it waits in the stash now.
+    Request r2 = c.irecv_pieces(make_tag(2, 0), split(got_small, {10, 0, 2989, 1}));
+    Request r4 = c.irecv_pieces(make_tag(4, 0), std::vector<std::span<std::byte>>{});
+    std::vector<Request> rest{r2, r4};
+    t.wait(rest, soon(), "later receives");
+    EXPECT_EQ(got_big, big);
+    EXPECT_EQ(got_small, small);
+    EXPECT_EQ(got_flat, flat);
   });
 }
 

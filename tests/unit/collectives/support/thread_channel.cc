@@ -7,6 +7,25 @@
 #include "core/error.hpp"
 
 namespace tutti::testing {
+namespace {
+
+// A message's bytes into a receive, either side flat or in pieces.
+void copy_message(const transport::Operation& from, transport::Operation& to) {
+  if (to.size == 0) return;
+  std::vector<std::byte> flat;
+  const std::byte* bytes = from.data;
+  if (!from.pieces.empty()) {
+    flat.resize(from.size);
+    transport::gather_from(from.pieces, 0, flat.data(), from.size);
+    bytes = flat.data();
+  }
+  if (to.pieces.empty())
+    std::memcpy(to.data, bytes, to.size);
+  else
+    transport::scatter_into(to.pieces, 0, bytes, to.size);
+}
+
+}  // namespace
 
 ThreadWorld::ThreadWorld(int size) : size_(size) {
   for (int i = 0; i < size * size; ++i) mailboxes_.push_back(std::make_unique<Mailbox>());
@@ -42,6 +61,30 @@ transport::Request ThreadChannel::irecv(transport::Tag tag, std::span<std::byte>
   return transport::Request(op);
 }
 
+transport::Request ThreadChannel::isend_pieces(transport::Tag tag, transport::ConstPieces pieces) {
+  if (!takes_pieces_) return Channel::isend_pieces(tag, pieces);
+  auto op = std::make_shared<transport::Operation>();
+  for (const auto& p : pieces) op->pieces.emplace_back(const_cast<std::byte*>(p.data()), p.size());
+  op->size = transport::total_bytes(op->pieces);
+  op->tag = tag;
+  op->is_send = true;
+  Mailbox& box = world_.mailbox(self_, peer_);
+  std::lock_guard lock(box.mutex);
+  box.messages.push_back({op, false});
+  ++unfinished_sends_;
+  return transport::Request(op);
+}
+
+transport::Request ThreadChannel::irecv_pieces(transport::Tag tag, transport::Pieces pieces) {
+  if (!takes_pieces_) return Channel::irecv_pieces(tag, pieces);
+  auto op = std::make_shared<transport::Operation>();
+  op->pieces.assign(pieces.begin(), pieces.end());
+  op->size = transport::total_bytes(op->pieces);
+  op->tag = tag;
+  receives_.push_back(op);
+  return transport::Request(op);
+}
+
 bool ThreadChannel::progress() {
   const bool received = match_receives();
   const bool sent = complete_sends();
@@ -64,7 +107,7 @@ bool ThreadChannel::match_receives() {
                          "rank {} received {} bytes from rank {} with tag {:#x} where it posted {}",
                          self_, message.op->size, peer_, receive->tag, receive->size);
       }
-      if (receive->size > 0) std::memcpy(receive->data, message.op->data, receive->size);
+      copy_message(*message.op, *receive);
       message.copied = true;
       receive->done = receive->size;
       receive->finish();

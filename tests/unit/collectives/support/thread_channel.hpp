@@ -53,6 +53,11 @@ class ThreadChannel : public transport::Channel {
   std::string_view kind() const override { return "thread"; }
   transport::Request isend(transport::Tag tag, std::span<const std::byte> data) override;
   transport::Request irecv(transport::Tag tag, std::span<std::byte> data) override;
+  bool takes_pieces() const override { return takes_pieces_; }
+  transport::Request isend_pieces(transport::Tag tag, transport::ConstPieces pieces) override;
+  transport::Request irecv_pieces(transport::Tag tag, transport::Pieces pieces) override;
+  // As a channel without pieces (an MPI or striped link): callers must pack.
+  void refuse_pieces() { takes_pieces_ = false; }
   bool progress() override;
   void send_abort(ErrorCode code, const std::string& reason) noexcept override;
   int wait_fd() const override { return -1; }
@@ -67,6 +72,7 @@ class ThreadChannel : public transport::Channel {
   int peer_;
   std::deque<std::shared_ptr<transport::Operation>> receives_;  // posted, in order
   size_t unfinished_sends_ = 0;
+  bool takes_pieces_ = true;
 };
 
 }  // namespace tutti::testing

@@ -1,0 +1,21 @@
+#include "transport/channel.hpp"
+
+#include "core/error.hpp"
+
+namespace tutti::transport {
+
+Request Channel::isend_pieces(Tag tag, ConstPieces) {
+  throw make_error(ErrorCode::kInternal,
+                   "a gathered send (tag {:#x}) to {}: this {} channel takes no pieces; pack "
+                   "them into one buffer",
+                   tag, describe(), kind());
+}
+
+Request Channel::irecv_pieces(Tag tag, Pieces) {
+  throw make_error(ErrorCode::kInternal,
+                   "a scattered receive (tag {:#x}) from {}: this {} channel takes no pieces; "
+                   "receive into one buffer",
+                   tag, describe(), kind());
+}
+
+}  // namespace tutti::transport
