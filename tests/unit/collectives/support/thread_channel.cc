@@ -43,22 +43,14 @@ transport::Request ThreadChannel::isend(transport::Tag tag, std::span<const std:
   // The channel never writes through a send's pointer (Operation's contract).
   op->data = const_cast<std::byte*>(data.data());
   op->size = data.size();
-  op->tag = tag;
-  op->is_send = true;
-  Mailbox& box = world_.mailbox(self_, peer_);
-  std::lock_guard lock(box.mutex);
-  box.messages.push_back({op, false});
-  ++unfinished_sends_;
-  return transport::Request(op);
+  return post_send(tag, std::move(op));
 }
 
 transport::Request ThreadChannel::irecv(transport::Tag tag, std::span<std::byte> data) {
   auto op = std::make_shared<transport::Operation>();
   op->data = data.data();
   op->size = data.size();
-  op->tag = tag;
-  receives_.push_back(op);
-  return transport::Request(op);
+  return post_receive(tag, std::move(op));
 }
 
 transport::Request ThreadChannel::isend_pieces(transport::Tag tag, transport::ConstPieces pieces) {
@@ -66,13 +58,7 @@ transport::Request ThreadChannel::isend_pieces(transport::Tag tag, transport::Co
   auto op = std::make_shared<transport::Operation>();
   for (const auto& p : pieces) op->pieces.emplace_back(const_cast<std::byte*>(p.data()), p.size());
   op->size = transport::total_bytes(op->pieces);
-  op->tag = tag;
-  op->is_send = true;
-  Mailbox& box = world_.mailbox(self_, peer_);
-  std::lock_guard lock(box.mutex);
-  box.messages.push_back({op, false});
-  ++unfinished_sends_;
-  return transport::Request(op);
+  return post_send(tag, std::move(op));
 }
 
 transport::Request ThreadChannel::irecv_pieces(transport::Tag tag, transport::Pieces pieces) {
@@ -80,9 +66,25 @@ transport::Request ThreadChannel::irecv_pieces(transport::Tag tag, transport::Pi
   auto op = std::make_shared<transport::Operation>();
   op->pieces.assign(pieces.begin(), pieces.end());
   op->size = transport::total_bytes(op->pieces);
+  return post_receive(tag, std::move(op));
+}
+
+transport::Request ThreadChannel::post_send(transport::Tag tag,
+                                            std::shared_ptr<transport::Operation> op) {
+  op->tag = tag;
+  op->is_send = true;
+  Mailbox& box = world_.mailbox(self_, peer_);
+  std::lock_guard lock(box.mutex);
+  box.messages.push_back({op, false});
+  ++unfinished_sends_;
+  return transport::Request(std::move(op));
+}
+
+transport::Request ThreadChannel::post_receive(transport::Tag tag,
+                                               std::shared_ptr<transport::Operation> op) {
   op->tag = tag;
   receives_.push_back(op);
-  return transport::Request(op);
+  return transport::Request(std::move(op));
 }
 
 bool ThreadChannel::progress() {

@@ -64,6 +64,8 @@ class ThreadChannel : public transport::Channel {
   bool busy() const override { return !receives_.empty() || unfinished_sends_ > 0; }
 
  private:
+  transport::Request post_send(transport::Tag tag, std::shared_ptr<transport::Operation> op);
+  transport::Request post_receive(transport::Tag tag, std::shared_ptr<transport::Operation> op);
   bool match_receives();
   bool complete_sends();
 
