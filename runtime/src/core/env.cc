@@ -192,9 +192,10 @@ constexpr std::array kVariables = {
              "enqueue wakes the engine at once; an idle engine wakes once a second.",
              1e-6, 1.0},
     Variable{"TUTTI_FUSION_THRESHOLD", Kind::kBytes, "4M", "",
-             "Engine: ready allreduces of one dtype, op and scale are packed into one buffer of up "
-             "to this many bytes and reduced by one collective; 0 turns fusion off. 4M keeps the "
-             "packed buffer in cache: over TCP it ran ResNet-50's sync 1.2-1.5x faster than 64M.",
+             "Engine: ready allreduces of one dtype, op and scale, up to this many bytes, are "
+             "reduced by one collective (in the tensors themselves on the shm window and the "
+             "ring, else packed into one buffer); 0 turns fusion off. 4M keeps a batch in cache: "
+             "over TCP it ran ResNet-50's sync 1.2-1.5x faster than 64M (measured packed).",
              0, 4 * kGiB},
     Variable{"TUTTI_CACHE_CAPACITY", Kind::kInt, "1024", "",
              "Engine: names the response cache holds; a cached name is negotiated by one bit "
