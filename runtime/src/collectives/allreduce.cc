@@ -75,7 +75,10 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
     count += s.count;
   }
   const size_t bytes = count * es;
-  if (ctx.size == 1 && count > 0) {
+  // Results may go into the tensors while their inputs are still read only where no tensor's
+  // buffers overlap another's (segments.hpp); otherwise the batch is packed, read whole first.
+  const bool apart = count > 0 && tensors_apart(segments, es);
+  if (ctx.size == 1 && apart) {
     // Alone, each tensor is its own result: copied (or scaled) where it is, never packed. The
     // checks and the scaling are those of one allreduce per tensor.
     for (const Segment& s : segments)
@@ -86,10 +89,10 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
     algorithm = select_allreduce(ctx, bytes);
   // In place: the window maps every tensor where it is, and a ring whose channels take pieces
   // sends from and receives into them (only `partial` sums, for 3 or more ranks, go to `pack`).
-  const bool window = algorithm == Algorithm::kShm && ctx.size > 1 && count > 0 &&
+  const bool window = apart && algorithm == Algorithm::kShm && ctx.size > 1 &&
                       ctx.transport.local_window() != nullptr;
   const bool ring_pieces =
-      algorithm == Algorithm::kRing && ctx.size > 1 && count > 0 && ring_takes_pieces(ctx);
+      apart && algorithm == Algorithm::kRing && ctx.size > 1 && ring_takes_pieces(ctx);
   const bool in_place = window || ring_pieces;
   SegmentsRun run;
   if (!in_place) {

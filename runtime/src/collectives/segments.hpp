@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace tutti::collectives {
@@ -15,6 +17,31 @@ struct Segment {
   void* recv = nullptr;
   size_t count = 0;  // elements
 };
+
+// Whether the tensors' buffers are apart: no tensor's recv overlaps another tensor's send or recv,
+// nor its own send unless exactly (in place). Only then may an algorithm write results into the
+// tensors while it still reads their inputs. The same buffer enqueued under two names, or one
+// tensor's output given as another's input, must be packed instead (read whole before anything
+// is written), which gives every tensor the result of its own input, as separate calls would in
+// order. Sends that overlap each other count too (rare; packing is merely slower there).
+inline bool tensors_apart(std::span<const Segment> segments, size_t element_bytes) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [begin, end) of every buffer
+  spans.reserve(2 * segments.size());
+  for (const Segment& s : segments) {
+    if (s.count == 0) continue;
+    const size_t bytes = s.count * element_bytes;
+    const auto recv = reinterpret_cast<uintptr_t>(s.recv);
+    spans.emplace_back(recv, recv + bytes);
+    if (s.send != s.recv) {
+      const auto send = reinterpret_cast<uintptr_t>(s.send);
+      spans.emplace_back(send, send + bytes);
+    }
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].first < spans[i - 1].second) return false;
+  return true;
+}
 
 class SegmentView {
  public:

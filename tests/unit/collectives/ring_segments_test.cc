@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives/collectives.hpp"
+#include "unit/collectives/support/aliased_segments.hpp"
 #include "unit/collectives/support/thread_channel.hpp"
 #include "unit/collectives/support/thread_ranks.hpp"
 #include "unit/collectives/support/values.hpp"
@@ -156,6 +157,19 @@ TEST(RingSegments, ScalesWhereItReduces) {
     });
     EXPECT_EQ(testing::describe_failures(failures), "");
     for (const auto& e : errors) EXPECT_EQ(e, "") << size << " ranks";
+  }
+}
+
+// Tensors that share memory cannot be reduced where they are (results would overwrite inputs
+// still to be read): the batch is packed, and each tensor gets its own input's sum. Counts that
+// span several segments and, at 2 ranks, several slabs.
+TEST(RingSegments, TensorsThatShareMemoryGetTheirOwnSums) {
+  for (int size : {1, 2, 3, 5}) {
+    auto failures = testing::run_ranks(size, [&](Rank& rank) {
+      testing::check_aliased_segments([&] { return rank.context(256); }, rank.rank, rank.size,
+                                      Algorithm::kRing, 1000);
+    });
+    EXPECT_EQ(testing::describe_failures(failures), "") << size << " ranks";
   }
 }
 

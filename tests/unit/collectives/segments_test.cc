@@ -36,5 +36,20 @@ TEST(SegmentView, SplitsARangeAtTensorBoundariesSkippingEmptyTensors) {
   EXPECT_EQ(1u, calls);
 }
 
+TEST(TensorsApart, OnlyBuffersThatOverlapAnotherAreNotApart) {
+  std::vector<float> m(16);
+  float* p = m.data();
+  // Back to back, in place and out of place: apart.
+  EXPECT_TRUE(tensors_apart(std::vector<Segment>{{p, p, 4}, {p + 4, p + 8, 4}}, 4));
+  // Empty tensors are no buffers at all, wherever they point.
+  EXPECT_TRUE(tensors_apart(std::vector<Segment>{{p, p, 4}, {p, p, 0}}, 4));
+  // The same buffer under two names; one element shared; an output that is another's input; a
+  // tensor's own send and recv shifted by one element.
+  EXPECT_FALSE(tensors_apart(std::vector<Segment>{{p, p, 4}, {p, p, 4}}, 4));
+  EXPECT_FALSE(tensors_apart(std::vector<Segment>{{p, p, 4}, {p + 3, p + 3, 4}}, 4));
+  EXPECT_FALSE(tensors_apart(std::vector<Segment>{{p, p + 4, 4}, {p + 4, p + 8, 4}}, 4));
+  EXPECT_FALSE(tensors_apart(std::vector<Segment>{{p, p + 1, 4}}, 4));
+}
+
 }  // namespace
 }  // namespace tutti::collectives

@@ -12,6 +12,7 @@
 #include "collectives/shm_plan.hpp"
 #include "core/error.hpp"
 #include "transport/local_window.hpp"
+#include "unit/collectives/support/aliased_segments.hpp"
 #include "unit/collectives/support/shm_world.hpp"
 #include "unit/collectives/support/thread_ranks.hpp"
 #include "unit/collectives/support/values.hpp"
@@ -125,6 +126,19 @@ TEST(ShmAllreduce, MessageLargerThanTheDefaultWindow) {
   });
   EXPECT_EQ(describe(failures), "");
   for (const auto& e : errors) EXPECT_EQ(e, "");
+}
+
+// Tensors that share memory on the window (which reads and writes tensors where they are): the
+// batch is packed and each tensor gets its own input's sum, with a count that wraps the small
+// window many times.
+TEST(ShmAllreduce, FusedTensorsThatShareMemoryGetTheirOwnSums) {
+  for (int size : {2, 3}) {
+    auto failures = testing::run_shm_world(size, kSmallWindow, [&](ShmRank& rank) {
+      testing::check_aliased_segments([&] { return rank.context(); }, rank.rank, rank.size,
+                                      Algorithm::kShm, 50000);
+    });
+    EXPECT_EQ(describe(failures), "") << size << " ranks";
+  }
 }
 
 // Every way of storing into the window (Options::shm_stores / TUTTI_SHM_STORES, read when a
