@@ -134,13 +134,16 @@ bool park_spare_team(GompParallel parallel, int threads) {
 
 std::mutex fit_mutex;
 bool parked = false;  // under fit_mutex
+// A team started but not within kParkDeadline: it may still park later, so no second one is ever
+// started; later calls get this note.
+bool park_pending = false;
 std::string parked_note;
 
 }  // namespace
 
 OpenMpFit fit_openmp_to_host(int ranks_on_host) {
   std::lock_guard lock(fit_mutex);
-  if (parked) return {true, parked_note};
+  if (parked || park_pending) return {parked, parked_note};
   const int threads = at::get_num_threads();
   const int cpus = usable_cpus();
   const std::string found = text(ranks_on_host, " rank(s) on this host x ", threads,
@@ -171,10 +174,12 @@ OpenMpFit fit_openmp_to_host(int ranks_on_host) {
     return {false, found + ": " + why + " for " + text(spare - 1) +
                        " parked OpenMP thread(s); set " + advice + " or GOMP_SPINCOUNT=1000"};
   try {
-    if (!park_spare_team(parallel, spare))
-      return {false, found + ": the parked OpenMP team did not start within " +
-                         text(kParkDeadline.count()) + " s; set " + advice +
-                         " or GOMP_SPINCOUNT=1000"};
+    if (!park_spare_team(parallel, spare)) {
+      park_pending = true;
+      parked_note = found + ": the parked OpenMP team did not start within " +
+                    text(kParkDeadline.count()) + " s; set " + advice + " or GOMP_SPINCOUNT=1000";
+      return {false, parked_note};
+    }
   } catch (const std::system_error& e) {
     return {false, found + ": no thread to park an OpenMP team on (" + e.what() + "); set " +
                        advice + " or GOMP_SPINCOUNT=1000"};
