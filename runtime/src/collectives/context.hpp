@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "collectives/cpu_share.hpp"
 #include "collectives/scratch.hpp"
 #include "core/deadline.hpp"
 #include "transport/transport.hpp"
@@ -40,6 +41,9 @@ struct Context {
   // Options::tcp_segment_max_bytes: the most a ring's segment grows to where its links are TCP
   // (ring_segment_bytes); 0 keeps segment_bytes.
   size_t tcp_segment_max_bytes = 0;
+  // How many ranks share each CPU where this call's ranks run (cpu_share.hpp): the cost model
+  // prices TCP links by it. 1 (a CPU each, or unknown) unless the communicator says otherwise.
+  CpuShare cpu_share = {};
 
   bool scaled() const { return prescale != 1.0 || postscale != 1.0; }
 };

@@ -35,6 +35,22 @@ const LinkCost& link_cost(const CostModel& m, Link link) {
   return link == Link::kTcp ? m.tcp : m.shm;
 }
 
+// A link as priced on this placement: a TCP link's message and byte costs are CPU work (the
+// kernel's copies through the socket and the veth or NIC path, the receiver's wake-up), so where
+// `share` ranks run on each CPU at once each costs that many times more. Between pods of one
+// 2-vCPU machine the fitted per-byte cost of a flat ring was 3.6 ns at 4 ranks per CPU and 8.8 ns
+// at 8, against 0.3 ns here (docs/PERFORMANCE.md, "Scale across pods"). Shared-memory links are
+// left as measured: spinning ranks, not the kernel, pay there, and no oversubscribed measurement
+// says by how much.
+LinkCost link_on(const CostModel& m, Link link, double share) {
+  LinkCost l = link_cost(m, link);
+  if (link == Link::kTcp && share > 1) {
+    l.alpha_s *= share;
+    l.beta_s_per_byte *= share;
+  }
+  return l;
+}
+
 double log2_ceil(int n) {
   return std::ceil(std::log2(static_cast<double>(std::max(n, 1))));
 }
@@ -117,7 +133,7 @@ double model_time(const CostModel& m, Algorithm a, double bytes, const Placement
 
 // Chain reduce onto the host's leader, the leaders' best flat allreduce, broadcast on the host.
 double hierarchical_time(const CostModel& m, double bytes, const Placement& p) {
-  const LinkCost& l = link_cost(m, p.local);
+  const LinkCost l = link_on(m, p.local, p.cpu_share);
   const double local = p.max_local;
   const double fill = std::min(bytes, static_cast<double>(m.segment_bytes));
   double t = 0;
@@ -129,16 +145,19 @@ double hierarchical_time(const CostModel& m, double bytes, const Placement& p) {
     else
       t += (local - 1) * (l.alpha_s + fill * l.beta_s_per_byte) + bytes * l.beta_s_per_byte;
   }
-  // Two hand-offs between phases (on-host reduce -> leaders, leaders -> on-host broadcast): the
-  // ranks waiting for them have been idle and must be woken, which costs about a flat-link
-  // message each. Measured: on 2 pretend hosts x 2 ranks (one 2-vCPU machine) hier took 2-3x
-  // hd's time at 8 B; docs/PERFORMANCE.md, "Hierarchical allreduce".
-  t += 2 * link_cost(m, p.flat).alpha_s;
+  // The hand-offs between phases (on-host reduce -> leaders, leaders -> on-host broadcast, and
+  // the chain's own first step): the ranks waiting for them have been idle and must be woken,
+  // which costs about a flat-link message each. Three, not two: 4 ranks in 2 pods of one 2-vCPU
+  // machine (2 ranks per CPU) measured hier at 56 us against hd's 36 at 8 B, and on 2 pretend
+  // hosts x 2 ranks at 2-3x hd's time, which the model meets only from three on
+  // (docs/PERFORMANCE.md, "Hierarchical allreduce" and "Scale across pods").
+  t += 3 * link_on(m, p.flat, p.cpu_share).alpha_s;
   if (p.hosts > 1) {
     Placement leaders = p;
     leaders.ranks = p.hosts;
     leaders.max_local = 1;
     leaders.window = false;
+    leaders.cpu_share = p.leaders_cpu_share;
     double best = std::numeric_limits<double>::infinity();
     for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling})
       best = std::min(best, predict(m, a, static_cast<size_t>(bytes), leaders));
@@ -148,7 +167,7 @@ double hierarchical_time(const CostModel& m, double bytes, const Placement& p) {
 }
 
 double model_time(const CostModel& m, Algorithm a, double bytes, const Placement& p) {
-  const LinkCost& l = link_cost(m, p.flat);
+  const LinkCost l = link_on(m, p.flat, p.cpu_share);
   switch (a) {
     case Algorithm::kRing:
       return ring_time(m, p.ranks, bytes, l);
@@ -212,7 +231,7 @@ bool recursive_doubling_pays(const CostModel& model, size_t count, size_t elemen
   // doubling's p log2(p). Where ranks outnumber cores, messages cost more than rounds: 8 B at 8
   // ranks between pods took 142-178 us halving, 345-465 us doubling.
   if (count < static_cast<size_t>(power_of_two_below(p.ranks))) return false;
-  const LinkCost& l = link_cost(model, p.flat);
+  const LinkCost l = link_on(model, p.flat, p.cpu_share);
   const double b = static_cast<double>(count * element_bytes);
   return doubling_time(model, p.ranks, b, l) < halving_time(model, p.ranks, b, l);
 }
@@ -234,9 +253,10 @@ std::string decision_table(const CostModel& model, const Placement& p) {
   const std::vector<Algorithm> algos = candidates(p);
   std::string out = fmt::format(
       "allreduce decision table: {} ranks on {} host(s), at most {} per host, flat link {}, local "
-      "link {}, window {}, TUTTI_TRANSPORT={}; {}; predicted us\n",
+      "link {}, window {}, TUTTI_TRANSPORT={}, ranks per CPU {:.2g} (leaders {:.2g}); {}; "
+      "predicted us\n",
       p.ranks, p.hosts, p.max_local, to_string(p.flat), to_string(p.local), p.window ? "yes" : "no",
-      p.transport,
+      p.transport, p.cpu_share, p.leaders_cpu_share,
       model.tuned_from.empty() ? "built-in constants"
                                : fmt::format("tuned lines from {}", model.tuned_from));
   out += fmt::format("{:>10}", "bytes");

@@ -26,6 +26,10 @@ struct Placement {
   Link flat = Link::kShm;          // the slowest channel a flat algorithm's ring of ranks crosses
   Link local = Link::kShm;         // channels between ranks of one host
   std::string transport = "auto";  // TUTTI_TRANSPORT, part of a tuning entry's key
+  // Ranks per CPU while all run, and while one per host runs (cpu_share.hpp): a TCP link's
+  // message and byte costs are CPU work (the kernel's copies, wake-ups), so they scale by it.
+  double cpu_share = 1;
+  double leaders_cpu_share = 1;
 };
 
 struct LinkCost {

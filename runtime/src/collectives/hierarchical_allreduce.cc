@@ -112,6 +112,8 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
     std::vector<int> own_hosts(h.leaders.size());
     for (size_t i = 0; i < own_hosts.size(); ++i) own_hosts[i] = static_cast<int>(i);
     g.host_of_rank = own_hosts;
+    // One rank per host is busy in this phase: the leaders share the machines' CPUs between them.
+    g.cpu_share = CpuShare{ctx.cpu_share.leaders, ctx.cpu_share.leaders};
     g.postscale = ctx.postscale;
     allreduce(g, Algorithm::kAuto, recv, recv, count, type, op);
   }

@@ -39,6 +39,8 @@ Placement placement_of(const Context& ctx) {
   // channel to look at, and every rank must price the same way.
   p.local = transport == "tcp" || transport == "mpi" ? Link::kTcp : Link::kShm;
   p.transport = transport;
+  p.cpu_share = ctx.cpu_share.ranks;
+  p.leaders_cpu_share = ctx.cpu_share.leaders;
   return p;
 }
 

@@ -79,6 +79,11 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   auto c = std::make_shared<Communicator>(Key{}, job, context, members, rank, options);
   c->topology_ = topology_from_hosts(hosts, rank);
   c->host_of_rank_ = host_index_of_ranks(hosts);
+  if (job->node_cpus.size() == job->host_ids.size()) {
+    std::vector<bootstrap::NodeCpus> cpus;
+    for (int member : c->members_) cpus.push_back(job->node_cpus[static_cast<size_t>(member)]);
+    c->cpu_share_ = cpu_share_of_ranks(c->host_of_rank_, cpus);
+  }
   c->transport_ = job->fabric->make_transport(context, c->members_, rank);
   auto settings = std::make_shared<collectives::Settings>();
   settings->transport = options.transport == TransportKind::kTcp   ? "tcp"

@@ -249,7 +249,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int size_ = 1;
   Options options_;
   Topology topology_;
-  std::vector<int> host_of_rank_;  // every rank's host index, for the collectives' Context
+  std::vector<int> host_of_rank_;    // every rank's host index, for the collectives' Context
+  collectives::CpuShare cpu_share_;  // ranks per CPU on this communicator's machines
   std::unique_ptr<transport::Transport> transport_;
   collectives::Scratch scratch_;
   collectives::SelectionCache selection_;
@@ -315,6 +316,7 @@ void Communicator::run(std::string_view name, transport::CallSignature call,
         *transport_, rank_,         size_,       sequence,       deadline, options_.segment_bytes,
         scratch_,    host_of_rank_, &selection_, settings_.get()};
     ctx.tcp_segment_max_bytes = options_.tcp_segment_max_bytes;
+    ctx.cpu_share = cpu_share_;
     try {
       body(ctx);
       // Messages of this call that another thread's progress delivered are checked by now.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bootstrap/elastic_keys.hpp"
+#include "bootstrap/node_cpus.hpp"
 #include "bootstrap/rendezvous.hpp"
 #include "bootstrap/store_adapters.hpp"
 #include "comm/communicator.hpp"
@@ -58,10 +59,17 @@ std::string join_ranks(const std::vector<int>& ranks) {
 // value overwrites the other. So each rank also claims its index with a counter: a second claim
 // fails at once, and so does the first one's wait, which sees the count go up. `also_claimed`
 // (when given) is a counter the rank claimed before (rank 0's claim on drawing the job id).
-std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::string& job_id,
-                                           int rank, int size, const std::string& host_id,
-                                           Deadline deadline, double timeout_s,
-                                           const std::string& also_claimed) {
+//
+// A second line carries the rank's CPUs and machine (bootstrap/node_cpus.hpp) for the cost model;
+// a value without it (a process of an older build) counts as unknown CPUs.
+struct RankHosts {
+  std::vector<std::string> hosts;
+  std::vector<bootstrap::NodeCpus> cpus;
+};
+
+RankHosts exchange_host_ids(bootstrap::Store& store, const std::string& job_id, int rank, int size,
+                            const std::string& host_id, Deadline deadline, double timeout_s,
+                            const std::string& also_claimed) {
   auto key = [&](int r) { return fmt::format("{}/host/{}", job_id, r); };
   const std::string claim = key(rank) + "/claims";
   auto check_claims = [&](int64_t mine) {
@@ -76,7 +84,8 @@ std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::s
                        rank, store.describe(), rank, size);
   };
   check_claims(store.add(claim, 1));
-  store.set(key(rank), fmt::format("{} {}", size, host_id));
+  const bootstrap::NodeCpus my_cpus = bootstrap::node_cpus_here();
+  store.set(key(rank), fmt::format("{} {}\n{}", size, host_id, bootstrap::to_string(my_cpus)));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(key(r));
   // The host id of a published value, after checking the size that came with it.
@@ -89,12 +98,19 @@ std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::s
                        "the same store keys ({}); every rank must be given the same size (torch: "
                        "call new_group with the same ranks on every member)",
                        rank, size, r, said, store.describe());
-    return value.substr(space + 1);
+    const size_t line = value.find('\n', space + 1);
+    bootstrap::NodeCpus cpus;
+    if (line != std::string::npos)
+      cpus = bootstrap::parse_node_cpus(std::string_view(value).substr(line + 1))
+                 .value_or(bootstrap::NodeCpus{});
+    return std::pair{value.substr(space + 1, line == std::string::npos ? line : line - space - 1),
+                     std::move(cpus)};
   };
   // Each peer's value is read once, as soon as it is there: a 128-rank world must not re-read
   // every present key every slice.
-  std::vector<std::optional<std::string>> hosts(static_cast<size_t>(size));
-  hosts[static_cast<size_t>(rank)] = host_id;
+  std::vector<std::optional<std::pair<std::string, bootstrap::NodeCpus>>> hosts(
+      static_cast<size_t>(size));
+  hosts[static_cast<size_t>(rank)] = std::pair{host_id, my_cpus};
   auto fetch = [&](int r) {
     if (!hosts[static_cast<size_t>(r)])
       hosts[static_cast<size_t>(r)] = host_of(r, store.get(keys[static_cast<size_t>(r)], deadline));
@@ -124,11 +140,12 @@ std::vector<std::string> exchange_host_ids(bootstrap::Store& store, const std::s
         "at {}; check that every rank was started and can reach the store",
         timeout_s, missing.size() == 1 ? "" : "s", join_ranks(missing), size, store.describe());
   }
-  std::vector<std::string> out;
-  out.reserve(hosts.size());
+  RankHosts out;
   for (int r = 0; r < size; ++r) {
     fetch(r);
-    out.push_back(std::move(*hosts[static_cast<size_t>(r)]));
+    auto& [host, cpus] = *hosts[static_cast<size_t>(r)];
+    out.hosts.push_back(std::move(host));
+    out.cpus.push_back(std::move(cpus));
   }
   return out;
 }
@@ -186,9 +203,11 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
     }
     job->job_id = store.get(j.id_key, deadline);
   }
-  job->host_ids =
+  RankHosts met =
       exchange_host_ids(store, job->job_id, j.rank, j.size, j.host_id, deadline,
                         std::chrono::duration<double>(options.init_timeout).count(), drawn_claim);
+  job->host_ids = std::move(met.hosts);
+  job->node_cpus = std::move(met.cpus);
 
   transport::MeshConfig mesh;
   mesh.rank = j.rank;

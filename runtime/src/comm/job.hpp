@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bootstrap/mpi_session.hpp"
+#include "bootstrap/node_cpus.hpp"
 #include "bootstrap/pmi/pmi_client.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/tcp_store.hpp"
@@ -32,7 +33,8 @@ struct Job {
   std::unique_ptr<bootstrap::TcpStoreServer> server;  // when this rank hosts the store
   std::shared_ptr<bootstrap::Store> store;            // a SharedStore: any thread may use it
   std::shared_ptr<transport::Fabric> fabric;
-  std::vector<std::string> host_ids;  // per fabric rank
+  std::vector<std::string> host_ids;           // per fabric rank
+  std::vector<bootstrap::NodeCpus> node_cpus;  // per fabric rank (empty: unknown)
   std::unique_ptr<bootstrap::StoreLifeline> lifeline;
 
   // Makes every live and later communicator's calls fail with `error` (the launcher is gone).

@@ -21,6 +21,23 @@ Topology topology_from_hosts(const std::vector<std::string>& host_ids, int rank)
   return t;
 }
 
+collectives::CpuShare cpu_share_of_ranks(const std::vector<int>& host_of_rank,
+                                         const std::vector<bootstrap::NodeCpus>& cpus) {
+  if (cpus.size() != host_of_rank.size()) return {};
+  std::map<std::string, int> machine_index;
+  std::vector<int> machine(cpus.size()), usable(cpus.size()), online(cpus.size());
+  for (size_t r = 0; r < cpus.size(); ++r) {
+    // An unknown machine is its host's alone ('/' cannot start a boot id).
+    const std::string key =
+        cpus[r].node.empty() ? "/" + std::to_string(host_of_rank[r]) : cpus[r].node;
+    machine[r] =
+        machine_index.try_emplace(key, static_cast<int>(machine_index.size())).first->second;
+    usable[r] = cpus[r].usable;
+    online[r] = cpus[r].online;
+  }
+  return collectives::cpu_share_of(host_of_rank, machine, usable, online);
+}
+
 std::vector<int> host_index_of_ranks(const std::vector<std::string>& host_ids) {
   std::map<std::string, int> host_index;
   std::vector<int> out;

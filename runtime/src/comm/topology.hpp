@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/node_cpus.hpp"
+#include "collectives/cpu_share.hpp"
+
 namespace tutti::comm {
 
 struct Topology {
@@ -19,5 +22,11 @@ Topology topology_from_hosts(const std::vector<std::string>& host_ids, int rank)
 // Every rank's host index (cross rank): equal ids get equal indices, hosts numbered by their
 // lowest rank, as the hierarchical allreduce and the cost model expect (collectives::Context).
 std::vector<int> host_index_of_ranks(const std::vector<std::string>& host_ids);
+
+// Ranks per CPU for the cost model, from every rank's host index and announced CPUs: ranks whose
+// machine (boot id) is the same share its CPUs, whatever their hosts. A rank whose machine is not
+// known counts as a machine of its host's own; no CPUs at all (cpus empty) gives share 1.
+collectives::CpuShare cpu_share_of_ranks(const std::vector<int>& host_of_rank,
+                                         const std::vector<bootstrap::NodeCpus>& cpus);
 
 }  // namespace tutti::comm

@@ -95,7 +95,7 @@ std::string describe(const Expected& e) {
 }
 
 // The constants (docs/PERFORMANCE.md): shm channel alpha 0.8 us, beta 0.25 ns/B; tcp 6 us,
-// 0.30 ns/B; window 0.3 us, 0.05 ns/B; reduce gamma 0.07 ns/B; hier's two hand-offs cost a flat
+// 0.30 ns/B; window 0.3 us, 0.05 ns/B; reduce gamma 0.07 ns/B; hier's three hand-offs cost a flat
 // alpha each. Times below in us with B in bytes; "ring 4.8 + 0.375 B/1000" is 4.8 us plus 0.375 ns
 // per byte. n ranks: ring 2(n-1) alpha + (n-1)/n B (beta + max(beta, gamma)); hd (n a power of
 // two) 2 log2(n) alpha + (n-1)/n B (2 beta + gamma); tree 2 ceil(log2(n+1)) alpha + more than
@@ -137,8 +137,8 @@ const Expected kTable[] = {
     {"4 hosts x 1", hosts(4, 1), 224 * KiB, Algorithm::kRing},
     {"4 hosts x 1", hosts(4, 1), 1 * GiB, Algorithm::kRing},
     // 2 hosts x 2 (PERFORMANCE.md: "hd up to 32 KiB, ring above" on its size grid): hd and ring as
-    // for 4 hosts x 1; hier = 0.8 + 0.8 (on-host reduce and broadcast) + 12 (hand-offs) + 12 (the
-    // leaders' 2-rank ring) = 25.6 us at 8 B, above hd's 24, and grows faster: never picked.
+    // for 4 hosts x 1; hier = 0.8 + 0.8 (on-host reduce and broadcast) + 18 (hand-offs) + 12 (the
+    // leaders' 2-rank ring) = 31.6 us at 8 B, above hd's 24, and grows faster: never picked.
     {"2 hosts x 2", hosts(2, 2), 8, Algorithm::kHalvingDoubling},
     {"2 hosts x 2", hosts(2, 2), 32 * KiB, Algorithm::kHalvingDoubling},
     {"2 hosts x 2", hosts(2, 2), 220 * KiB, Algorithm::kHalvingDoubling},
@@ -151,16 +151,16 @@ const Expected kTable[] = {
     {"8 hosts x 1", hosts(8, 1), 768 * KiB, Algorithm::kRing},
     // 2 hosts x 4: hier (several ranks share each host) = on-host chain reduce 3 x 0.8 +
     // B 1.0/1000,
-    // binomial broadcast 2 x 0.8 + B 0.5/1000, hand-offs 12, leaders' 2-rank ring 12 + B 0.3/1000:
-    // 28 + 1.8 B/1000 against hd's 36 + 0.58625 B/1000; equal at 8 us / 1.21375 ns = 6591 B. From
+    // binomial broadcast 2 x 0.8 + B 0.5/1000, hand-offs 18, leaders' 2-rank ring 12 + B 0.3/1000:
+    // 34 + 1.8 B/1000 against hd's 36 + 0.58625 B/1000; equal at 2 us / 1.21375 ns = 1648 B. From
     // there on as 8 hosts x 1.
     {"2 hosts x 4", hosts(2, 4), 8, Algorithm::kHierarchical},
-    {"2 hosts x 4", hosts(2, 4), 6 * KiB, Algorithm::kHierarchical},
-    {"2 hosts x 4", hosts(2, 4), 7 * KiB, Algorithm::kHalvingDoubling},
+    {"2 hosts x 4", hosts(2, 4), 1 * KiB, Algorithm::kHierarchical},
+    {"2 hosts x 4", hosts(2, 4), 2 * KiB, Algorithm::kHalvingDoubling},
     {"2 hosts x 4", hosts(2, 4), 764 * KiB, Algorithm::kHalvingDoubling},
     {"2 hosts x 4", hosts(2, 4), 768 * KiB, Algorithm::kRing},
-    // The same with TUTTI_TRANSPORT=tcp: hier's on-host steps cost 6 us each (3 + 2 + the 2
-    // hand-offs + the leaders' 2 = 54 us at 8 B, above hd's 36): never hier.
+    // The same with TUTTI_TRANSPORT=tcp: hier's on-host steps cost 6 us each (3 + 2 + the 3
+    // hand-offs + the leaders' 2 = 60 us at 8 B, above hd's 36): never hier.
     {"2 hosts x 4, tcp on host", hosts(2, 4, true), 8, Algorithm::kHalvingDoubling},
     {"2 hosts x 4, tcp on host", hosts(2, 4, true), 6 * KiB, Algorithm::kHalvingDoubling},
     {"2 hosts x 4, tcp on host", hosts(2, 4, true), 768 * KiB, Algorithm::kRing},
@@ -194,6 +194,53 @@ TEST(Selection, HalvingDoublingExchangesWholeVectorsWhileTheyAreCheaper) {
 
 TEST(Selection, PicksTheHandWorkedTable) {
   for (const Expected& e : kTable) EXPECT_EQ(cheapest(kModel, e.bytes, e.p), e.pick) << describe(e);
+}
+
+// `per_host` ranks on each of `pods` pods of one machine with `cpus` CPUs (cpu_share.hpp).
+Placement pods(int pods, int per_host, int cpus) {
+  Placement p = hosts(pods, per_host);
+  p.cpu_share = std::max(1.0, static_cast<double>(pods * per_host) / cpus);
+  p.leaders_cpu_share = std::max(1.0, static_cast<double>(pods) / cpus);
+  return p;
+}
+
+// Pods of one 2-vCPU machine, 2 ranks each (docs/PERFORMANCE.md, "Scale across pods", where hier
+// was fastest in 5 of 6 cells and 2% behind the ring in the sixth, 8 ranks at 64 MiB). TCP costs
+// scale by the ranks per CPU. 8 ranks (4 per CPU, leaders 2): hd 6 x 24 = 144 us at 8 B; hier =
+// 0.8 + 0.8 + 3 x 24 + the leaders' hd of 4 x 12 = 122 us. 16 ranks (8 per CPU, leaders 4): hd
+// 8 x 48 = 384, hier 1.6 + 144 + 6 x 24 = 290. At 1 MiB the flat algorithms' bytes cost 4 or 8
+// times theirs alone, hier's cross-host phase 2 or 4 times, on half the ranks' TCP steps: hier.
+// 4 ranks in 2 pods (2 per CPU, leaders 1): hd 4 x 12 = 48 us, hier 1.6 + 36 + 12 = 49.6: hd, as
+// measured (hd 36 us, hier 56).
+TEST(Selection, PodsOfOneMachineTakeHierWhereTheyCrowdItsCpus) {
+  for (size_t bytes : {size_t{8}, 1 * MiB, 64 * MiB}) {
+    EXPECT_EQ(cheapest(kModel, bytes, pods(4, 2, 2)), Algorithm::kHierarchical) << bytes;
+    EXPECT_EQ(cheapest(kModel, bytes, pods(8, 2, 2)), Algorithm::kHierarchical) << bytes;
+    // The same hosts, each on a machine of its own: the built-in prices as before.
+    EXPECT_EQ(cheapest(kModel, bytes, hosts(8, 2)), cheapest(kModel, bytes, pods(8, 2, 1000)));
+  }
+  EXPECT_EQ(cheapest(kModel, 8, hosts(8, 2)), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(cheapest(kModel, 1 * MiB, hosts(4, 2)), Algorithm::kRing);
+  EXPECT_EQ(cheapest(kModel, 8, pods(2, 2, 2)), Algorithm::kHalvingDoubling);
+  EXPECT_NEAR(predict(kModel, Algorithm::kHalvingDoubling, 8, pods(4, 2, 2)) * 1e6, 144, 0.5);
+  EXPECT_NEAR(predict(kModel, Algorithm::kHierarchical, 8, pods(4, 2, 2)) * 1e6, 122, 0.5);
+}
+
+// Crowding the CPUs never makes anything cheaper, and leaves a placement without TCP alone.
+TEST(Selection, MoreRanksPerCpuNeverMakeACallCheaper) {
+  for (const Placement& base : {hosts(4, 2), hosts(2, 4, true), hosts(3, 1), one_host(4, false)})
+    for (Algorithm a : candidates(base))
+      for (size_t bytes : {size_t{8}, 64 * KiB, 16 * MiB}) {
+        Placement crowded = base;
+        crowded.cpu_share = 3;
+        crowded.leaders_cpu_share = 2;
+        const double before = predict(kModel, a, bytes, base);
+        const double after = predict(kModel, a, bytes, crowded);
+        if (base.flat == Link::kShm && base.local == Link::kShm)
+          EXPECT_EQ(after, before) << to_string(a) << " " << bytes;
+        else
+          EXPECT_GT(after, before) << to_string(a) << " " << bytes;
+      }
 }
 
 TEST(Selection, CandidatesFollowThePlacement) {
@@ -482,7 +529,10 @@ TEST(SelectAllreduce, ReadsThePlacementFromTheContext) {
   auto failures = testing::run_ranks(4, [&](testing::Rank& rank) {
     Context ctx = rank.context();
     ctx.host_of_rank = two_hosts;
+    ctx.cpu_share = CpuShare{3, 1.5};
     Placement p = placement_of(ctx);
+    EXPECT_EQ(p.cpu_share, 3);
+    EXPECT_EQ(p.leaders_cpu_share, 1.5);
     EXPECT_EQ(p.ranks, 4);
     EXPECT_EQ(p.hosts, 2);
     EXPECT_EQ(p.max_local, 2);
@@ -530,7 +580,7 @@ TEST(SelectAllreduce, AutoRunsTheTablePickAndANamedAlgorithmRunsAsNamed) {
 }
 
 // A communicator's SelectionCache: its placement, once known, is what answers, whatever the
-// Context says. Here it holds 2 hosts x 4 over TCP, whose table is hier up to 6 KiB, hd to
+// Context says. Here it holds 2 hosts x 4 over TCP, whose table is hier up to 1 KiB, hd to
 // 764 KiB, then ring, while the Context itself (2 ranks, one host) would say ring everywhere.
 TEST(SelectAllreduce, TheCachedPlacementAnswers) {
   auto failures = testing::run_ranks(2, [&](testing::Rank& rank) {
@@ -542,7 +592,7 @@ TEST(SelectAllreduce, TheCachedPlacementAnswers) {
          {std::pair{size_t{8}, Algorithm::kHierarchical},
           std::pair{8 * KiB, Algorithm::kHalvingDoubling},
           std::pair{size_t{8}, Algorithm::kHierarchical}, std::pair{1 * MiB, Algorithm::kRing},
-          std::pair{1 * MiB, Algorithm::kRing}, std::pair{6 * KiB, Algorithm::kHierarchical}}) {
+          std::pair{1 * MiB, Algorithm::kRing}, std::pair{1 * KiB, Algorithm::kHierarchical}}) {
       EXPECT_EQ(select_allreduce(ctx, bytes), pick) << bytes;
       EXPECT_EQ(cache.last_bytes, bytes);
     }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Every rank announces its CPUs and machine at init, and the cost model counts the ranks of
+# pretend hosts on this one machine as sharing its CPUs: the decision table of 4 ranks on 2
+# pretend hosts says how many ranks share a CPU (and how many leaders), worked out here from what
+# the kernel says (affinity, a cgroup CPU quota, the online CPUs), and the sweep stays correct.
+set -euo pipefail
+src=$1 build=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+read -r want_ranks want_leaders < <(python3 - <<'PY'
+import math, os
+usable = len(os.sched_getaffinity(0))
+for path in ("/sys/fs/cgroup/cpu.max",):
+    try:
+        quota, period = open(path).read().split()
+        if quota != "max" and int(quota) > 0:
+            usable = min(usable, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):
+        pass
+online = os.sysconf("SC_NPROCESSORS_ONLN")
+cpus = min(online, 2 * usable)  # two pretend hosts, each with this process's CPUs
+print("%.2g %.2g" % (max(1.0, 4 / cpus), max(1.0, 2 / cpus)))
+PY
+)
+TUTTI_LOG_LEVEL=debug "$src/tests/integration/runtime/placed_hosts.sh" "$build/bin/tuttirun" \
+  "$build/bin/collectives_check" 2,2 --counts 1,1000 --collectives allreduce --dtypes float32 \
+  --ops sum 2>&1 | tee "$dir/run.log" >/dev/null
+line=$(grep -m1 "allreduce decision table: 4 ranks on 2 host(s)" "$dir/run.log") || {
+  echo "no decision table for 4 ranks on 2 hosts in the log:"; cat "$dir/run.log"; exit 1; }
+echo "$line"
+want="ranks per CPU $want_ranks (leaders $want_leaders)"
+[[ "$line" == *"$want"* ]] || { echo "expected '$want' in the decision table"; exit 1; }
+! grep -q "failed" "$dir/run.log"
+echo "cpu share OK"
