@@ -8,7 +8,13 @@
 // With size = p + extra (p the largest power of two <= size), the first 2*extra ranks fold in
 // pairs: each even one sends its data to the odd one above it, sits out, and receives the final
 // result at the end. The remaining p ranks take virtual ranks 0..p-1 and run the power-of-two
-// algorithm on p blocks; virtual rank v ends the halving owning block v.
+// algorithm on p blocks.
+//
+// From kHdNearestFirstBytes up the halving goes nearest partner first (virtual_rank ^ 1, then ^ 2,
+// ...), so its largest exchange (half the vector) is between neighbouring ranks, which a launcher
+// puts on one host: with 2 ranks per host the half crosses shared memory and only the quarters
+// cross the network, half the network bytes of going farthest first. Smaller vectors go farthest
+// first (cost_model.hpp says why). The doubling retraces the halving's rounds backwards.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -41,7 +47,8 @@ class HalvingDoubling {
         extra_(ctx.size - pow2_),
         rounds_(std::countr_zero(static_cast<unsigned>(pow2_))),
         blocks_(count, static_cast<size_t>(pow2_)),
-        whole_vectors_(whole_vectors) {
+        whole_vectors_(whole_vectors),
+        nearest_first_(count * element_bytes_ >= kHdNearestFirstBytes) {
     staging_ = ctx.scratch.get(kStagingSlot, count * element_bytes_).data();
   }
 
@@ -68,7 +75,8 @@ class HalvingDoubling {
     size_t lo = 0;
     size_t hi = static_cast<size_t>(pow2_);
     int step = kFoldStep + 1;
-    for (int mask = pow2_ / 2; mask >= 1; mask /= 2, ++step) {
+    for (int round = 0; round < rounds_; ++round, ++step) {
+      const int mask = partner_bit(round);
       const size_t mid = (lo + hi) / 2;
       const bool upper = (virtual_rank & mask) != 0;
       const size_t keep_lo = upper ? mid : lo;
@@ -81,16 +89,17 @@ class HalvingDoubling {
                {staging_, bytes(keep)});
       // The peer's half is its raw input only in the first round and only if it did not fold.
       const int peer = real_rank(virtual_rank ^ mask);
-      const bool peer_raw = mask == pow2_ / 2 && peer >= 2 * extra_;
+      const bool peer_raw = round == 0 && peer >= 2 * extra_;
       combine(recv_ + offset(keep_lo), source + offset(keep_lo), source_raw, staging_, peer_raw,
-              mask == 1, keep);
+              round + 1 == rounds_, keep);
       // Only [keep_lo, keep_hi) is read from now on, and it is reduced in recv.
       source = recv_;
       source_raw = false;
       lo = keep_lo;
       hi = keep_hi;
     }
-    for (int mask = 1; mask < pow2_; mask *= 2, ++step) {
+    for (int round = rounds_ - 1; round >= 0; --round, ++step) {
+      const int mask = partner_bit(round);
       const size_t width = hi - lo;
       const bool upper = (virtual_rank & mask) != 0;
       const size_t other_lo = upper ? lo - width : hi;
@@ -117,6 +126,9 @@ class HalvingDoubling {
       source_raw = false;
     }
   }
+
+  // The bit of the virtual rank that names the halving's partner in `round`.
+  int partner_bit(int round) const { return nearest_first_ ? 1 << round : (pow2_ / 2) >> round; }
 
   static constexpr int kFoldStep = 0;
   int final_step() const { return kFoldStep + 1 + 2 * rounds_; }
@@ -170,6 +182,7 @@ class HalvingDoubling {
   int rounds_;
   Split blocks_;
   bool whole_vectors_;  // recursive doubling instead of halving then doubling
+  bool nearest_first_;  // the halving's partners nearest first (kHdNearestFirstBytes)
   std::byte* staging_ = nullptr;
 };
 

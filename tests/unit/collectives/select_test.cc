@@ -524,6 +524,50 @@ TEST(RingSegment, GrowsWithTheBlockOnlyOverTcp) {
 
 // The placement read off a Context: the in-process channels are not TCP, so the flat link is
 // priced as shared memory; they have no window.
+// Halving-doubling's rounds go nearest partner first (rank ^ 1, ^ 2, ...): the rounds whose
+// partners share a host for every rank, with the fold of non-powers of two numbered as the
+// algorithm numbers them.
+TEST(Placement, HdLocalRoundsCountTheRoundsThatStayOnEveryHost) {
+  using V = std::vector<int>;
+  EXPECT_EQ(hd_local_rounds(V{0, 0, 1, 1}, 4), 1);
+  EXPECT_EQ(hd_local_rounds(V{0, 0, 0, 0, 1, 1, 1, 1}, 8), 2);
+  EXPECT_EQ(hd_local_rounds(V{0, 0, 1, 1, 2, 2, 3, 3}, 8), 1);
+  EXPECT_EQ(hd_local_rounds(V{0, 1, 0, 1}, 4), 0);  // round robin: the first partner is away
+  EXPECT_EQ(hd_local_rounds(V{0, 1, 2, 3}, 4), 0);
+  EXPECT_EQ(hd_local_rounds(V{0, 0, 0, 0}, 4), 2);  // one host: every round
+  // 6 ranks: 0-1 and 2-3 fold, so virtual ranks 0..3 are ranks 1, 3, 4, 5.
+  EXPECT_EQ(hd_local_rounds(V{0, 0, 0, 0, 1, 1}, 6), 1);  // 1 and 3 on host 0, 4 and 5 on host 1
+  EXPECT_EQ(hd_local_rounds(V{0, 0, 1, 1, 2, 2}, 6), 0);  // 1 and 3 apart
+  EXPECT_EQ(hd_local_rounds(V{0, 0, 0, 1, 1, 1}, 6), 0);  // 1 and 3 apart
+  EXPECT_EQ(hd_local_rounds(V{}, 4), 0);                  // not known
+  EXPECT_EQ(hd_local_rounds(V{0}, 1), 0);
+}
+
+// The rounds that stay on a host cross its shared memory: 2 hosts x 2 over TCP (rounds at 6 us and
+// 0.3 ns/B) with the first round local (0.8 us, 0.25 ns/B). From kHdNearestFirstBytes up the
+// halving goes nearest first, and its half-vector round moves B/2 at 0.25 instead of 0.3 ns each
+// way, and costs 2 x 0.8 instead of 2 x 6 us; below it the halving goes farthest first, priced
+// as before (24 us at 8 B). Whole vectors (recursive doubling) always go nearest first.
+TEST(Selection, HalvingDoublingPricesItsLocalRoundsOnTheLocalLink) {
+  Placement away = hosts(2, 2);
+  Placement near = away;
+  near.hd_local_rounds = 1;
+  const auto hd = [&](size_t bytes, const Placement& p) {
+    return predict(kModel, Algorithm::kHalvingDoubling, bytes, p);
+  };
+  EXPECT_NEAR(hd(8, away) * 1e6, 24, 0.01);
+  EXPECT_NEAR(hd(8, near) * 1e6, 24, 0.01);
+  EXPECT_EQ(hd(kHdNearestFirstBytes - 4, near), hd(kHdNearestFirstBytes - 4, away));
+  const double mib = static_cast<double>(MiB);
+  EXPECT_NEAR((hd(MiB, away) - hd(MiB, near)) * 1e9, 2 * 5.2e3 + 2 * (mib / 2) * 0.05, 1);
+  // Whole vectors: the first round local (0.8 + B 0.32/1000 instead of 6 + B 0.37/1000), so
+  // doubling (6.8 + 0.69 B/1000 against 12 + 0.74 B/1000 away) pays up to 91.7 KB against
+  // halving's 24 + 0.5025 B/1000, instead of 50.5 KB.
+  EXPECT_FALSE(recursive_doubling_pays(kModel, 20 * 1024, 4, away));  // 80 KiB
+  EXPECT_TRUE(recursive_doubling_pays(kModel, 20 * 1024, 4, near));
+  EXPECT_FALSE(recursive_doubling_pays(kModel, 24 * 1024, 4, near));  // 96 KiB
+}
+
 TEST(SelectAllreduce, ReadsThePlacementFromTheContext) {
   const std::vector<int> two_hosts = {0, 0, 1, 1};
   auto failures = testing::run_ranks(4, [&](testing::Rank& rank) {
@@ -534,6 +578,7 @@ TEST(SelectAllreduce, ReadsThePlacementFromTheContext) {
     EXPECT_EQ(p.cpu_share, 3);
     EXPECT_EQ(p.leaders_cpu_share, 1.5);
     EXPECT_EQ(p.ranks, 4);
+    EXPECT_EQ(p.hd_local_rounds, 1);
     EXPECT_EQ(p.hosts, 2);
     EXPECT_EQ(p.max_local, 2);
     EXPECT_FALSE(p.window);
