@@ -196,34 +196,42 @@ TEST(Selection, PicksTheHandWorkedTable) {
   for (const Expected& e : kTable) EXPECT_EQ(cheapest(kModel, e.bytes, e.p), e.pick) << describe(e);
 }
 
-// `per_host` ranks on each of `pods` pods of one machine with `cpus` CPUs (cpu_share.hpp).
+// `per_host` ranks on each of `pods` pods of one machine with `cpus` CPUs (cpu_share.hpp), in rank
+// order (halving-doubling's first round stays in a pod when it holds 2).
 Placement pods(int pods, int per_host, int cpus) {
   Placement p = hosts(pods, per_host);
   p.cpu_share = std::max(1.0, static_cast<double>(pods * per_host) / cpus);
   p.leaders_cpu_share = std::max(1.0, static_cast<double>(pods) / cpus);
+  p.hd_local_rounds = per_host == 2 ? 1 : 0;
   return p;
 }
 
-// Pods of one 2-vCPU machine, 2 ranks each (docs/PERFORMANCE.md, "Scale across pods", where hier
-// was fastest in 5 of 6 cells and 2% behind the ring in the sixth, 8 ranks at 64 MiB). TCP costs
-// scale by the ranks per CPU. 8 ranks (4 per CPU, leaders 2): hd 6 x 24 = 144 us at 8 B; hier =
-// 0.8 + 0.8 + 3 x 24 + the leaders' hd of 4 x 12 = 122 us. 16 ranks (8 per CPU, leaders 4): hd
-// 8 x 48 = 384, hier 1.6 + 144 + 6 x 24 = 290. At 1 MiB the flat algorithms' bytes cost 4 or 8
-// times theirs alone, hier's cross-host phase 2 or 4 times, on half the ranks' TCP steps: hier.
-// 4 ranks in 2 pods (2 per CPU, leaders 1): hd 4 x 12 = 48 us, hier 1.6 + 36 + 12 = 49.6: hd, as
-// measured (hd 36 us, hier 56).
-TEST(Selection, PodsOfOneMachineTakeHierWhereTheyCrowdItsCpus) {
+// Pods of one 2-vCPU machine, 2 ranks each (docs/PERFORMANCE.md, "Scale across pods"). TCP costs
+// scale by the ranks per CPU. 8 ranks (4 per CPU, leaders 2): at 8 B hd (farthest first) 6 x 24 =
+// 144 us; hier = 0.8 + 0.8 + 3 x 24 + the leaders' hd of 4 x 12 = 122 us. 16 ranks (8 per CPU,
+// leaders 4): hd 8 x 48 = 384, hier 1.6 + 144 + 6 x 24 = 290. From 256 KiB hd's first round (half
+// the vector) stays in the pod on shared memory, and hd wins: at 1 MiB 1368 us against hier's 1679
+// (8 ranks). 4 ranks in 2 pods (2 per CPU, leaders 1): hd 4 x 12 = 48 us at 8 B, hier 1.6 + 36 +
+// 12 = 49.6, as measured (hd 36-42 us, hier 45-72).
+TEST(Selection, PodsOfOneMachinePriceTheirSharedCpus) {
+  for (int n : {4, 8}) {
+    EXPECT_EQ(cheapest(kModel, 8, pods(n, 2, 2)), Algorithm::kHierarchical) << n;
+    EXPECT_EQ(cheapest(kModel, 1 * MiB, pods(n, 2, 2)), Algorithm::kHalvingDoubling) << n;
+    EXPECT_EQ(cheapest(kModel, 64 * MiB, pods(n, 2, 2)), Algorithm::kHalvingDoubling) << n;
+  }
   for (size_t bytes : {size_t{8}, 1 * MiB, 64 * MiB}) {
-    EXPECT_EQ(cheapest(kModel, bytes, pods(4, 2, 2)), Algorithm::kHierarchical) << bytes;
-    EXPECT_EQ(cheapest(kModel, bytes, pods(8, 2, 2)), Algorithm::kHierarchical) << bytes;
+    EXPECT_EQ(cheapest(kModel, bytes, pods(2, 2, 2)), Algorithm::kHalvingDoubling) << bytes;
     // The same hosts, each on a machine of its own: the built-in prices as before.
-    EXPECT_EQ(cheapest(kModel, bytes, hosts(8, 2)), cheapest(kModel, bytes, pods(8, 2, 1000)));
+    Placement own = pods(8, 2, 1000);
+    own.hd_local_rounds = 0;
+    EXPECT_EQ(cheapest(kModel, bytes, hosts(8, 2)), cheapest(kModel, bytes, own));
   }
   EXPECT_EQ(cheapest(kModel, 8, hosts(8, 2)), Algorithm::kHalvingDoubling);
   EXPECT_EQ(cheapest(kModel, 1 * MiB, hosts(4, 2)), Algorithm::kRing);
-  EXPECT_EQ(cheapest(kModel, 8, pods(2, 2, 2)), Algorithm::kHalvingDoubling);
   EXPECT_NEAR(predict(kModel, Algorithm::kHalvingDoubling, 8, pods(4, 2, 2)) * 1e6, 144, 0.5);
   EXPECT_NEAR(predict(kModel, Algorithm::kHierarchical, 8, pods(4, 2, 2)) * 1e6, 122, 0.5);
+  EXPECT_NEAR(predict(kModel, Algorithm::kHalvingDoubling, MiB, pods(4, 2, 2)) * 1e6, 1368, 1);
+  EXPECT_NEAR(predict(kModel, Algorithm::kHierarchical, MiB, pods(4, 2, 2)) * 1e6, 1679, 1);
 }
 
 // Crowding the CPUs never makes anything cheaper, and leaves a placement without TCP alone.
