@@ -75,55 +75,29 @@ double fold_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
   return 2 * l.alpha_s + 2 * bytes * l.beta_s_per_byte + bytes * m.reduce_s_per_byte;
 }
 
-// The links of halving-doubling's rounds, nearest partner first: the first `local_rounds`
-// (Placement::hd_local_rounds) stay on every rank's host, the rest cross the flat link.
-struct HdLinks {
-  LinkCost local;
-  LinkCost flat;
-  int local_rounds = 0;
-  const LinkCost& of_round(int round) const { return round < local_rounds ? local : flat; }
-};
-
-// Recursive halving-doubling: 2 log2(p) steps; round k (from 0) exchanges 1/2^(k+1) of the
-// vector each way (no pipelining: moving and reducing add up); the n - p extra ranks fold their
-// input into a partner first and get the result back at the end.
-double halving_time(const CostModel& m, int n, double bytes, const HdLinks& l) {
+// Recursive halving-doubling: 2 log2(p) steps, whole halves per step (no pipelining: moving and
+// reducing add up); the n - p extra ranks fold their input into a partner first and get the
+// result back at the end.
+double halving_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
   const int p = power_of_two_below(n);
-  double t = fold_time(m, n, bytes, l.flat);
-  double part = bytes;
-  for (int round = 0; (1 << round) < p; ++round) {
-    part /= 2;
-    const LinkCost& link = l.of_round(round);
-    t += 2 * link.alpha_s + 2 * part * link.beta_s_per_byte + part * m.reduce_s_per_byte;
-  }
-  return t;
+  const double share = (p - 1.0) / p * bytes;
+  return 2 * std::log2(static_cast<double>(p)) * l.alpha_s + 2 * share * l.beta_s_per_byte +
+         share * m.reduce_s_per_byte + fold_time(m, n, bytes, l);
 }
 
 // Recursive doubling: log2(p) rounds, each moving and reducing the whole vector.
-double doubling_time(const CostModel& m, int n, double bytes, const HdLinks& l) {
-  const int p = power_of_two_below(n);
-  double t = fold_time(m, n, bytes, l.flat);
-  for (int round = 0; (1 << round) < p; ++round) {
-    const LinkCost& link = l.of_round(round);
-    t += link.alpha_s + bytes * link.beta_s_per_byte + bytes * m.reduce_s_per_byte;
-  }
-  return t;
-}
-
-// The links of the whole-vector rounds (always nearest first), or with `halving` of the halving's
-// rounds for `bytes` (nearest first only from kHdNearestFirstBytes up).
-HdLinks hd_links(const CostModel& m, const Placement& p, bool halving, double bytes) {
-  const bool nearest_first = !halving || bytes >= static_cast<double>(kHdNearestFirstBytes);
-  return {link_on(m, p.local, p.cpu_share), link_on(m, p.flat, p.cpu_share),
-          nearest_first ? p.hd_local_rounds : 0};
+double doubling_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
+  const double rounds = std::log2(static_cast<double>(power_of_two_below(n)));
+  return rounds * (l.alpha_s + bytes * l.beta_s_per_byte + bytes * m.reduce_s_per_byte) +
+         fold_time(m, n, bytes, l);
 }
 
 // Halving-doubling priced by its halving variant: an upper bound, since the algorithm exchanges
 // whole vectors instead where recursive_doubling_pays says so. Pricing that variant here too
 // would make the 2 hosts x 2 placement pick hier at 8 B (19.6 us against hd's 24), which
 // measured 56 us against hd's 36 between pods (docs/PERFORMANCE.md, "Scale across pods").
-double hd_time(const CostModel& m, double bytes, const Placement& p) {
-  return halving_time(m, p.ranks, bytes, hd_links(m, p, true, bytes));
+double hd_time(const CostModel& m, int n, double bytes, const LinkCost& l) {
+  return halving_time(m, n, bytes, l);
 }
 
 // Double binary tree: depth d per tree, up then down, pipelined in segments; the busiest rank
@@ -184,7 +158,6 @@ double hierarchical_time(const CostModel& m, double bytes, const Placement& p) {
     leaders.max_local = 1;
     leaders.window = false;
     leaders.cpu_share = p.leaders_cpu_share;
-    leaders.hd_local_rounds = 0;
     double best = std::numeric_limits<double>::infinity();
     for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling})
       best = std::min(best, predict(m, a, static_cast<size_t>(bytes), leaders));
@@ -199,7 +172,7 @@ double model_time(const CostModel& m, Algorithm a, double bytes, const Placement
     case Algorithm::kRing:
       return ring_time(m, p.ranks, bytes, l);
     case Algorithm::kHalvingDoubling:
-      return hd_time(m, bytes, p);
+      return hd_time(m, p.ranks, bytes, l);
     case Algorithm::kTree:
       return tree_time(m, p.ranks, bytes, l);
     case Algorithm::kShm:
@@ -258,9 +231,9 @@ bool recursive_doubling_pays(const CostModel& model, size_t count, size_t elemen
   // doubling's p log2(p). Where ranks outnumber cores, messages cost more than rounds: 8 B at 8
   // ranks between pods took 142-178 us halving, 345-465 us doubling.
   if (count < static_cast<size_t>(power_of_two_below(p.ranks))) return false;
+  const LinkCost l = link_on(model, p.flat, p.cpu_share);
   const double b = static_cast<double>(count * element_bytes);
-  return doubling_time(model, p.ranks, b, hd_links(model, p, false, b)) <
-         halving_time(model, p.ranks, b, hd_links(model, p, true, b));
+  return doubling_time(model, p.ranks, b, l) < halving_time(model, p.ranks, b, l);
 }
 
 Algorithm cheapest(const CostModel& model, size_t bytes, const Placement& p) {

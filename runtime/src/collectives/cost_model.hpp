@@ -30,17 +30,7 @@ struct Placement {
   // message and byte costs are CPU work (the kernel's copies, wake-ups), so they scale by it.
   double cpu_share = 1;
   double leaders_cpu_share = 1;
-  // How many of halving-doubling's rounds, nearest partner first (rank ^ 1, ^ 2, ...), pair every
-  // rank with one on its own host: 1 with 2 ranks on each host in rank order, 0 with one per host.
-  int hd_local_rounds = 0;
 };
-
-// From this size up halving-doubling's halving goes nearest partner first, so that its largest
-// rounds stay on a host (Placement::hd_local_rounds); below it, farthest first. Between pods of one
-// 2-vCPU machine, 2 ranks a pod, nearest first measured 1.4-2.4x faster at 1 MiB (4 and 8 ranks),
-// alike at 64 KiB, and 3-7x slower at 8 B: there the ranks whose last round is on shared memory
-// poll it (no fd to sleep on) through the network rounds, on CPUs the network rounds need.
-inline constexpr size_t kHdNearestFirstBytes = 256 << 10;
 
 struct LinkCost {
   double alpha_s = 0;          // per message on the critical path

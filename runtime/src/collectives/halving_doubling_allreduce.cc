@@ -14,7 +14,10 @@
 // ...), so its largest exchange (half the vector) is between neighbouring ranks, which a launcher
 // puts on one host: with 2 ranks per host the half crosses shared memory and only the quarters
 // cross the network, half the network bytes of going farthest first. Smaller vectors go farthest
-// first (cost_model.hpp says why). The doubling retraces the halving's rounds backwards.
+// first (kHdNearestFirstBytes says why). The doubling retraces the halving's rounds backwards.
+// The cost model still prices every round on the flat link: pricing the rounds that stay on a
+// host on shared memory made it pick hd at 64 MiB between pods, where hd took 1.4-2.1x the
+// fastest (docs/PERFORMANCE.md, "Scale across pods, second pass").
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -31,6 +34,12 @@ namespace tutti::collectives {
 namespace {
 
 constexpr std::string_view kWhat = "halving-doubling allreduce";
+
+// From this size up the halving goes nearest partner first. Between pods of one 2-vCPU machine,
+// 2 ranks a pod, nearest first measured 1.4-2.4x faster at 1 MiB (4 and 8 ranks), alike at
+// 64 KiB, and 3-7x slower at 8 B: there the ranks whose last round is on shared memory poll it (no
+// fd to sleep on) through the network rounds, on the CPUs the network rounds need.
+constexpr size_t kHdNearestFirstBytes = 256 << 10;
 
 class HalvingDoubling {
  public:

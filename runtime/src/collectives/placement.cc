@@ -1,28 +1,11 @@
 #include "collectives/placement.hpp"
 
 #include <algorithm>
-#include <bit>
 
 #include "collectives/selection_cache.hpp"
 #include "collectives/settings.hpp"
 
 namespace tutti::collectives {
-
-int hd_local_rounds(std::span<const int> host_of_rank, int size) {
-  if (host_of_rank.size() != static_cast<size_t>(size) || size < 2) return 0;
-  const int p = static_cast<int>(std::bit_floor(static_cast<unsigned>(size)));
-  const int extra = size - p;
-  // halving_doubling_allreduce.cc's numbering: the first 2 * extra ranks fold in pairs, and the
-  // odd one of each pair runs as virtual rank v < extra.
-  auto host = [&](int v) {
-    return host_of_rank[static_cast<size_t>(v < extra ? 2 * v + 1 : v + extra)];
-  };
-  int rounds = 0;
-  for (int mask = 1; mask < p; mask *= 2, ++rounds)
-    for (int v = 0; v < p; ++v)
-      if (host(v) != host(v ^ mask)) return rounds;
-  return rounds;
-}
 
 Placement placement_of(const Context& ctx) {
   Placement p;
@@ -56,7 +39,6 @@ Placement placement_of(const Context& ctx) {
   // channel to look at, and every rank must price the same way.
   p.local = transport == "tcp" || transport == "mpi" ? Link::kTcp : Link::kShm;
   p.transport = transport;
-  p.hd_local_rounds = hd_local_rounds(ctx.host_of_rank, ctx.size);
   p.cpu_share = ctx.cpu_share.ranks;
   p.leaders_cpu_share = ctx.cpu_share.leaders;
   return p;

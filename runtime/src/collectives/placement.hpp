@@ -11,9 +11,6 @@ namespace tutti::collectives {
 
 Placement placement_of(const Context& ctx);
 
-// Placement::hd_local_rounds for ranks on hosts `host_of_rank` (0 when it is not given).
-int hd_local_rounds(std::span<const int> host_of_rank, int size);
-
 // The pipeline segment of a ring whose largest chunk is `block_bytes`: ctx.segment_bytes, or where
 // a ring of more than 2 ranks crosses TCP links (the placement's flat link, TUTTI_TRANSPORT not
 // mpi) an eighth of the block, up to ctx.tcp_segment_max_bytes. Each segment is one socket write
