@@ -98,7 +98,8 @@ RankHosts exchange_host_ids(bootstrap::Store& store, const std::string& job_id, 
                        "the same store keys ({}); every rank must be given the same size (torch: "
                        "call new_group with the same ranks on every member)",
                        rank, size, r, said, store.describe());
-    const size_t line = value.find('\n', space + 1);
+    // The CPUs are the last line, so a host id (TUTTI_HOST) with a newline of its own survives.
+    const size_t line = value.rfind('\n');
     bootstrap::NodeCpus cpus;
     if (line != std::string::npos)
       cpus = bootstrap::parse_node_cpus(std::string_view(value).substr(line + 1))

@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
     besiege(store_endpoint, held);
     bootstrap::TcpStore store(store_endpoint, required_env("TUTTI_JOB_TOKEN"), -1,
                               Deadline::after_seconds(30));
-    // As a rank announces itself (comm/communicator_join.cc): "<world size> <host id>".
+    // As a rank announces itself (comm/communicator_join.cc): "<world size> <host id>", here
+    // without the second line of CPUs a rank adds (such a value counts as unknown CPUs).
     store.set(fmt::format("{}/host/{}", job, last),
               fmt::format("{} {}", size, bootstrap::default_host_id()));
     for (int r = 0; r < last; ++r) {
