@@ -10,13 +10,22 @@ trap 'rm -rf "$dir"' EXIT
 read -r want_ranks want_leaders < <(python3 - <<'PY'
 import math, os
 usable = len(os.sched_getaffinity(0))
-for path in ("/sys/fs/cgroup/cpu.max",):
+def quota():  # cgroup v2's cpu.max, else v1's cfs quota and period; None for no limit
     try:
-        quota, period = open(path).read().split()
-        if quota != "max" and int(quota) > 0:
-            usable = min(usable, math.ceil(int(quota) / int(period)))
+        q, p = open("/sys/fs/cgroup/cpu.max").read().split()
     except (OSError, ValueError):
-        pass
+        try:
+            q = open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read().strip()
+            p = open("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read().strip()
+        except OSError:
+            return None
+    try:
+        q, p = int(q), int(p)
+    except ValueError:
+        return None
+    return math.ceil(q / p) if q > 0 and p > 0 else None
+if quota():
+    usable = min(usable, quota())
 online = os.sysconf("SC_NPROCESSORS_ONLN")
 cpus = min(online, 2 * usable)  # two pretend hosts, each with this process's CPUs
 print("%.2g %.2g" % (max(1.0, 4 / cpus), max(1.0, 2 / cpus)))

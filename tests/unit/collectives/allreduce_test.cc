@@ -34,7 +34,12 @@ std::vector<Case> cases_for(int size, DataType type) {
       {4099, 1000},  // odd count, segments that are not a whole number of 8-byte elements
   };
   // One large buffer for a few types keeps the suite fast while exercising the default path.
-  if (type == DataType::kFloat32 || type == DataType::kInt64) cases.push_back({1000003, 256 << 10});
+  // Just above 256 KiB, halving-doubling pairs nearest partners first: every op there, in place
+  // and not (the large buffer runs sum only).
+  if (type == DataType::kFloat32 || type == DataType::kInt64) {
+    cases.push_back({65536 + 1001, 64 << 10});
+    cases.push_back({1000003, 256 << 10});
+  }
   return cases;
 }
 
@@ -198,6 +203,47 @@ TEST(AllreduceFailure, MissingRankTimesOut) {
     }
   }
   EXPECT_FALSE(failures[2]);
+}
+
+}  // namespace
+}  // namespace tutti::collectives
+
+namespace tutti::collectives {
+namespace {
+
+// prescale on every rank's input and postscale on the result (the engine's scaling), through each
+// algorithm's first and final combine, on both sides of halving-doubling's change of pairing
+// order at 256 KiB: 3 x input summed, then x 0.25, is exact in float32 for these small integers.
+TEST(AllreduceScaled, PrescaleAndPostscaleLandOnceEach) {
+  for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling})
+    for (int size : {2, 3, 4, 5, 8}) {
+      std::vector<std::string> errors(static_cast<size_t>(size));
+      auto failures = testing::run_ranks(size, [&](Rank& rank) {
+        for (size_t count : {size_t{1000}, size_t{65536 + 1001}})
+          for (bool in_place : {false, true}) {
+            std::vector<float> send(count), recv(count, -1.0f);
+            for (size_t i = 0; i < count; ++i)
+              send[i] = static_cast<float>(rank.rank + 1 + static_cast<int>(i % 7));
+            Context ctx = rank.context();
+            ctx.prescale = 3.0;
+            ctx.postscale = 0.25;
+            float* out = in_place ? send.data() : recv.data();
+            allreduce(ctx, algorithm, send.data(), out, count, DataType::kFloat32, ReduceOp::kSum);
+            for (size_t i = 0; i < count; ++i) {
+              const float due = 0.75f * static_cast<float>(size * (size + 1) / 2 +
+                                                           size * static_cast<int>(i % 7));
+              if (out[i] != due) {
+                errors[static_cast<size_t>(rank.rank)] = fmt::format(
+                    "{} np{} count {} {}: element {} is {} where {} was due", to_string(algorithm),
+                    size, count, in_place ? "in place" : "out of place", i, out[i], due);
+                return;
+              }
+            }
+          }
+      });
+      EXPECT_EQ(testing::describe_failures(failures), "");
+      for (const auto& e : errors) EXPECT_EQ(e, "");
+    }
 }
 
 }  // namespace
