@@ -66,6 +66,9 @@ struct EngineStats {
   uint64_t announced = 0;         // tensors this rank announced by name
   uint64_t fusion_threshold = 0;  // in use now (TUTTI_FUSION_THRESHOLD, or what autotune chose)
   uint64_t cycle_time_us = 0;     // in use now (TUTTI_CYCLE_TIME, or what autotune chose)
+  // Enqueues do not wake the engine thread now: waiting callers took the last bursts, and the
+  // thread looks every 10 ms instead (docs/ARCHITECTURE.md, "Engine").
+  bool standby = false;
 };
 
 // The handle of one asynchronous operation. Copies refer to the same operation. The buffers passed

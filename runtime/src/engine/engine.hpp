@@ -15,7 +15,8 @@
 // (run_cycles_until). A trainer that enqueues its gradients and then waits would otherwise hand
 // every step to the engine thread and back: two threads per rank where one has work, competing
 // for one core where there are as many cores as ranks. One thread at a time runs cycles
-// (`cycling_`); completion callbacks always run on the engine's own thread.
+// (`cycling_`); completion callbacks always run on the engine's own thread. Once waiting callers
+// take the bursts, enqueues stop waking the engine thread (standby, see caller_took_burst).
 #pragma once
 
 #include <atomic>
@@ -118,6 +119,7 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   void cycle();
   void settle(const std::shared_ptr<HandleState>& handle, const std::optional<Error>& error);
   bool engine_thread_needed() const;
+  void caller_took_burst();
   void classify(Announcements& out, std::vector<uint64_t>& bits);
   void inspect_stalls(Announcements& out);
   std::vector<std::vector<std::byte>> exchange(const Announcements& mine, bool quiet);
@@ -168,6 +170,12 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   int runners_ = 0;    // callers' threads in run_cycles_until
   bool over_ = false;  // no more cycles: every rank shut down, or the engine stopped
   bool wake_ = false;  // the engine thread must look again (a runner left work to it)
+  // Standby: enqueues do not wake the engine thread, because waiting callers have been taking
+  // every burst (caller_took_burst); it looks every few milliseconds instead (take_cycle).
+  bool standby_ = false;
+  int callers_took_ = 0;                         // bursts in a row a waiting caller took first
+  Clock::time_point news_since_;                 // the first enqueue of the burst not yet taken
+  Clock::time_point last_cycle_ = Clock::now();  // when the last cycle (by any thread) ended
   size_t pending_count_ = 0;
   bool active_ = false;  // the last cycle saw announcements or ran something
   std::condition_variable cycle_cv_;

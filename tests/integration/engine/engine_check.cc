@@ -14,6 +14,8 @@
 //   misuse                              every mistake refused clearly; the engine goes on
 //   abort                               abort() on a process set fails its engine's handles
 //   pacing                              every rank waits for a name nobody else has: paced cycles
+//   standby                             waited bursts put the engine thread in standby; a polled
+//                                       burst and callbacks still run
 //
 // --unbounded-waits (any scenario): every handle is waited for without a timeout, so the waiting
 // thread runs the engine's cycles itself (Engine::run_cycles_until) instead of sleeping while the
@@ -893,6 +895,101 @@ int scenario_pacing(const tutti::Communicator& world) {
   return 0;
 }
 
+// A trainer that enqueues its tensors and then waits for them: once the waiting threads took a
+// run of bursts, enqueues stop waking the engine thread (standby), which looks every 10 ms
+// instead. Then a burst nobody waits for (only polled) must still run within a few cycle times
+// (not a heartbeat, 1 s), which ends standby; callbacks must still run on the engine thread; every
+// sum stays exact.
+int scenario_standby(const tutti::Communicator& world) {
+  constexpr int kTensors = 16;
+  constexpr size_t kCount = 1001;
+  std::vector<std::vector<float>> x(kTensors, std::vector<float>(kCount));
+  const auto expected = [&](int t, int step) {
+    // sum over ranks r of (r + t + step)
+    return static_cast<float>(g_size * (t + step) + g_size * (g_size - 1) / 2);
+  };
+  const auto submit = [&](int t, int step) {
+    std::fill(x[t].begin(), x[t].end(), static_cast<float>(g_rank + t + step));
+    return world.allreduce_async(fmt::format("standby.{}", t), x[t].data(), x[t].data(), kCount,
+                                 DataType::kFloat32, ReduceOp::kSum);
+  };
+  const auto check_sum = [&](int t, int step, const std::string& what) {
+    if (x[t][0] != expected(t, step) || x[t][kCount - 1] != expected(t, step))
+      fail(fmt::format("{}: tensor {} step {}: {} and {}, expected {}", what, t, step, x[t][0],
+                       x[t][kCount - 1], expected(t, step)));
+  };
+  int step = 0;
+  // Waited steps (every rank the same number) until every rank is in standby. Where ranks
+  // outnumber the cores, a caller descheduled between its enqueues and its wait lets the engine
+  // thread take that burst, so this may take many steps there.
+  const auto began = Clock::now();
+  const auto until_standby = [&](const std::string& what) {
+    for (int waited = 0;; ++waited, ++step) {
+      int late = seconds_since(began) > 60 ? 1 : 0;
+      int any_late = 0;
+      world.allreduce(&late, &any_late, 1, DataType::kInt32, ReduceOp::kMax);
+      if (any_late) break;
+      std::vector<tutti::Handle> hs;
+      for (int t = kTensors; t-- > 0;) hs.push_back(submit(t, step));
+      for (auto& h : hs) h.wait();  // no timeout: this thread runs the cycles
+      for (int t = 0; t < kTensors; ++t) check_sum(t, step, what);
+      int mine = world.engine_stats().standby ? 1 : 0;
+      int all = 0;
+      world.allreduce(&mine, &all, 1, DataType::kInt32, ReduceOp::kMin);
+      if (all == 1) return waited + 1;
+    }
+    fail(what + ": not every rank's engine entered standby in 60 s of waited steps");
+    return -1;
+  };
+  const int first = until_standby("waited");
+  if (first < 0) return 1;
+
+  // A polled burst: nobody waits, so only the engine thread's own look can run it.
+  const auto start = Clock::now();
+  std::vector<tutti::Handle> hs;
+  for (int t = kTensors; t-- > 0;) hs.push_back(submit(t, step));
+  for (auto& h : hs)
+    while (!h.poll()) {
+      if (seconds_since(start) > 20) {
+        fail("a polled burst in standby did not finish in 20 s");
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  const double polled = seconds_since(start);
+  for (int t = 0; t < kTensors; ++t) check_sum(t, step, "polled");
+  ++step;
+  if (polled > 0.5)
+    fail(fmt::format("a polled burst in standby took {:.3f} s (a heartbeat, not the 10 ms look)",
+                     polled));
+  if (world.engine_stats().standby) fail("standby went on after the engine thread ran a burst");
+  world.barrier();
+
+  // Standby again; a callback still runs once, on the engine thread.
+  const int second = until_standby("waited again");
+  if (second < 0) return 1;
+  std::atomic<int> called{0};
+  std::atomic<bool> on_caller{false};
+  const auto caller = std::this_thread::get_id();
+  auto h = submit(0, step);
+  h.then([&](const tutti::Error* e) {
+    if (e) fail(fmt::format("callback: {}", e->what()));
+    if (std::this_thread::get_id() == caller) on_caller = true;
+    ++called;
+  });
+  h.wait();
+  check_sum(0, step, "callback");
+  const auto until = Clock::now() + std::chrono::seconds(20);
+  while (called.load() == 0 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (called.load() != 1) fail(fmt::format("the callback ran {} times, not once", called.load()));
+  if (on_caller) fail("the callback ran on the waiting caller's thread, not the engine's");
+  expect_works(world, "after");
+  ok(fmt::format("standby: entered after {} and {} waited steps; a polled burst took {:.1f} ms",
+                 first, second, polled * 1e3));
+  return 0;
+}
+
 // abort() on a communicator reaches its engine: every rank's pending handles fail with kAborted
 // naming the aborting rank and the reason, and later submissions are refused with that cause.
 int scenario_abort(const tutti::Communicator& world) {
@@ -978,6 +1075,8 @@ int main(int argc, char** argv) {
       rc = scenario_abort(world);
     else if (s == "pacing")
       rc = scenario_pacing(world);
+    else if (s == "standby")
+      rc = scenario_standby(world);
     else if (s == "fusion")
       rc = scenario_fusion(world);
     else if (s == "misuse")
