@@ -25,8 +25,9 @@ packages=(
   # tuttirun --exec ssh is tested against real sshds that the test starts inside network-namespace
   # pods (tests/integration/pods/ssh_pods.sh); the package's own service is not needed.
   openssh-client openssh-server
-  # Peers for tutti-bench --baseline mpi|gloo, and gnuplot for bench/plot.sh (make bench).
-  openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox
+  # Peers for tutti-bench --baseline mpi|gloo, gnuplot for bench/plot.sh (make bench), and iperf3
+  # for bench/pods_tcp.sh --peers iperf (the link's own bandwidth between two pods).
+  openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox iperf3
   # MPICH's Hydra (mpiexec.hydra) for the PMI-1 bootstrap tests (ctest -L mpi). Only the launcher:
   # libtutti's PMI client links no MPI, and the build stays on Open MPI (CMakeLists.txt pins
   # FindMPI to mpicc.openmpi; Debian gives Open MPI's mpirun priority 50 over MPICH's 40).
