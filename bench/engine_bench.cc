@@ -100,7 +100,10 @@ int run_engine_bench(std::span<const std::string> args) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   std::string modes = "abc";
-  app.add_option("--modes", modes, "which of (a) (b) (c) to run, e.g. b")->capture_default_str();
+  app.add_option("--modes", modes,
+                 "which of (a) (b) (c) (d) to run, e.g. b; (d) is (c) after one 136-byte "
+                 "bitwise-and allreduce, what the engine's negotiation adds to a step")
+      ->capture_default_str();
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -152,21 +155,32 @@ int run_engine_bench(std::span<const std::string> args) {
   const auto one_buffer = [&] {
     comm.allreduce(flat.data(), flat.data(), total, DataType::kFloat32, ReduceOp::kSum);
   };
+  // (d): the cycle's cache-bit exchange (one word of flags and 1024 slots' bits, the default
+  // TUTTI_CACHE_CAPACITY: 17 int64) before the flat call. Any engine that negotiates once a step
+  // pays at least this round trip, so (d) bounds (b) from above more tightly than (c).
+  std::vector<int64_t> bits(17, -1);
+  const auto negotiated_buffer = [&] {
+    comm.allreduce(bits.data(), bits.data(), bits.size(), DataType::kInt64, ReduceOp::kBand);
+    one_buffer();
+  };
   // Warm up each (the engine's first steps fill its response cache).
   const bool run_a = modes.find('a') != std::string::npos;
   const bool run_b = modes.find('b') != std::string::npos;
   const bool run_c = modes.find('c') != std::string::npos;
+  const bool run_d = modes.find('d') != std::string::npos;
   const auto nothing = [] {};
   if (run_a) timed(comm, 2, per_tensor);
   if (run_b) timed(comm, 3, engine);
   if (run_c) timed(comm, 2, one_buffer);
-  std::vector<double> a, b, cc, b_over_a, b_over_c, b_cpu, b_minus_c_cpu;
+  if (run_d) timed(comm, 2, negotiated_buffer);
+  std::vector<double> a, b, cc, d, b_over_a, b_over_c, b_over_d, d_over_c, b_cpu, b_minus_c_cpu;
   for (int r = 0; r < rounds; ++r) {
     double cpu_b = 0;
     double cpu_c = 0;
     const double ta = run_a ? timed(comm, steps, per_tensor) : timed(comm, 1, nothing);
     const double tb = run_b ? timed(comm, steps, engine, &cpu_b) : timed(comm, 1, nothing);
     const double tc = run_c ? timed(comm, steps, one_buffer, &cpu_c) : timed(comm, 1, nothing);
+    const double td = run_d ? timed(comm, steps, negotiated_buffer) : timed(comm, 1, nothing);
     // Per tensor, in microseconds: the whole step's CPU, and what it costs beyond moving the same
     // bytes in one call (c).
     b_cpu.push_back(cpu_b * 1e6 / static_cast<double>(n));
@@ -176,6 +190,9 @@ int run_engine_bench(std::span<const std::string> args) {
     cc.push_back(1 / tc);
     b_over_a.push_back(ta / tb);
     b_over_c.push_back(tc / tb);
+    d.push_back(1 / td);
+    b_over_d.push_back(td / tb);
+    d_over_c.push_back(tc / td);
   }
   const EngineStats s = comm.engine_stats();
   if (comm.rank() == 0) {
@@ -197,12 +214,16 @@ int run_engine_bench(std::span<const std::string> args) {
     rate("(a) allreduce per tensor", run_a, a);
     rate("(b) engine", run_b, b);
     rate("(c) one flat allreduce", run_c, cc);
+    if (run_d) rate("(d) 136 B allreduce + (c)", run_d, d);
     std::printf(
         "# (b)/(a) %s   (b)/(c) %s   engine: %llu tensors in %llu collectives, %llu "
         "cache hits, %llu cycles\n",
         ratio(run_a && run_b, b_over_a).c_str(), ratio(run_b && run_c, b_over_c).c_str(),
         static_cast<unsigned long long>(s.tensors), static_cast<unsigned long long>(s.collectives),
         static_cast<unsigned long long>(s.cache_hits), static_cast<unsigned long long>(s.cycles));
+    if (run_d)
+      std::printf("# (b)/(d) %s   (d)/(c) %s\n", ratio(run_b && run_d, b_over_d).c_str(),
+                  ratio(run_c && run_d, d_over_c).c_str());
     // The engine's own cost: CPU of all of a rank's threads (mean over ranks) per tensor of (b);
     // less (c)'s, what moving the same bytes in one call costs.
     if (run_b)

@@ -328,7 +328,8 @@ bool Engine::take_cycle() {
 
 // A waiting caller's cycle takes a burst of news. A trainer that enqueues its gradients and then
 // waits does so every step, and the engine thread's wake-up for that burst only takes a CPU from a
-// thread with work (on 2 vCPUs, 2 ranks between pods ran 256 x 16 KiB 4-5% faster without them).
+// thread with work (without them: the engine's CPU per tensor alone 0.50 -> 0.39 us; 256 x 16 KiB
+// between 2 pods 0.870x -> 0.885x one flat call, medians of 8 runs).
 // Each such burst counts one, each burst the engine thread takes minus two (a trainer that
 // overlaps its communication with its work, whose bursts the engine thread takes, never gets
 // there; one whose caller was only sometimes slow to reach its wait does). At kStandbyAfter
