@@ -17,7 +17,9 @@
 namespace tutti::transport {
 namespace {
 
-constexpr size_t kMaxIov = 64;
+// iovecs per sendmsg/readv (IOV_MAX is 1024): enough for FramedChannel's gathers of many small
+// pieces, small enough for the stack of any thread that progresses a channel (4 KiB).
+constexpr size_t kMaxIov = 256;
 
 bool peer_gone(int err) {
   return err == EPIPE || err == ECONNRESET || err == ECONNABORTED || err == ETIMEDOUT ||
