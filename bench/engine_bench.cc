@@ -99,6 +99,13 @@ int run_engine_bench(std::span<const std::string> args) {
   app.add_option("--rounds", rounds, "interleaved rounds (the median is reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  std::string order = "backward";
+  app.add_option("--order", order,
+                 "the order (b) enqueues the tensors, which lie back to back in one buffer: "
+                 "backward (last first, as a backward pass) or forward (buffer order, which the "
+                 "fused collective merges into one segment)")
+      ->check(CLI::IsMember({"backward", "forward"}))
+      ->capture_default_str();
   std::string modes = "abc";
   app.add_option("--modes", modes,
                  "which of (a) (b) (c) (d) to run, e.g. b; (d) is (c) after one 136-byte "
@@ -146,10 +153,13 @@ int run_engine_bench(std::span<const std::string> args) {
       comm.allreduce(tensors[i], tensors[i], c.sizes[i], DataType::kFloat32, ReduceOp::kSum);
   };
   std::vector<Handle> handles(n);
+  const bool forward = order == "forward";
   const auto engine = [&] {
-    for (size_t i = n; i-- > 0;)
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = forward ? k : n - 1 - k;
       handles[i] = comm.allreduce_async(names[i], tensors[i], tensors[i], c.sizes[i],
                                         DataType::kFloat32, ReduceOp::kSum);
+    }
     for (auto& h : handles) h.wait();
   };
   const auto one_buffer = [&] {
@@ -198,8 +208,9 @@ int run_engine_bench(std::span<const std::string> args) {
   if (comm.rank() == 0) {
     std::printf(
         "# tutti-bench engine: case %s (%zu float32 tensors, %.1f MiB), %d ranks, %d steps x "
-        "%d rounds, medians\n",
-        c.name.c_str(), n, static_cast<double>(total) * 4 / (1 << 20), comm.size(), steps, rounds);
+        "%d rounds, medians, (b) enqueues %s\n",
+        c.name.c_str(), n, static_cast<double>(total) * 4 / (1 << 20), comm.size(), steps, rounds,
+        order.c_str());
     std::printf("# %-28s %12s\n", "mode", "steps/s");
     // A mode left out by --modes shows "-", and so does a ratio that needs it.
     const auto rate = [](const char* label, bool ran, const std::vector<double>& v) {

@@ -128,11 +128,12 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
   bound_segment(ctx, bytes);
   ctx.transport.set_call_algorithm(static_cast<uint8_t>(algorithm));
   const ReduceOp reduce_op = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+  const std::vector<Segment> merged = coalesced(segments, es);
   if (window) {
-    shm_allreduce_segments(ctx, segments, type, reduce_op);
+    shm_allreduce_segments(ctx, merged, type, reduce_op);
   } else {
     if (ctx.size > 2 && pack.size() < bytes) pack.resize(bytes);
-    ring_allreduce_segments(ctx, SegmentView(segments, es), pack.data(), type, reduce_op);
+    ring_allreduce_segments(ctx, SegmentView(merged, es), pack.data(), type, reduce_op);
   }
   if (op == ReduceOp::kAvg && !scaled)
     for (const Segment& s : segments) reduce::divide(type, s.recv, s.count, ctx.size);

@@ -43,6 +43,30 @@ inline bool tensors_apart(std::span<const Segment> segments, size_t element_byte
   return true;
 }
 
+// The same logical vector in fewer segments: each tensor that continues the one before it in
+// memory (its send right after the previous send, its recv right after the previous recv) is
+// merged into it. Only that order keeps the logical vector, and so what every rank agreed on,
+// whatever another rank's buffers look like. Views into one flat buffer, enqueued in its order,
+// become one segment: a message of the ring is then one piece, not one per tensor.
+inline std::vector<Segment> coalesced(std::span<const Segment> segments, size_t element_bytes) {
+  std::vector<Segment> out;
+  out.reserve(segments.size());
+  for (const Segment& s : segments) {
+    if (s.count == 0) continue;
+    if (!out.empty()) {
+      Segment& last = out.back();
+      const size_t bytes = last.count * element_bytes;
+      if (static_cast<const std::byte*>(last.send) + bytes == s.send &&
+          static_cast<std::byte*>(last.recv) + bytes == s.recv) {
+        last.count += s.count;
+        continue;
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
 class SegmentView {
  public:
   SegmentView(std::span<const Segment> segments, size_t element_bytes)

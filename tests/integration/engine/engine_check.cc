@@ -481,6 +481,47 @@ int scenario_fusion(const tutti::Communicator& world) {
       fail(fmt::format("the scaled and averaged batches: {} fused, {} expected",
                        after.fused - s.fused, 2 * k));
   }
+  // Views into one flat buffer, as a trainer with flat gradients has them: on even ranks back to
+  // back in the batch's order (the fused collective merges them into one segment), on odd ranks
+  // in separate buffers; then the same views in reverse order (nothing merges). Every rank must
+  // still reduce the same logical vector, in place and out of place.
+  for (const bool reverse : {false, true}) {
+    auto gate = std::make_shared<Gate>();
+    tutti::AsyncOptions options;
+    options.ready = gate;
+    const int k = 12;
+    const size_t m = 257;
+    std::vector<int32_t> flat_in(k * m), flat_out(k * m);
+    std::vector<std::vector<int32_t>> own_in(k, std::vector<int32_t>(m)), own_out = own_in;
+    const bool views = g_rank % 2 == 0;
+    std::vector<tutti::Handle> hs;
+    for (int q = 0; q < k; ++q) {
+      const int i = reverse ? k - 1 - q : q;
+      const auto u = static_cast<size_t>(i);
+      int32_t* in = views ? flat_in.data() + u * m : own_in[u].data();
+      int32_t* out = views ? flat_out.data() + u * m : own_out[u].data();
+      if (reverse) out = in;  // the reverse pass in place
+      for (size_t j = 0; j < m; ++j) in[j] = value(g_rank, i + 7, j);
+      hs.push_back(world.allreduce_async(fmt::format("view{}", i), in, out, m, DataType::kInt32,
+                                         ReduceOp::kSum, options));
+    }
+    gate->open = true;
+    for (auto& h : hs) await(h, 60);
+    for (int i = 0; i < k; ++i) {
+      const auto u = static_cast<size_t>(i);
+      const int32_t* got = views ? (reverse ? flat_in.data() : flat_out.data()) + u * m
+                                 : (reverse ? own_in[u].data() : own_out[u].data());
+      for (size_t j = 0; j < m; ++j) {
+        int32_t want = 0;
+        for (int r = 0; r < g_size; ++r) want += value(r, i + 7, j);
+        if (got[j] != want) {
+          fail(fmt::format("{} view{} element {}: {} instead of {}",
+                           reverse ? "reverse" : "forward", i, j, got[j], want));
+          break;
+        }
+      }
+    }
+  }
   ok(fmt::format("fusion: 2 x {} tensors ready together ran in {} collectives", tensors,
                  s.collectives));
   return 0;

@@ -51,5 +51,33 @@ TEST(TensorsApart, OnlyBuffersThatOverlapAnotherAreNotApart) {
   EXPECT_FALSE(tensors_apart(std::vector<Segment>{{p, p + 1, 4}}, 4));
 }
 
+TEST(Coalesced, MergesOnlyTensorsThatContinueThePreviousInMemoryOrder) {
+  std::vector<float> in(32), out(32);
+  float* a = in.data();
+  float* b = out.data();
+  const auto same = [](const Segment& x, const void* send, const void* recv, size_t count) {
+    return x.send == send && x.recv == recv && x.count == count;
+  };
+  // In place, back to back in order (one empty tensor between): one segment.
+  auto got = coalesced(std::vector<Segment>{{a, a, 4}, {a + 4, a + 4, 0}, {a + 4, a + 4, 4}}, 4);
+  ASSERT_EQ(1u, got.size());
+  EXPECT_TRUE(same(got[0], a, a, 8));
+  // Out of place, both sides continuing: one segment; only one side continuing: two.
+  got = coalesced(std::vector<Segment>{{a, b, 4}, {a + 4, b + 4, 4}, {a + 8, b + 16, 4}}, 4);
+  ASSERT_EQ(2u, got.size());
+  EXPECT_TRUE(same(got[0], a, b, 8));
+  EXPECT_TRUE(same(got[1], a + 8, b + 16, 4));
+  // Back to back but in reverse order (a backward pass over one flat buffer): merging would
+  // reorder the logical vector, so nothing merges.
+  got = coalesced(std::vector<Segment>{{a + 8, a + 8, 4}, {a + 4, a + 4, 4}, {a, a, 4}}, 4);
+  ASSERT_EQ(3u, got.size());
+  EXPECT_TRUE(same(got[2], a, a, 4));
+  // The element size counts: 4 floats of 8-byte elements end 32 bytes on.
+  got = coalesced(std::vector<Segment>{{a, a, 2}, {a + 4, a + 4, 2}}, 8);
+  ASSERT_EQ(1u, got.size());
+  EXPECT_EQ(4u, got[0].count);
+  EXPECT_TRUE(coalesced(std::vector<Segment>{}, 4).empty());
+}
+
 }  // namespace
 }  // namespace tutti::collectives
