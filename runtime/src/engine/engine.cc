@@ -282,9 +282,7 @@ bool Engine::take_cycle() {
       const Clock::time_point now = Clock::now();
       const bool stale_news = news_ && now - news_since_ >= cycle_time_;
       const bool heartbeat_due = now - last_cycle_ >= settings_.heartbeat;
-      if (!woken && !stale_news && !pending_count_ && !join_requested_ && !shutdown_requested_ &&
-          !heartbeat_due)
-        continue;
+      if (!woken && !stale_news && !pending && !heartbeat_due) continue;
       standby_ = false;
       callers_took_ = 0;
     } else {

@@ -24,8 +24,9 @@ def quota():  # cgroup v2's cpu.max, else v1's cfs quota and period; None for no
     except ValueError:
         return None
     return math.ceil(q / p) if q > 0 and p > 0 else None
-if quota():
-    usable = min(usable, quota())
+limit = quota()
+if limit:
+    usable = min(usable, limit)
 online = os.sysconf("SC_NPROCESSORS_ONLN")
 cpus = min(online, 2 * usable)  # two pretend hosts, each with this process's CPUs
 print("%.2g %.2g" % (max(1.0, 4 / cpus), max(1.0, 2 / cpus)))
