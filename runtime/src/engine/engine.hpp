@@ -129,10 +129,9 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   void run_one(const Response& r);
   void run_fused(const std::vector<const Response*>& batch);
   void finish(const std::string& name, const std::optional<Error>& error);
-  // finish() without an error for every tensor of a fused batch this rank submitted.
-  void finish_all(const std::vector<const Response*>& batch);
   // The rest of finish(): entries already taken out of pending_ leave in_flight_ (one lock for
-  // all), then their handles are settled.
+  // all: a fused batch of hundreds of small tensors made per-tensor locking a measurable part of
+  // the engine's cost), then their handles are settled.
   void settle_taken(std::span<Entry> done, const std::optional<Error>& error);
   // Moves the entry out of pending_ and keeps its node for the next tensor.
   Entry take_pending(std::unordered_map<std::string, Entry>::iterator it);

@@ -79,19 +79,6 @@ void Engine::finish(const std::string& name, const std::optional<Error>& error) 
   settle_taken(std::span(&e, 1), error);
 }
 
-void Engine::finish_all(const std::vector<const Response*>& batch) {
-  // One look-up per tensor and one lock for the whole batch: a fused batch of hundreds of small
-  // tensors made per-tensor locking a measurable part of the engine's cost.
-  std::vector<Entry> done;
-  done.reserve(batch.size());
-  for (const Response* r : batch) {
-    auto it = pending_.find(r->name);
-    if (it == pending_.end()) continue;  // a joined rank's stand-in
-    done.push_back(take_pending(it));
-  }
-  settle_taken(done, std::nullopt);
-}
-
 void Engine::settle_taken(std::span<Entry> done, const std::optional<Error>& error) {
   {
     std::lock_guard lock(mutex_);
@@ -261,19 +248,37 @@ void Engine::run_fused(const std::vector<const Response*>& batch) {
   const OpSpec& s = batch.front()->spec;
   std::vector<collectives::Segment> segments;
   std::vector<std::vector<std::byte>> identities;  // a joined rank's stand-in tensors
-  for (const Response* r : batch) {
-    if (Entry* e = local(*r)) {
-      segments.push_back({e->request.send, e->request.recv, static_cast<size_t>(r->spec.count)});
-    } else {
+  // The batch's entries leave pending_ now, while the cycle has just touched them, and not after
+  // the collective: streaming a large batch through the caches evicts the table, and its look-ups
+  // then cost about half of the completion work (docs/PERFORMANCE.md).
+  std::vector<Entry> taken;
+  taken.reserve(batch.size());
+  collectives::SegmentsRun run;
+  Clock::time_point began;
+  try {
+    for (const Response* r : batch) {
+      auto it = pending_.find(r->name);
+      if (it != pending_.end()) {
+        Entry& e = taken.emplace_back(take_pending(it));
+        segments.push_back({e.request.send, e.request.recv, static_cast<size_t>(r->spec.count)});
+        continue;
+      }
+      (void)local(*r);  // throws unless this is a joined rank's stand-in
       identities.emplace_back(bytes_of(r->spec));
       fill_identity(identities.back().data(), r->spec.count, r->spec.type, r->spec.op);
       segments.push_back(
           {identities.back().data(), identities.back().data(), static_cast<size_t>(r->spec.count)});
     }
+    began = Clock::now();
+    run = comm_->allreduce_segments(segments, s.type, s.op, scaled(s), fusion_);
+  } catch (...) {
+    // The engine stops and fails whatever is pending (fail_everything): these too.
+    for (Entry& e : taken) {
+      std::string name = e.request.name;
+      pending_.emplace(std::move(name), std::move(e));
+    }
+    throw;
   }
-  const Clock::time_point began = Clock::now();
-  const collectives::SegmentsRun run =
-      comm_->allreduce_segments(segments, s.type, s.op, scaled(s), fusion_);
   const Clock::time_point ended = Clock::now();
   {
     std::lock_guard lock(mutex_);
@@ -291,7 +296,7 @@ void Engine::run_fused(const std::vector<const Response*>& batch) {
       timeline.span(label_, r->name, "collective", copied_in, copied_out);
       if (run.packed) timeline.span(label_, r->name, "fusion_copy_out", copied_out, ended);
     }
-  finish_all(batch);
+  settle_taken(taken, std::nullopt);
 }
 
 }  // namespace tutti::engine
