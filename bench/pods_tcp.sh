@@ -19,7 +19,8 @@
 #          TUTTI_TUNE_FILE=OUT/tune-np<N>.json, which the tune peer writes.
 #   iperf  not a peer: iperf3 between pod 0 (client) and pod 1 (server), one TCP stream for
 #          IPERF_SECONDS (default 5), then two streams both ways at once (--bidir): the link's
-#          own bandwidth, which busbw is compared with (issue 29 target 3). Needs 2 pods or more.
+#          own bandwidth, which busbw is compared with (issue 29 target 3); once per congestion
+#          control of IPERF_CONGESTION (default "system cubic"). Needs 2 pods or more.
 #   tune   not a peer: fits the cost model's lines on these pods (tutti-bench allreduce --tune, one
 #          run per algorithm of hier ring tree hd; TUNE_FLAGS, default "-b 8 -e 64M -f 8 -n 3 -w 1
 #          -c 0") into OUT/tune-np<N>.json, as bench/tune.sh does on pretend hosts.
@@ -206,36 +207,43 @@ run_torch-engine() {  # np run
     fail "tutti engine np$np (torch-engine pair) run $i failed: see $OUT/tutti-engine-np$np-run$i.txt"
 }
 
-# iperf3 between the first two pods: one stream pod 0 -> pod 1, then both ways at once. Prints
-# Gbit/s and GB/s and the retransmits, from iperf3's JSON.
+# iperf3 between the first two pods: one stream pod 0 -> pod 1, then both ways at once, once per
+# congestion control in IPERF_CONGESTION (default "system cubic": the kernel's, then iperf3 -C
+# cubic, which tutti's TUTTI_TCP_CONGESTION=auto uses where the kernel's is bbr). Prints Gbit/s
+# and GB/s and the retransmits, from iperf3's JSON.
 run_iperf() {  # np run
-  local np=$1 i=$2 secs=${IPERF_SECONDS:-5} server mode extra
+  local np=$1 i=$2 secs=${IPERF_SECONDS:-5} server mode cc extra
   command -v iperf3 >/dev/null || fail "iperf needs iperf3 (scripts/install-deps.sh installs it)"
   [ $((np / SLOTS)) -ge 2 ] || fail "iperf needs 2 pods or more (--np $np --slots $SLOTS)"
-  for mode in one-stream bidir; do
-    extra=()
-    [ "$mode" = bidir ] && extra=(--bidir)
-    ip netns exec "$PREFIX-worker-1" timeout $((secs + 30)) iperf3 -s -1 -p 5299 >/dev/null 2>&1 &
-    server=$!
-    sleep 0.5  # the server listens
-    ip netns exec "$PREFIX-worker-0" timeout $((secs + 30)) iperf3 -c "$(pod_ip "$K" 1)" -p 5299 \
-      -t "$secs" -J "${extra[@]}" >"$OUT/iperf-$mode-np$np-run$i.json" 2>&1 ||
-      fail "iperf3 $mode np$np run $i failed: see $OUT/iperf-$mode-np$np-run$i.json"
-    wait "$server" 2>/dev/null || true
+  for cc in ${IPERF_CONGESTION:-system cubic}; do
+    for mode in one-stream bidir; do
+      extra=()
+      [ "$mode" = bidir ] && extra=(--bidir)
+      [ "$cc" = system ] || extra+=(-C "$cc")
+      ip netns exec "$PREFIX-worker-1" timeout $((secs + 30)) iperf3 -s -1 -p 5299 >/dev/null 2>&1 &
+      server=$!
+      sleep 0.5  # the server listens
+      ip netns exec "$PREFIX-worker-0" timeout $((secs + 30)) iperf3 -c "$(pod_ip "$K" 1)" -p 5299 \
+        -t "$secs" -J "${extra[@]}" >"$OUT/iperf-$mode-$cc-np$np-run$i.json" 2>&1 ||
+        fail "iperf3 $mode $cc np$np run $i failed: see $OUT/iperf-$mode-$cc-np$np-run$i.json"
+      wait "$server" 2>/dev/null || true
+    done
   done
-  /usr/bin/python3 - "$OUT" "$np" "$i" >"$OUT/iperf-np$np-run$i.txt" <<'PY'
+  /usr/bin/python3 - "$OUT" "$np" "$i" ${IPERF_CONGESTION:-system cubic} >"$OUT/iperf-np$np-run$i.txt" <<'PY'
 import json, sys
 out, np, i = sys.argv[1:4]
-for mode in ("one-stream", "bidir"):
-    with open(f"{out}/iperf-{mode}-np{np}-run{i}.json") as f:
-        r = json.load(f)
-    end = r["end"]
-    sent = end["sum_sent"]
-    line = f"iperf3 {mode}: {sent['bits_per_second'] / 1e9:.1f} Gbit/s ({sent['bits_per_second'] / 8e9:.2f} GB/s) pod 0 -> pod 1, {sent.get('retransmits', 0)} retransmits"
-    if mode == "bidir" and "sum_sent_bidir_reverse" in end:
-        back = end["sum_sent_bidir_reverse"]
-        line += f"; {back['bits_per_second'] / 8e9:.2f} GB/s back at the same time"
-    print(line)
+for cc in sys.argv[4:]:
+    for mode in ("one-stream", "bidir"):
+        with open(f"{out}/iperf-{mode}-{cc}-np{np}-run{i}.json") as f:
+            r = json.load(f)
+        end = r["end"]
+        sent = end["sum_sent"]
+        algo = end.get("sender_tcp_congestion", cc)
+        line = f"iperf3 {mode} ({algo}): {sent['bits_per_second'] / 1e9:.1f} Gbit/s ({sent['bits_per_second'] / 8e9:.2f} GB/s) pod 0 -> pod 1, {sent.get('retransmits', 0)} retransmits"
+        if mode == "bidir" and "sum_sent_bidir_reverse" in end:
+            back = end["sum_sent_bidir_reverse"]
+            line += f"; {back['bits_per_second'] / 8e9:.2f} GB/s back at the same time"
+        print(line)
 PY
 }
 

@@ -51,6 +51,7 @@ struct TUTTI_OPTIONS_API Options {
   std::string shm_stores = "auto";       // TUTTI_SHM_STORES: auto|cached|streaming
   int tcp_streams = 1;                   // TUTTI_TCP_STREAMS
   size_t tcp_buffer_bytes = 4 << 20;     // TUTTI_TCP_BUFFER_BYTES (0: kernel's)
+  std::string tcp_congestion = "auto";   // TUTTI_TCP_CONGESTION: auto|system|<algorithm>
   size_t mpi_message_bytes = 60 << 10;   // TUTTI_MPI_MESSAGE_BYTES (transport mpi)
   std::string socket_ifname;             // TUTTI_SOCKET_IFNAME
   std::string listen_address;            // TUTTI_ADDR

@@ -6,6 +6,7 @@
 #include "collectives/collectives.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "net/congestion.hpp"
 #include "tutti/options.hpp"
 
 namespace tutti {
@@ -60,6 +61,8 @@ Options Options::from_env() {
   o.shm_stores = env::get_choice("TUTTI_SHM_STORES");
   o.tcp_streams = static_cast<int>(env::get_int("TUTTI_TCP_STREAMS"));
   o.tcp_buffer_bytes = env::get_bytes("TUTTI_TCP_BUFFER_BYTES");
+  o.tcp_congestion = env::get_string("TUTTI_TCP_CONGESTION");
+  (void)net::parse_congestion(o.tcp_congestion, "TUTTI_TCP_CONGESTION");  // a typo fails at init
   o.mpi_message_bytes = env::get_bytes("TUTTI_MPI_MESSAGE_BYTES");
   o.socket_ifname = env::get_string("TUTTI_SOCKET_IFNAME");
   o.listen_address = env::get_string("TUTTI_ADDR");

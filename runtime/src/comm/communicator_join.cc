@@ -225,6 +225,7 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
   mesh.shm_spin_rounds = options.shm_spin_rounds;
   mesh.tcp_streams = options.tcp_streams;
   mesh.tcp_buffer_bytes = options.tcp_buffer_bytes;
+  mesh.tcp_congestion = options.tcp_congestion;
   mesh.mpi_message_bytes = options.mpi_message_bytes;
   mesh.mpi = job->mpi;
   job->fabric = transport::connect_fabric(mesh, store, deadline);

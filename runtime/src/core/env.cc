@@ -143,6 +143,11 @@ constexpr std::array kVariables = {
              "net.core.wmem_max/rmem_max); 0 leaves "
              "the kernel's autotuning on.",
              0, kGiB},
+    Variable{"TUTTI_TCP_CONGESTION", Kind::kString, "auto", "",
+             "TCP congestion control of the data sockets: auto switches a socket the kernel gave "
+             "BBR to CUBIC (between veth pods BBR measured half of CUBIC's throughput) and keeps "
+             "any other; system keeps the kernel's choice; a name (cubic, reno, dctcp, ...) "
+             "sets that one, and fails if the kernel lacks it or does not allow it."},
     Variable{"TUTTI_MPI_MESSAGE_BYTES", Kind::kBytes, "60K", "",
              "Largest MPI message of TUTTI_TRANSPORT=mpi: larger payloads are cut into messages "
              "of this size. Below the MPI's eager limit (Open MPI's TCP: 64 KiB) every message "

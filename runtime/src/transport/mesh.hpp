@@ -40,8 +40,9 @@ struct MeshConfig {
   // Busy-wait rounds of a window wait before it yields. Unset: default_spin_rounds()
   // (shm/shm_window.hpp).
   std::optional<int> shm_spin_rounds;
-  int tcp_streams = 1;                // connections per pair of ranks
-  size_t tcp_buffer_bytes = 4 << 20;  // socket buffers; 0 leaves the kernel's autotuning on
+  int tcp_streams = 1;                  // connections per pair of ranks
+  size_t tcp_buffer_bytes = 4 << 20;    // socket buffers; 0 leaves the kernel's autotuning on
+  std::string tcp_congestion = "auto";  // auto|system|<algorithm> (net/congestion.hpp)
   // The MPI world (MPI bootstrap) for choice kMpi: every link goes over MPI point-to-point.
   std::shared_ptr<bootstrap::MpiSession> mpi;
   // Largest MPI message of the MPI transport; larger payloads are cut (mpi/mpi_links.cc).

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -333,9 +334,14 @@ int main(int argc, char** argv) {
       std::vector<float> data(4 << 20, 1.0f);
       auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(loop_seconds);
       long iterations = 0;
-      while (std::chrono::steady_clock::now() < end) {
+      // Every rank stops after the same iteration (the first whose time is up on any rank), so
+      // that no rank is left waiting for a peer that has already left.
+      std::array<int64_t, 1> time_up{0};
+      while (time_up[0] == 0) {
         comm.allreduce(std::span<float>(data), ReduceOp::kMax);
         ++iterations;
+        time_up[0] = std::chrono::steady_clock::now() >= end ? 1 : 0;
+        comm.allreduce(std::span<int64_t>(time_up), ReduceOp::kMax);
       }
       fmt::print("rank {}: {} large allreduces done\n", comm.rank(), iterations);
       return 0;

@@ -36,7 +36,9 @@ TEST(OptionsFromEnv, EverySettingFillsItsField) {
   setenv("TUTTI_SHM_SPIN_ROUNDS", "77", 1);
   setenv("TUTTI_SOCKET_IFNAME", "^docker,lo", 1);
   setenv("TUTTI_ADDR", "::1", 1);
+  setenv("TUTTI_TCP_CONGESTION", "reno", 1);
   const Options o = Options::from_env();
+  EXPECT_EQ(o.tcp_congestion, "reno");
   EXPECT_EQ(o.socket_ifname, "^docker,lo");
   EXPECT_EQ(o.listen_address, "::1");
   EXPECT_EQ(o.shm_window_bytes, 96u << 10);
@@ -45,9 +47,9 @@ TEST(OptionsFromEnv, EverySettingFillsItsField) {
   EXPECT_EQ(o.segment_bytes, 64u << 10);
   EXPECT_EQ(o.transport, TransportKind::kTcp);
   EXPECT_EQ(o.tcp_streams, 3);
-  for (const char* name :
-       {"TUTTI_COLLECTIVE_TIMEOUT", "TUTTI_SEGMENT_BYTES", "TUTTI_TRANSPORT", "TUTTI_TCP_STREAMS",
-        "TUTTI_SHM_WINDOW_BYTES", "TUTTI_SHM_SPIN_ROUNDS", "TUTTI_SOCKET_IFNAME", "TUTTI_ADDR"})
+  for (const char* name : {"TUTTI_COLLECTIVE_TIMEOUT", "TUTTI_SEGMENT_BYTES", "TUTTI_TRANSPORT",
+                           "TUTTI_TCP_STREAMS", "TUTTI_SHM_WINDOW_BYTES", "TUTTI_SHM_SPIN_ROUNDS",
+                           "TUTTI_SOCKET_IFNAME", "TUTTI_ADDR", "TUTTI_TCP_CONGESTION"})
     unsetenv(name);
   // Unset, they are tutti's defaults.
   const Options d = Options::from_env();
@@ -60,6 +62,21 @@ TEST(OptionsFromEnv, EverySettingFillsItsField) {
   EXPECT_FALSE(d.shm_spin_rounds.has_value());
   EXPECT_EQ(d.socket_ifname, "");
   EXPECT_EQ(d.listen_address, "");
+  EXPECT_EQ(d.tcp_congestion, "auto");
+}
+
+// A value that names no congestion control fails at init, not at the first TCP connection.
+TEST(OptionsFromEnv, MalformedTcpCongestionIsRefused) {
+  setenv("TUTTI_TCP_CONGESTION", "Cubic", 1);
+  try {
+    Options::from_env();
+    ADD_FAILURE() << "accepted TUTTI_TCP_CONGESTION=Cubic";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConfig);
+    EXPECT_NE(std::string(e.what()).find("TUTTI_TCP_CONGESTION='Cubic'"), std::string::npos)
+        << e.what();
+  }
+  unsetenv("TUTTI_TCP_CONGESTION");
 }
 
 TEST(AlgoOverrideErrors, UnknownNameIsRefused) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
@@ -28,6 +29,26 @@ constexpr size_t kMaxPendingHandshakes = 256;
 // accepting side can order them however they arrive and refuse a peer configured differently.
 using StreamHeader = std::array<std::byte, 8>;
 
+// Says once per process what TUTTI_TCP_CONGESTION did to the data sockets: a switch (info), or
+// an auto that could not leave BBR (warning: the setting's reason to exist is that BBR was slow).
+void report_congestion(const net::CongestionResult& cc) {
+  static std::atomic<bool> switched{false};
+  static std::atomic<bool> kept{false};
+  if (!cc.note.empty()) {
+    if (!kept.exchange(true))
+      log::warn(
+          "TCP data sockets keep {} (TUTTI_TCP_CONGESTION=auto would use cubic): {}. Between veth "
+          "pods BBR measured half of CUBIC's throughput; set TUTTI_TCP_CONGESTION=system to keep "
+          "the kernel's choice without this warning",
+          cc.before, cc.note);
+  } else if (cc.before != cc.after && !switched.exchange(true)) {
+    log::info(
+        "TCP data sockets use {} instead of the kernel's {} (TUTTI_TCP_CONGESTION; system "
+        "keeps the kernel's)",
+        cc.after, cc.before);
+  }
+}
+
 StreamHeader encode_stream_header(uint32_t index, uint32_t count) {
   StreamHeader h;
   std::memcpy(h.data(), &index, 4);
@@ -41,6 +62,8 @@ TcpMesh::TcpMesh(const MeshContext& context, std::vector<int> peers)
     : context_(context),
       peers_(std::move(peers)),
       streams_(context.config.tcp_streams),
+      congestion_(net::parse_congestion(context.config.tcp_congestion,
+                                        "TUTTI_TCP_CONGESTION (Options::tcp_congestion)")),
       buffer_bytes_(static_cast<int>(context.config.tcp_buffer_bytes)) {
   const MeshConfig& c = context_.config;
   // Bounded like TUTTI_TCP_STREAMS / TUTTI_TCP_BUFFER_BYTES: more streams only multiply sockets.
@@ -102,6 +125,10 @@ std::unique_ptr<Link> TcpMesh::make_channel(int peer, std::vector<net::Fd> socke
                                             const std::string& address) const {
   std::vector<std::unique_ptr<FramedChannel>> streams;
   for (auto& socket : sockets) {
+    const net::CongestionResult cc = net::apply_congestion(
+        socket.get(), congestion_,
+        fmt::format("rank {} on host {} (tcp {})", peer, context_.host(peer), address));
+    report_congestion(cc);
     streams.push_back(std::make_unique<FramedChannel>(
         peer, std::make_unique<TcpStream>(std::move(socket), peer, context_.host(peer), address,
                                           buffer_bytes_)));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "net/congestion.hpp"
 #include "net/socket.hpp"
 #include "transport/link.hpp"
 #include "transport/mesh_rendezvous.hpp"
@@ -33,7 +34,8 @@ class TcpMesh {
   std::vector<int> peers_;
   net::Fd listener_;
   net::Endpoint endpoint_;
-  int streams_;       // TUTTI_TCP_STREAMS
+  int streams_;                        // TUTTI_TCP_STREAMS
+  net::CongestionSetting congestion_;  // TUTTI_TCP_CONGESTION
   int buffer_bytes_;  // TUTTI_TCP_BUFFER_BYTES; 0 leaves the kernel's autotuning on
 };
 
