@@ -20,6 +20,11 @@ namespace {
 // Receives posted ahead of the one being reduced. Two is the minimum for overlap; four hides the
 // jitter of a busy peer without holding much scratch.
 constexpr size_t kWindow = 16;
+// Segments of step 0 sent before anything arrived from the previous rank. Two keep the link busy
+// while the first incoming segment travels; more only land in a late peer's stash (a copy each):
+// with back-to-back calls between 2 pods, sending the whole window up front (16) ran 15-25%
+// slower than two when the network was fast (docs/PERFORMANCE.md).
+constexpr size_t kFirstSends = 2;
 // Completed send requests are dropped once this many pile up, so long pipelines stay small.
 constexpr size_t kPruneSends = 256;
 // Before sleeping in the transport's wait, poll the channels (yielding between polls) this long: a
@@ -78,7 +83,7 @@ class RingRun {
   }
 
   void run() {
-    send_first_chunk(window_);
+    send_first_chunk(std::min(window_, kFirstSends));
     Item post = first_item({0, 0});
     std::array<transport::Request, kWindow> pending;
     std::array<Item, kWindow> pending_items;
@@ -147,10 +152,10 @@ class RingRun {
   static constexpr size_t kAll = ~size_t{0};
 
   // Sends the first chunk's segments up to (not including) `until`. The next rank posts only
-  // window_ receives ahead, so a segment sent far earlier lands in its channel's unexpected
-  // stash: a fresh allocation (page faults) and one more copy per segment. Pacing step 0 by this
-  // rank's own step 0 receives keeps the ring in step without any extra message: every rank sends
-  // its first window_ segments unconditionally, so each later one only waits on earlier ones.
+  // window_ receives ahead, and none before it starts the call, so a segment sent early lands in
+  // its channel's unexpected stash: one more copy per segment. Pacing step 0 by this rank's own
+  // step 0 receives keeps the ring in step without any extra message: every rank sends its first
+  // kFirstSends segments unconditionally, so each later one only waits on earlier ones.
   void send_first_chunk(size_t until) {
     const int chunk = send_chunk(0);
     const size_t end = std::min(until, chunk_segments(chunk));
