@@ -22,8 +22,8 @@ namespace {
 constexpr size_t kWindow = 16;
 // Segments of step 0 sent before anything arrived from the previous rank. Two keep the link busy
 // while the first incoming segment travels; more only land in a late peer's stash (a copy each):
-// with back-to-back calls between 2 pods, sending the whole window up front (16) ran 15-25%
-// slower than two when the network was fast (docs/PERFORMANCE.md).
+// with back-to-back 4 MiB calls between 2 pods, sending the whole window up front (16) ran about
+// 12% slower than two when the network was fast, and level when slow (docs/PERFORMANCE.md).
 constexpr size_t kFirstSends = 2;
 // Completed send requests are dropped once this many pile up, so long pipelines stay small.
 constexpr size_t kPruneSends = 256;
