@@ -31,7 +31,10 @@ if ! has bbr; then
   echo "SKIP: the kernel has no bbr (net.ipv4.tcp_available_congestion_control)"
   exit 77
 fi
-ip netns add "$ns" || { echo "FAIL: ip netns add"; exit 1; }
+if ! ip netns add "$ns" 2>"$work/netns.err"; then
+  echo "SKIP: cannot create a network namespace: $(cat "$work/netns.err")"
+  exit 77
+fi
 ip netns exec "$ns" ip link set lo up
 
 fail=0
