@@ -46,7 +46,10 @@ run_case() {
     "$tuttirun" -np 3 -- "$check" --loop-seconds 4 >"$work/$name.out" 2>&1 &
   local job=$!
   local seen=""
-  for _ in $(seq 1 60); do
+  # Look while the job runs (its loop lasts 4 s after init, however long a busy machine takes to
+  # get there), for at most 120 s.
+  local until=$((SECONDS + 120))
+  while kill -0 "$job" 2>/dev/null && [ "$SECONDS" -lt "$until" ]; do
     sleep 0.2
     # Data sockets carry the loop's 16 MiB allreduces: above 1 MB sent or received (a ring sends
     # one way on each connection). Each socket's line of the process is followed by one that

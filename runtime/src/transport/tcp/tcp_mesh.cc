@@ -124,11 +124,10 @@ void TcpMesh::connect_to(int peer, std::vector<std::unique_ptr<Link>>& channels)
 std::unique_ptr<Link> TcpMesh::make_channel(int peer, std::vector<net::Fd> sockets,
                                             const std::string& address) const {
   std::vector<std::unique_ptr<FramedChannel>> streams;
+  const std::string who =
+      fmt::format("rank {} on host {} (tcp {})", peer, context_.host(peer), address);
   for (auto& socket : sockets) {
-    const net::CongestionResult cc = net::apply_congestion(
-        socket.get(), congestion_,
-        fmt::format("rank {} on host {} (tcp {})", peer, context_.host(peer), address));
-    report_congestion(cc);
+    report_congestion(net::apply_congestion(socket.get(), congestion_, who));
     streams.push_back(std::make_unique<FramedChannel>(
         peer, std::make_unique<TcpStream>(std::move(socket), peer, context_.host(peer), address,
                                           buffer_bytes_)));
