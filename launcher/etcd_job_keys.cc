@@ -10,6 +10,10 @@ namespace {
 
 // The key the running tuttirun holds (on its lease) in the attempt's prefix.
 constexpr const char* kHolder = "tuttirun";
+// How long the job's end waits for etcd to remove its keys: an etcd that went away would
+// otherwise hold tuttirun's exit for a whole request timeout, and the keys expire with their
+// leases anyway.
+constexpr std::chrono::seconds kClearAtEnd{2};
 
 }  // namespace
 
@@ -37,7 +41,7 @@ EtcdJobKeys::EtcdJobKeys(const std::string& store_url, const std::string& job_id
 
 EtcdJobKeys::~EtcdJobKeys() {
   try {
-    const int64_t removed = store_->clear();
+    const int64_t removed = store_->clear("", Deadline::after(kClearAtEnd));
     log::debug("tuttirun: removed the job's {} keys from {}", removed, store_->describe());
   } catch (const Error& e) {
     log::warn(

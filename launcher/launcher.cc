@@ -26,6 +26,7 @@
 #include "launcher/plan.hpp"
 #include "launcher/shm_cleanup.hpp"
 #include "launcher/signal_watcher.hpp"
+#include "launcher/silent_ranks.hpp"
 #include "launcher/supervisor.hpp"
 #include "launcher/torch_env.hpp"
 #include "net/host_interfaces.hpp"
@@ -219,12 +220,28 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
   s.job.restart_count = attempt;
   SegmentSweep sweep(s.job.job_id);
   // The job's store: one tuttirun serves, or (--store) a prefix of its own in an etcd.
+  // Ranks whose heartbeat stops (--hang-timeout) are reported here by the server's threads
+  // (declared first, so that it outlives them); the heartbeats travel on the ranks' connections
+  // to tuttirun's own store.
+  SilentRanks silent;
   std::optional<bootstrap::TcpStoreServer> served;
   std::optional<EtcdJobKeys> etcd_keys;
+  const double hang_timeout = s.options.hang_timeout_seconds.value_or(
+      s.options.min_np > 0 ? kDefaultHangTimeoutSeconds : 0.0);
   if (s.options.store_url.empty()) {
     served.emplace(s.store.bind, s.options.store_port, s.job.job_token);
     s.job.store_address = net::Endpoint{s.store.dial, served->port()}.to_string();
+    if (hang_timeout > 0)
+      served->watch_heartbeats(std::chrono::milliseconds(static_cast<int64_t>(hang_timeout * 1000)),
+                               [&silent](int64_t id, int32_t pid, double quiet) {
+                                 silent.report(SilentRank{id, static_cast<pid_t>(pid), quiet});
+                               });
   } else {
+    if (s.options.hang_timeout_seconds.value_or(0) > 0)
+      log::warn(
+          "tuttirun: --hang-timeout needs tuttirun's own store (the ranks' heartbeats travel on "
+          "their connections to it); with --store a stopped rank is found at "
+          "TUTTI_COLLECTIVE_TIMEOUT instead");
     etcd_keys.emplace(s.options.store_url, s.job.job_id, attempt);
     s.job.store_address = etcd_keys->url();
   }
@@ -251,11 +268,13 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
                               const std::vector<std::pair<std::string, std::string>>& extra) {
     Environment env = rank_environment(base, s.exports, slot, size, s.job);
     for (const auto& [name, value] : extra) env.set(name, value);
-    if (elastic) {
-      // Below --min-np the survivors wait in elastic::run for the ranks this launcher adds.
-      env.set("TUTTI_ELASTIC_MIN_NP", std::to_string(s.options.min_np));
+    // Its index in `ranks`: the heartbeats it sends under this number find its process.
+    env.set("TUTTI_LAUNCH_ID", std::to_string(ranks.size()));
+    // Below --min-np the survivors wait in elastic::run for the ranks this launcher adds, or,
+    // when no ranks can come (no discovery), fail at once instead of starting another step.
+    if (s.options.min_np > 0) env.set("TUTTI_ELASTIC_MIN_NP", std::to_string(s.options.min_np));
+    if (elastic)
       env.set("TUTTI_ELASTIC_TIMEOUT", fmt::format("{}", s.options.elastic_timeout_seconds));
-    }
     if (set_torch_identity(env, s.exports, slot, size) && !one_thread_said) {
       one_thread_said = true;
       log::info(
@@ -319,8 +338,8 @@ int run_attempt(JobSetup& s, SignalWatcher& signals, int attempt, bool* interrup
   Supervisor supervisor(
       ranks, *backend, mux, signals,
       SupervisorOptions{s.options.grace_seconds, s.options.verbose, backend->remote(),
-                        s.options.min_np, s.options.elastic_timeout_seconds},
-      growth ? &*growth : nullptr);
+                        s.options.min_np, s.options.elastic_timeout_seconds, hang_timeout},
+      growth ? &*growth : nullptr, &silent);
   int code = supervisor.run();
   *interrupted = supervisor.interrupted();
   return code;

@@ -22,39 +22,40 @@ namespace {
 
 // Options that consume the next argument unless written as --opt=value. Needed to find where the
 // rank command starts without letting CLI11 swallow the command's own options.
-constexpr std::array<std::string_view, 33> kValueOptions = {"-np",
-                                                            "-n",
-                                                            "--np",
-                                                            "--timeout",
-                                                            "--grace",
-                                                            "-x",
-                                                            "--job-id",
-                                                            "--store-port",
-                                                            "--hostfile",
-                                                            "--machinefile",
-                                                            "-H",
-                                                            "--host",
-                                                            "--pods",
-                                                            "--pods-file",
-                                                            "--slots",
-                                                            "--exec",
-                                                            "--kubexec",
-                                                            "--ssh",
-                                                            "--remote-tuttirun",
-                                                            "--probe-timeout",
-                                                            "--store-addr",
-                                                            "--output-dir",
-                                                            "--restarts",
-                                                            "--restart-backoff",
-                                                            "--mpirun-path",
-                                                            "--min-np",
-                                                            "--host-discovery-script",
-                                                            "--max-np",
-                                                            "--discovery-interval",
-                                                            "--blacklist-after",
-                                                            "--pods-selector",
-                                                            "--store",
-                                                            "--elastic-timeout"};
+constexpr std::array kValueOptions = std::to_array<std::string_view>({"-np",
+                                                                      "-n",
+                                                                      "--np",
+                                                                      "--timeout",
+                                                                      "--grace",
+                                                                      "-x",
+                                                                      "--job-id",
+                                                                      "--store-port",
+                                                                      "--hostfile",
+                                                                      "--machinefile",
+                                                                      "-H",
+                                                                      "--host",
+                                                                      "--pods",
+                                                                      "--pods-file",
+                                                                      "--slots",
+                                                                      "--exec",
+                                                                      "--kubexec",
+                                                                      "--ssh",
+                                                                      "--remote-tuttirun",
+                                                                      "--probe-timeout",
+                                                                      "--store-addr",
+                                                                      "--output-dir",
+                                                                      "--restarts",
+                                                                      "--restart-backoff",
+                                                                      "--mpirun-path",
+                                                                      "--min-np",
+                                                                      "--host-discovery-script",
+                                                                      "--max-np",
+                                                                      "--discovery-interval",
+                                                                      "--blacklist-after",
+                                                                      "--pods-selector",
+                                                                      "--store",
+                                                                      "--elastic-timeout",
+                                                                      "--hang-timeout"});
 
 bool takes_value(std::string_view arg) {
   return std::find(kValueOptions.begin(), kValueOptions.end(), arg) != kValueOptions.end();
@@ -230,6 +231,14 @@ ParseResult parse_options(std::span<const std::string> args) {
       "Elastic: when deaths leave fewer than --min-np ranks, wait this long (seconds, "
       "default 600) for the discovery script to give hosts for new ranks before stopping "
       "the job; the survivors wait in elastic::run");
+  std::string hang_timeout_text;
+  app.add_option(
+      "--hang-timeout", hang_timeout_text,
+      fmt::format("Seconds a rank's heartbeat (one a second, from a thread of its own) may stop "
+                  "before tuttirun takes the rank for stopped or hung, kills it and counts it as "
+                  "failed, so that the survivors of an elastic job shrink it away (default {:g} "
+                  "with --min-np, else 0: off; ranks started into tuttirun's own store)",
+                  kDefaultHangTimeoutSeconds));
   app.add_flag("--mpirun", opts.mpirun,
                "Hand the job to Open MPI's mpirun with a hostfile and kubexec/ssh as its remote "
                "shell");
@@ -292,6 +301,8 @@ ParseResult parse_options(std::span<const std::string> args) {
     opts.probe_timeout_seconds = parse::seconds(probe_text, "--probe-timeout");
     opts.restart_backoff_seconds = parse::seconds(backoff_text, "--restart-backoff");
     opts.grace_seconds = parse::seconds(grace_text, "--grace");
+    if (app.count("--hang-timeout") > 0)
+      opts.hang_timeout_seconds = parse::seconds(hang_timeout_text, "--hang-timeout");
     if (app.count("--timeout") > 0) {
       // The ranks' init deadline: 0 is refused (with a hint) as it is for TUTTI_TIMEOUT.
       parse::seconds(timeout_text, "--timeout", 0.001);

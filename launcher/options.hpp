@@ -19,6 +19,11 @@ inline constexpr int kExitCommandNotFound = 127;
 // The most ranks one job may have (the runtime's TUTTI_SIZE bound).
 inline constexpr int64_t kMaxRanks = 1 << 20;
 
+// --hang-timeout's default in jobs that outlive a failed rank (--min-np): well under a minute, so
+// that a stopped rank costs the survivors seconds, and ten heartbeats long, so that a busy one is
+// never taken for it.
+constexpr double kDefaultHangTimeoutSeconds = 10.0;
+
 struct LaunchOptions {
   int np = 0;  // 0: not given (every slot of the hosts)
   HostOptions hosts;
@@ -42,6 +47,9 @@ struct LaunchOptions {
   int blacklist_after = 1;
   // Below --min-np an elastic job waits this long for hosts before it stops.
   double elastic_timeout_seconds = 600.0;
+  // --hang-timeout: a rank whose heartbeat stops this long (stopped, hung in the kernel) is killed
+  // and counts as failed. Unset: kDefaultHangTimeoutSeconds with --min-np, else off (0).
+  std::optional<double> hang_timeout_seconds;
   double restart_backoff_seconds = 10.0;
   bool mpirun = false;
   std::string mpirun_path = "mpirun";

@@ -149,6 +149,9 @@ class RankRunner {
     if (stopping_) return;
     stopping_ = true;
     ::kill(-group_, SIGTERM);
+    // A stopped rank (tuttirun ends a rank whose heartbeat stopped this way) takes its SIGTERM
+    // once it runs again, not a grace period later with SIGKILL.
+    ::kill(-group_, SIGCONT);
     *kill_at = Deadline::after_seconds(req_.grace_seconds);
   }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -36,13 +37,15 @@ std::string failure_summary(const std::vector<RankOutcome>& failed, int world_si
 }
 
 Supervisor::Supervisor(std::vector<RankProcess>& ranks, ExecBackend& backend, OutputMux& mux,
-                       SignalWatcher& signals, SupervisorOptions options, ElasticGrowth* growth)
+                       SignalWatcher& signals, SupervisorOptions options, ElasticGrowth* growth,
+                       SilentRanks* silent)
     : ranks_(ranks),
       backend_(backend),
       mux_(mux),
       signals_(signals),
       options_(options),
-      growth_(growth) {}
+      growth_(growth),
+      silent_(silent) {}
 
 void Supervisor::say(const std::string& line) {
   mux_.sink().write(Stream::kStderr, line + "\n");
@@ -64,7 +67,10 @@ void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
   if (options_.verbose)
     log::info("tuttirun: rank {} (pid {}) {}", r.slot.rank, r.process.pid(), status.describe());
   if (growth_ != nullptr) growth_->on_exit(r.slot.rank, !status.success());
-  if (status.success()) return;
+  if (status.success()) {
+    ++succeeded_;
+    return;
+  }
   const auto stop_signal = [](int s) { return s == SIGTERM || s == SIGKILL; };
   const bool stop_code =
       status.kind == ExitStatus::Kind::kExited && stop_signal(status.value - 128);
@@ -84,7 +90,9 @@ void Supervisor::on_exit(RankProcess& r, const ExitStatus& status) {
   if (options_.min_ranks > 0) {
     const int running = static_cast<int>(std::count_if(
         ranks_.begin(), ranks_.end(), [](const RankProcess& p) { return !p.process.reaped(); }));
-    if (running >= options_.min_ranks) {
+    // Ranks that already finished their work count as ranks the job kept: a failure after them
+    // (a last rank killed once the others were done) does not undo the job.
+    if (running + succeeded_ >= options_.min_ranks) {
       say(fmt::format("{}; {} rank{} go on (--min-np {})",
                       rank_failure_line(r.slot.rank, r.process.pid(), status, host), running,
                       running == 1 ? "" : "s", options_.min_ranks));
@@ -130,6 +138,26 @@ void Supervisor::on_signal(int sig) {
     kill_now_ = true;
     phase_deadline_ = Deadline::after_seconds(0);
   }
+}
+
+void Supervisor::on_silent(const SilentRank& silent) {
+  if (silent.launch_id < 0 || silent.launch_id >= static_cast<int64_t>(ranks_.size())) return;
+  RankProcess& r = ranks_[static_cast<size_t>(silent.launch_id)];
+  if (r.process.reaped()) return;
+  const std::string host = options_.name_hosts ? r.slot.host : "";
+  say(fmt::format(
+      "tuttirun: {} (pid {}) sent no heartbeat for {:.1f}s (stopped, or hung in the kernel); "
+      "killing it, as a failed rank (--hang-timeout {:g})",
+      rank_and_host(r.slot.rank, host), backend_.remote() ? r.process.pid() : silent.pid,
+      silent.seconds, options_.hang_timeout_seconds));
+  // Here, the process that beat is ours to kill (a wrapper script's child, say), once it is seen
+  // to belong to the job's process group. Remote, ending the exec client makes the rank's agent
+  // end the rank.
+  if (!backend_.remote() && silent.pid > 0 && ::getpgid(silent.pid) >= 0 &&
+      ::getpgid(silent.pid) == ::getpgid(r.process.pid()))
+    ::kill(silent.pid, SIGKILL);
+  else
+    r.process.signal(SIGKILL);
 }
 
 void Supervisor::escalate() {
@@ -189,6 +217,8 @@ int Supervisor::run() {
   while (!all_reaped()) {
     mux_.poll_once(phase_deadline_.remaining_ms(kReapIntervalMs), signals_.fd());
     for (int sig : signals_.take()) on_signal(sig);
+    if (silent_ != nullptr)
+      for (const SilentRank& silent : silent_->take()) on_silent(silent);
     for (RankProcess& r : ranks_) {
       if (r.process.reaped()) continue;
       if (auto status = r.process.try_reap()) on_exit(r, *status);

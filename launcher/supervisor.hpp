@@ -13,6 +13,7 @@
 #include "launcher/output_mux.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/signal_watcher.hpp"
+#include "launcher/silent_ranks.hpp"
 
 namespace tutti::launcher {
 
@@ -31,6 +32,8 @@ struct SupervisorOptions {
   // An elastic job (with growth) below min_ranks waits this long for hosts to bring it back before
   // it stops (--elastic-timeout).
   double elastic_timeout_seconds = 600.0;
+  // --hang-timeout (0: off), for what tuttirun says when it ends a silent rank.
+  double hang_timeout_seconds = 0;
 };
 
 // One rank's end, as the summary reports it.
@@ -51,7 +54,8 @@ class Supervisor {
   // `growth` (elastic jobs, may be null) is asked to grow while the job runs, and told of every
   // rank's end; ranks it starts are appended to `ranks`.
   Supervisor(std::vector<RankProcess>& ranks, ExecBackend& backend, OutputMux& mux,
-             SignalWatcher& signals, SupervisorOptions options, ElasticGrowth* growth = nullptr);
+             SignalWatcher& signals, SupervisorOptions options, ElasticGrowth* growth = nullptr,
+             SilentRanks* silent = nullptr);
 
   // Runs until every rank has been reaped and its output drained. Returns tuttirun's exit code:
   // 0, the first failure's status (128 + signal for a signal), or 128 + the signal that
@@ -66,6 +70,8 @@ class Supervisor {
 
   void on_exit(RankProcess& r, const ExitStatus& status);
   void on_signal(int sig);
+  // A rank whose heartbeat stopped (--hang-timeout): killed, so that it fails like a dead one.
+  void on_silent(const SilentRank& silent);
   void escalate();
   // Below --min-np in an elastic job: back above it, or out of time (then the job stops).
   void check_below_min();
@@ -79,6 +85,7 @@ class Supervisor {
   SignalWatcher& signals_;
   SupervisorOptions options_;
   ElasticGrowth* growth_;
+  SilentRanks* silent_;
 
   Phase phase_ = Phase::kRunning;
   Deadline phase_deadline_ = Deadline::never();
@@ -88,6 +95,7 @@ class Supervisor {
   bool interrupted_ = false;
   bool kill_now_ = false;  // a second interrupt asked for SIGKILL at once
   bool went_on_ = false;   // a rank failed and the others went on (--min-np)
+  int succeeded_ = 0;      // ranks that exited 0
   // Set while an elastic job runs below --min-np, waiting for hosts: when it gives up.
   std::optional<Deadline> below_min_until_;
 };

@@ -113,11 +113,14 @@ struct RunOptions {
   std::chrono::milliseconds wait_timeout{-1};
 };
 
-// Calls work(comm) until it returns. When a call inside it fails because ranks died or aborted
-// (Error kPeerFailure, kAborted), the survivors shrink the communicator (again, up to 3 times, if
-// ranks die during the shrink), restore `state` to its last commit, sync it from the shrunk
-// communicator's rank 0, run the reset callbacks and call work again with the shrunk
-// communicator. Any other error (a bug, a timeout, a mismatch) is rethrown.
+// Calls work(comm) until it returns. When a call inside it fails because ranks died, aborted or
+// stopped answering (Error kPeerFailure, kAborted, kTimeout), the survivors shrink the
+// communicator, restore `state` to its last commit, sync it from the shrunk communicator's rank 0,
+// run the reset callbacks and call work again with the shrunk communicator. A rank that dies or
+// stops answering during that recovery (the shrink, the sync, a callback) makes them shrink again,
+// as often as needed. Below the job's --min-np (TUTTI_ELASTIC_MIN_NP) a job that cannot grow fails
+// at once with the failure's code, before another step. Any other error (a bug, a mismatch, a bad
+// argument) is rethrown.
 // In an elastic job (tuttirun --max-np) ranks may also join: a commit() throws
 // MembershipChanged, and every member regroups with the newcomers (Communicator::regroup), syncs
 // the state from rank 0 and runs the callbacks; a process the launcher started into a running

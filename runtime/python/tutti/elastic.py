@@ -141,19 +141,84 @@ def _wait_for_ranks(comm, epoch, wanted, timeout):
     return comm, epoch
 
 
+_SURVIVABLE = ("PEER_FAILURE", "ABORTED", "TIMEOUT")
+
+
+def _survivable(error):
+    """Ranks died (PEER_FAILURE), peers failed because of it (ABORTED), or a rank stopped
+    answering (TIMEOUT: a collective waited past TUTTI_COLLECTIVE_TIMEOUT for it). Anything else is
+    the program's to handle."""
+    return any(error.code == getattr(tutti.ErrorCode, name) for name in _SURVIVABLE)
+
+
+def _shrink(comm, cause):
+    """shrink(), again while the lowest survivor dies inside it (PEER_FAILURE there), at most once
+    per rank; any other failure ends this rank's run, saying what it recovered from."""
+    for attempt in range(1, comm.size + 1):
+        try:
+            return comm.shrink()
+        except tutti.Error as s:
+            if s.code == tutti.ErrorCode.PEER_FAILURE and attempt < comm.size:
+                continue
+            error = tutti.Error(f"elastic.run on rank {comm.rank}: the shrink after a failure "
+                                f"failed; the failure was: {cause}; the shrink: {s}")
+            error.code = s.code
+            raise error from s
+
+
+def _recover(comm, state, failure, ctx):
+    """After `failure` on `comm`: shrink, roll back, wait for ranks below the job's minimum (a job
+    that grows), sync from rank 0 and run the callbacks; a rank that dies or stops answering during
+    any of it makes the survivors shrink again, as long as enough are left."""
+    cause, code = str(failure), failure.code
+    while True:
+        if ctx["resets"] >= ctx["max_resets"]:
+            raise failure
+        ctx["resets"] += 1
+        nxt = _shrink(comm, cause)
+        if nxt.size < ctx["min_size"]:
+            error = tutti.Error(f"elastic.run: {nxt.size} rank(s) left, fewer than min_size "
+                                f"{ctx['min_size']}; the failure was: {cause}")
+            error.code = code
+            raise error
+        min_np = ctx["wait_for_size"]
+        if not ctx["elastic"] and nxt.size < min_np:
+            error = tutti.Error(
+                f"elastic.run on rank {nxt.rank}: {nxt.size} rank(s) left, fewer than the job's "
+                f"--min-np {min_np}: no step runs below it and no ranks can join (a job that "
+                f"grows needs --host-discovery-script); the job stops. The failure was: {cause}")
+            error.code = code
+            raise error
+        comm = nxt
+        state.restore()
+        if ctx["elastic"]:
+            comm, ctx["epoch"] = _wait_for_ranks(comm, ctx["epoch"], ctx["wait_for_size"],
+                                                 ctx["wait_timeout"])
+        try:
+            state.sync(comm, 0)
+            state._reset(comm)
+            return comm
+        except tutti.Error as e:
+            if not _survivable(e):
+                raise
+            cause, code, failure = str(e), e.code, e
+
+
 def run(work, state, comm=None, *, max_resets=1 << 30, min_size=1, wait_for_size=None,
         wait_timeout=None):
     """Calls work(comm) until it returns, and returns the communicator it finished on. When a call
-    inside it fails because ranks died or aborted (PEER_FAILURE, ABORTED), the survivors shrink,
-    restore the state to its last commit, sync it from rank 0, run the callbacks and call work
-    again. In an elastic job (tuttirun --host-discovery-script) a commit that sees newcomers makes
-    every member regroup with them and sync them, and a shrink below wait_for_size ranks (default
-    TUTTI_ELASTIC_MIN_NP: tuttirun's --min-np) waits up to wait_timeout seconds (default
-    TUTTI_ELASTIC_TIMEOUT) for the launcher to add ranks. Other errors are raised."""
+    inside it fails because ranks died, aborted or stopped answering (PEER_FAILURE, ABORTED,
+    TIMEOUT), the survivors shrink, restore the state to its last commit, sync it from rank 0, run
+    the callbacks and call work again; a rank that dies during that makes them shrink again. Below
+    the job's --min-np (wait_for_size, default TUTTI_ELASTIC_MIN_NP) a job that grows (tuttirun
+    --host-discovery-script) waits up to wait_timeout seconds (default TUTTI_ELASTIC_TIMEOUT) for
+    the launcher to add ranks; any other job fails at once, before another step. In a job that
+    grows, a commit that sees newcomers makes every member regroup with them and sync them. Other
+    errors are raised."""
     if wait_for_size is None:
         wait_for_size = int(os.environ.get("TUTTI_ELASTIC_MIN_NP", "0") or 0)
     if wait_timeout is None:
-        wait_timeout = float(os.environ.get("TUTTI_ELASTIC_TIMEOUT", "600") or 600)
+        wait_timeout = _seconds(os.environ.get("TUTTI_ELASTIC_TIMEOUT", "600") or "600")
     global _joined
     comm = comm if comm is not None else tutti.world()
     elastic = "TUTTI_ELASTIC_EPOCH" in os.environ
@@ -168,43 +233,43 @@ def run(work, state, comm=None, *, max_resets=1 << 30, min_size=1, wait_for_size
     elif not state.commits:
         raise _invalid("elastic.run: commit() the state once before run(): it is what a failure "
                        "rolls back to")
-    resets = 0
+    ctx = {"resets": 0, "max_resets": max_resets, "min_size": min_size, "elastic": elastic,
+           "epoch": epoch, "wait_for_size": wait_for_size, "wait_timeout": wait_timeout}
     try:
         while True:
             state._watched = comm if elastic else None
-            state._epoch = max(state._epoch, epoch)
+            state._epoch = max(state._epoch, ctx["epoch"])
             try:
                 work(comm)
                 return comm
             except MembershipChanged as changed:
                 state._watched = None
                 comm = comm.regroup(changed.epoch)
-                epoch = changed.epoch
-                state.sync(comm, 0)
-                state._reset(comm)
+                ctx["epoch"] = changed.epoch
+                try:
+                    state.sync(comm, 0)
+                    state._reset(comm)
+                except tutti.Error as e:
+                    if not _survivable(e):
+                        raise
+                    comm = _recover(comm, state, e, ctx)
             except tutti.Error as e:
                 state._watched = None
-                if e.code not in (tutti.ErrorCode.PEER_FAILURE, tutti.ErrorCode.ABORTED):
+                if not _survivable(e):
                     raise
-                if resets >= max_resets:
-                    raise
-                resets += 1
-                for attempt in range(3):  # the lowest survivor may die inside the shrink
-                    try:
-                        comm = comm.shrink()
-                        break
-                    except tutti.Error as s:
-                        if s.code != tutti.ErrorCode.PEER_FAILURE or attempt == 2:
-                            raise
-                if comm.size < min_size:
-                    raise
-                state.restore()
-                if elastic:
-                    comm, epoch = _wait_for_ranks(comm, epoch, wait_for_size, wait_timeout)
-                state.sync(comm, 0)
-                state._reset(comm)
+                comm = _recover(comm, state, e, ctx)
     finally:
         state._watched = None
+
+
+def _seconds(text):
+    """TUTTI_ELASTIC_TIMEOUT as the C++ side reads it: a number of seconds, or with a unit (ms, s,
+    m, h)."""
+    text = text.strip()
+    for unit, scale in (("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+        if text.endswith(unit) and not (unit == "s" and text.endswith("ms")):
+            return float(text[:-len(unit)]) * scale
+    return float(text)
 
 
 def _np():

@@ -15,8 +15,21 @@
 namespace tutti::elastic {
 namespace {
 
-// Shrinks run() tries in a row when ranks keep dying during the shrink itself.
-constexpr int kShrinkAttempts = 3;
+// Failures the survivors go on from: ranks died (kPeerFailure), peers failed because of it
+// (kAborted), or a rank stopped answering (kTimeout: a collective that waited past
+// TUTTI_COLLECTIVE_TIMEOUT for it, or its abort notice). A mismatch, a bad argument or a bug is the
+// program's to handle.
+bool survivable(const Error& e) {
+  return e.code() == ErrorCode::kPeerFailure || e.code() == ErrorCode::kAborted ||
+         e.code() == ErrorCode::kTimeout;
+}
+
+// The job's --min-np (TUTTI_ELASTIC_MIN_NP, set by tuttirun; 0: none).
+int job_min_np() {
+  return env::is_set("TUTTI_ELASTIC_MIN_NP")
+             ? static_cast<int>(env::get_int("TUTTI_ELASTIC_MIN_NP"))
+             : 0;
+}
 
 }  // namespace
 
@@ -123,6 +136,79 @@ Communicator wait_for_ranks(Communicator comm, int64_t& epoch, const RunOptions&
 
 }  // namespace
 
+namespace {
+
+// shrink(), again while the lowest survivor dies inside it before it made the new communicator
+// (kPeerFailure there): at most once per rank. Any other failure of the shrink ends this rank's
+// run, saying what it recovered from (a store that stopped answering, or the survivors agreed
+// without this rank: it was taken for hung and must not come back with its stale state).
+Communicator shrink_again_and_again(const Communicator& comm, const std::string& cause) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return comm.shrink();
+    } catch (const Error& s) {
+      if (s.code() == ErrorCode::kPeerFailure && attempt < comm.size()) continue;
+      throw Error(s.code(), fmt::format("elastic::run on rank {}: the shrink after a failure "
+                                        "failed; the failure was: {}; the shrink: {}",
+                                        comm.rank(), cause, s.what()));
+    }
+  }
+}
+
+struct Recovery {
+  State& state;
+  const RunOptions& options;
+  bool elastic;
+  int64_t& epoch;
+  int resets = 0;
+
+  // After `failure` on `comm`: shrink, roll back to the last commit, wait for ranks when below
+  // the job's minimum (a job that grows), sync from rank 0 and run the callbacks. A rank that dies
+  // or stops answering during any of it makes the survivors shrink again, as often as ranks die
+  // and enough are left: every survivor fails in the step it shares with the dead rank or in its
+  // first collective after it, and each one shrinks the same communicator, so that all agree.
+  Communicator operator()(Communicator comm, const Error& failure) {
+    std::string cause = failure.what();
+    ErrorCode code = failure.code();
+    for (;;) {
+      if (resets >= options.max_resets) throw Error(code, cause);
+      ++resets;
+      const int before = comm.size();
+      Communicator next = shrink_again_and_again(comm, cause);
+      if (next.size() < options.min_size)
+        throw Error(code, fmt::format("elastic::run: {} rank(s) left, fewer than min_size {}; "
+                                      "the failure was: {}",
+                                      next.size(), options.min_size, cause));
+      const int min_np = options.wait_for_size >= 0 ? options.wait_for_size : job_min_np();
+      if (!elastic && next.size() < min_np)
+        throw Error(code, fmt::format("elastic::run on rank {}: {} rank(s) left, fewer than the "
+                                      "job's --min-np {}: no step runs below it and no ranks can "
+                                      "join (a job that grows needs --host-discovery-script); "
+                                      "the job stops. The failure was: {}",
+                                      next.rank(), next.size(), min_np, cause));
+      log::warn("elastic::run: {} of {} ranks go on after: {}", next.size(), before, cause);
+      comm = std::move(next);
+      state.restore();
+      if (elastic) comm = wait_for_ranks(std::move(comm), epoch, options);
+      try {
+        state.sync(comm, 0);
+        state.reset(comm);
+        return comm;
+      } catch (const Error& e) {
+        if (!survivable(e)) throw;
+        log::warn(
+            "elastic::run on rank {}: a rank failed while the {} survivors took the state "
+            "({}); shrinking again",
+            comm.rank(), comm.size(), e.what());
+        cause = e.what();
+        code = e.code();
+      }
+    }
+  }
+};
+
+}  // namespace
+
 Communicator run(Communicator comm, State& state,
                  const std::function<void(const Communicator&)>& work, const RunOptions& options) {
   // An elastic job's ranks (tuttirun --max-np) watch for newcomers at each commit; a process
@@ -150,7 +236,8 @@ Communicator run(Communicator comm, State& state,
     State& state;
     ~Unwatch() { state.watched_ = nullptr; }
   } unwatch{state};
-  for (int resets = 0;; ++resets) {
+  Recovery recover{state, options, elastic, epoch};
+  for (;;) {
     try {
       state.watched_ = elastic ? &comm : nullptr;
       state.epoch_ = std::max(state.epoch_, epoch);
@@ -163,36 +250,17 @@ Communicator run(Communicator comm, State& state,
       epoch = m.epoch();
       log::info("elastic::run: membership {}: {} ranks (were {}); this is rank {}", epoch,
                 comm.size(), before, comm.rank());
-      state.sync(comm, 0);
-      state.reset(comm);
+      try {
+        state.sync(comm, 0);
+        state.reset(comm);
+      } catch (const Error& e) {
+        if (!survivable(e)) throw;
+        comm = recover(std::move(comm), e);
+      }
     } catch (const Error& e) {
       state.watched_ = nullptr;
-      // Ranks that died, or peers that failed because of it: the survivors go on. Anything else
-      // (a mismatch, a timeout, a bad argument) is the program's to handle.
-      if (e.code() != ErrorCode::kPeerFailure && e.code() != ErrorCode::kAborted) throw;
-      if (resets >= options.max_resets) throw;
-      const int before = comm.size();
-      Communicator next;
-      // The lowest survivor may die inside the shrink itself (kPeerFailure on the others): shrink
-      // again, a few times at most.
-      for (int attempt = 1;; ++attempt) {
-        try {
-          next = comm.shrink();
-          break;
-        } catch (const Error& s) {
-          if (s.code() != ErrorCode::kPeerFailure || attempt >= kShrinkAttempts) throw;
-        }
-      }
-      if (next.size() < options.min_size)
-        throw Error(e.code(), fmt::format("elastic::run: {} rank(s) left, fewer than min_size {}; "
-                                          "the failure was: {}",
-                                          next.size(), options.min_size, e.what()));
-      log::warn("elastic::run: {} of {} ranks go on after: {}", next.size(), before, e.what());
-      comm = next;
-      state.restore();
-      if (elastic) comm = wait_for_ranks(std::move(comm), epoch, options);
-      state.sync(comm, 0);
-      state.reset(comm);
+      if (!survivable(e)) throw;
+      comm = recover(std::move(comm), e);
     }
   }
 }

@@ -209,6 +209,10 @@ EtcdStore::Claim EtcdStore::claim(const std::string& key, Deadline deadline,
 }
 
 int64_t EtcdStore::clear(const std::string& keep) {
+  return clear(keep, request_deadline());
+}
+
+int64_t EtcdStore::clear(const std::string& keep, Deadline deadline) {
   // Every key that starts with "<prefix>/": the range up to "<prefix>0" ('0' follows '/'); with a
   // key to keep, the ranges below it and above it (its successor is the key and a NUL byte).
   const auto delete_range = [&](const std::string& from, const std::string& to) {
@@ -216,7 +220,7 @@ int64_t EtcdStore::clear(const std::string& keep) {
         checked("clear", prefix_ + "/",
                 client_->post("/v3/kv/deleterange",
                               json{{"key", base64_encode(from)}, {"range_end", base64_encode(to)}},
-                              request_deadline()));
+                              deadline));
     return json_int(reply, "deleted");
   };
   if (keep.empty()) return delete_range(prefix_ + "/", prefix_ + "0");

@@ -41,6 +41,9 @@ class EtcdStore : public Store {
   // Removes every key under the prefix but `keep` (what tuttirun does with a job's keys when the
   // job starts, keeping its own claim, and when it ends); returns how many it removed.
   int64_t clear(const std::string& keep = "");
+  // The same within `deadline` (at a job's end: an etcd that went away must not hold tuttirun's
+  // exit for a request timeout; the keys expire with their leases anyway).
+  int64_t clear(const std::string& keep, Deadline deadline);
 
   // The lease's TTL (0: none): how long a dead process's keys outlive it.
   std::chrono::seconds lease_ttl() const;

@@ -1,6 +1,7 @@
 // StoreLifeline: the server never writes on this connection, so the only thing that can make it
 // readable is the server side closing (the launcher died or stopped the store). The watcher thread
-// sleeps in poll() on it plus a wake-up pipe that the destructor uses.
+// sleeps in poll() on it plus a wake-up pipe that the destructor uses, and wakes every second to
+// send a heartbeat when the launcher gave this process a launch id.
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -20,6 +22,10 @@
 namespace tutti::bootstrap {
 namespace {
 
+// A beat a second: cheap (a byte), and ten to one under tuttirun's default --hang-timeout, so that
+// a process starved of CPU for a while is not taken for a stopped one.
+constexpr std::chrono::seconds kHeartbeatInterval{1};
+
 // Shared with the watcher thread so that an on_lost which ends up destroying the lifeline (e.g.
 // via a chain of owners) does not pull the state out from under the running thread.
 struct Watch {
@@ -27,14 +33,45 @@ struct Watch {
   net::Fd wake_read, wake_write;
   std::function<void()> on_lost;
   std::string peer;
+  int64_t launch_id = -1;
+
+  // One heartbeat (the first says who beats). Best effort: a full send buffer means the server
+  // is not reading, which its own silence watch judges; a broken connection shows as POLLIN.
+  void beat(bool first) {
+    std::array<unsigned char, 13> message{'h'};
+    size_t length = 1;
+    if (first) {
+      message[0] = 'I';
+      const auto id = static_cast<uint64_t>(launch_id);
+      const auto pid = static_cast<uint32_t>(::getpid());
+      for (int i = 0; i < 8; ++i) message[1 + i] = static_cast<unsigned char>(id >> (8 * i));
+      for (int i = 0; i < 4; ++i) message[9 + i] = static_cast<unsigned char>(pid >> (8 * i));
+      length = message.size();
+    }
+    (void)!::send(connection.get(), message.data(), length, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
 
   // Returns true when the server side is gone, false when woken up to stop.
   bool wait_for_loss() {
     std::array<pollfd, 2> fds{pollfd{connection.get(), POLLIN, 0},
                               pollfd{wake_read.get(), POLLIN, 0}};
     std::array<std::byte, 64> sink{};
+    const bool beating = launch_id >= 0;
+    if (beating) beat(true);
+    auto next_beat = std::chrono::steady_clock::now() + kHeartbeatInterval;
     for (;;) {
-      int n = ::poll(fds.data(), fds.size(), -1);
+      int timeout_ms = -1;
+      if (beating) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= next_beat) {
+          beat(false);
+          next_beat = now + kHeartbeatInterval;
+        }
+        timeout_ms =
+            static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next_beat - now).count());
+      }
+      int n = ::poll(fds.data(), fds.size(), timeout_ms);
+      if (n == 0) continue;
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         log::error("lifeline to {}: poll() failed: {}; no longer watching the launcher", peer,
@@ -59,9 +96,11 @@ struct StoreLifeline::State {
 };
 
 StoreLifeline::StoreLifeline(const net::Endpoint& server, const std::string& job_token, int rank,
-                             Deadline connect_deadline, std::function<void()> on_lost)
+                             Deadline connect_deadline, std::function<void()> on_lost,
+                             int64_t launch_id)
     : state_(std::make_unique<State>()) {
   auto watch = std::make_shared<Watch>();
+  watch->launch_id = launch_id;
   watch->peer = "store at " + server.to_string();
   watch->on_lost = std::move(on_lost);
   watch->connection = net::connect_tcp(server, connect_deadline);

@@ -26,6 +26,13 @@ class TcpStoreServer {
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
 
   uint16_t port() const;
+  // Watches the lifelines of clients that send heartbeats (StoreLifeline with a launch id): one
+  // silent for `silence` after its first heartbeat (a stopped or hung process: its beating thread
+  // stopped with it) makes on_silent(launch id, its pid, seconds silent) run once, from that
+  // lifeline's thread. Lifelines without heartbeats (older ranks) are never judged. Call before
+  // clients come.
+  void watch_heartbeats(std::chrono::milliseconds silence,
+                        std::function<void(int64_t, int32_t, double)> on_silent);
   // Connections refused (not a Hello, wrong token or kind), dropped in their handshake (silent,
   // evicted) or dropped later for a protocol error.
   size_t refused_connections() const;
@@ -59,13 +66,17 @@ class TcpStore : public Store {
   std::unique_ptr<State> state_;
 };
 
-// A dedicated connection to the store server whose only purpose is to notice that the server (the
+// A dedicated connection to the store server whose purpose is to notice that the server (the
 // launcher) has gone. A background thread blocks on it; when it drops, on_lost runs once (from that
 // thread). Destroying the lifeline stops watching without calling on_lost.
+// With a launch id (>= 0: the launcher's number for this process) the thread also sends a
+// heartbeat every second, by which the launcher tells a stopped or hung process from a busy one
+// (TcpStoreServer::watch_heartbeats). Wire: 'I', the id (8 bytes) and the pid (4 bytes, both little
+// endian) once, then 'h' per beat; a server that does not watch reads and drops them.
 class StoreLifeline {
  public:
   StoreLifeline(const net::Endpoint& server, const std::string& job_token, int rank,
-                Deadline connect_deadline, std::function<void()> on_lost);
+                Deadline connect_deadline, std::function<void()> on_lost, int64_t launch_id = -1);
   ~StoreLifeline();
   StoreLifeline(const StoreLifeline&) = delete;
   StoreLifeline& operator=(const StoreLifeline&) = delete;

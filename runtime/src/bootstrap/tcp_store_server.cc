@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <list>
@@ -71,6 +72,10 @@ struct TcpStoreServer::State {
   std::mutex clients_mutex;
   std::list<Client> clients;
   std::thread acceptor;
+
+  // watch_heartbeats: set before clients come, read by the lifelines' threads.
+  std::chrono::milliseconds silence{0};
+  std::function<void(int64_t, int32_t, double)> on_silent;
 
   std::string name() const { return fmt::format("tcp server :{}", port); }
   void accept_loop();
@@ -149,17 +154,55 @@ void TcpStoreServer::State::serve(Client& client) {
 }
 
 void TcpStoreServer::State::hold_lifeline(Client& client) {
-  // Never written to: the client only waits for this socket to close. We wait for the client to
-  // close its end (the rank is gone) or for our own shutdown.
-  std::array<std::byte, 256> sink{};
+  // Never written to: the client waits for this socket to close. We wait for the client to close
+  // its end (the rank is gone) or for our own shutdown, and, when watching heartbeats, for a
+  // beating client to fall silent.
+  std::array<unsigned char, 256> received{};
+  std::array<unsigned char, 13> hello{};  // 'I', launch id and pid, which may arrive in pieces
+  size_t hello_bytes = 0;
+  int64_t launch_id = -1;
+  int32_t pid = 0;
+  bool judged = false;
+  auto last_beat = std::chrono::steady_clock::now();
   while (!stopping.load()) {
+    int timeout_ms = -1;
+    if (launch_id >= 0 && !judged && silence.count() > 0) {
+      const auto quiet = std::chrono::steady_clock::now() - last_beat;
+      if (quiet >= silence) {
+        judged = true;  // once: the launcher acts on it (it ends the process)
+        on_silent(launch_id, pid, std::chrono::duration<double>(quiet).count());
+        continue;
+      }
+      timeout_ms =
+          static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(silence - quiet).count());
+    }
     pollfd p{client.fd.get(), POLLIN, 0};
-    int n = ::poll(&p, 1, -1);
+    int n = ::poll(&p, 1, timeout_ms);
+    if (n == 0) continue;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return;
-    ssize_t got = ::recv(client.fd.get(), sink.data(), sink.size(), MSG_DONTWAIT);
+    ssize_t got = ::recv(client.fd.get(), received.data(), received.size(), MSG_DONTWAIT);
     if (got == 0) return;
-    if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return;
+    if (got < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return;
+      continue;
+    }
+    last_beat = std::chrono::steady_clock::now();
+    for (ssize_t i = 0; i < got && hello_bytes < hello.size(); ++i) {
+      if (hello_bytes == 0 && received[static_cast<size_t>(i)] != 'I') {
+        hello_bytes = hello.size();  // not a beating client: bytes are dropped, never judged
+        break;
+      }
+      hello[hello_bytes++] = received[static_cast<size_t>(i)];
+      if (hello_bytes == hello.size()) {
+        uint64_t id = 0;
+        uint32_t process = 0;
+        for (int b = 0; b < 8; ++b) id |= static_cast<uint64_t>(hello[1 + b]) << (8 * b);
+        for (int b = 0; b < 4; ++b) process |= static_cast<uint32_t>(hello[9 + b]) << (8 * b);
+        launch_id = static_cast<int64_t>(id);
+        pid = static_cast<int32_t>(process);
+      }
+    }
   }
 }
 
@@ -300,6 +343,12 @@ TcpStoreServer::~TcpStoreServer() {
   std::lock_guard lock(s.clients_mutex);
   for (auto& c : s.clients) ::shutdown(c.fd.get(), SHUT_RDWR);
   for (auto& c : s.clients) c.thread.join();
+}
+
+void TcpStoreServer::watch_heartbeats(std::chrono::milliseconds silence,
+                                      std::function<void(int64_t, int32_t, double)> on_silent) {
+  state_->silence = silence;
+  state_->on_silent = std::move(on_silent);
 }
 
 uint16_t TcpStoreServer::port() const {

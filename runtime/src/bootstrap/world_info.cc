@@ -365,6 +365,7 @@ WorldInfo world_info_from_env() {
   info.host_id = env::raw("TUTTI_HOST").value_or(default_host_id());
   info.job_token = env::get_string("TUTTI_JOB_TOKEN");
   info.launcher_lifeline = env::is_set("TUTTI_LAUNCHER");
+  if (env::is_set("TUTTI_LAUNCH_ID")) info.launch_id = env::get_int("TUTTI_LAUNCH_ID");
   info.mpi_launcher =
       env::process_value("OMPI_COMM_WORLD_SIZE").has_value() || env::process_value("PMIX_RANK");
   if (reading->source == "pmi") {

@@ -39,6 +39,8 @@ struct WorldInfo {
   // Started by tuttirun (TUTTI_LAUNCHER): watch the launcher's store connection, and fail every
   // call once it is gone.
   bool launcher_lifeline = false;
+  // tuttirun's number for this process (TUTTI_LAUNCH_ID): the lifeline sends heartbeats under it.
+  int64_t launch_id = -1;
 };
 
 // Reads WorldInfo from the environment, trying tuttirun (TUTTI_*), Open MPI (OMPI_COMM_WORLD_*),

@@ -396,7 +396,8 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
                                      "the launcher is gone (its store at {} closed the "
                                      "connection): the job is over",
                                      where));
-        });
+        },
+        info.launch_id);
   }
   // A member of an elastic job's membership (tuttirun --max-np) tells the launcher it is in.
   if (formed_epoch >= 0) job->store->add(bootstrap::elastic_keys::formed(formed_epoch), 1);

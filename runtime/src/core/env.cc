@@ -167,6 +167,11 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_LAUNCHER", Kind::kString, "", "",
              "Set by tuttirun; once the launcher's store connection drops, every call fails with "
              "TUTTI_ERR_ABORTED (the library never ends the process)."},
+    Variable{"TUTTI_LAUNCH_ID", Kind::kInt, "", "",
+             "Set by tuttirun: its number for this process. The process then sends a heartbeat "
+             "a second on its launcher connection, by which tuttirun --hang-timeout tells a "
+             "stopped or hung rank from a busy one.",
+             0, 2147483647},
     Variable{"TUTTI_RESTART_COUNT", Kind::kInt, "0", "",
              "Which attempt of the job this is (set by tuttirun).", 0, 2147483647},
     Variable{"TUTTI_MEMBER_ID", Kind::kInt, "", "",
@@ -182,9 +187,10 @@ constexpr std::array kVariables = {
              "Elastic jobs: the job id memberships are numbered under (set by tuttirun "
              "--max-np); membership E meets as job <id>-e<E>."},
     Variable{"TUTTI_ELASTIC_MIN_NP", Kind::kInt, "0", "",
-             "Elastic jobs: when a death leaves fewer ranks than this, elastic::run waits (up to "
-             "TUTTI_ELASTIC_TIMEOUT) for the launcher to add ranks before it goes on (set by "
-             "tuttirun --host-discovery-script from --min-np; 0: never waits).",
+             "Elastic jobs: the fewest ranks a job goes on with (set by tuttirun from --min-np; "
+             "0: any number). When a death leaves fewer, elastic::run waits (up to "
+             "TUTTI_ELASTIC_TIMEOUT) for the launcher to add ranks in a job that grows "
+             "(--host-discovery-script), and otherwise fails at once, before any step.",
              0, 2147483647},
     Variable{"TUTTI_ELASTIC_TIMEOUT", Kind::kSeconds, "600", "",
              "Elastic jobs: how long elastic::run waits below TUTTI_ELASTIC_MIN_NP for ranks to "
