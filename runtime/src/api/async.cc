@@ -8,6 +8,7 @@
 #include "api/device_ready.hpp"
 #include "api/timeline_file.hpp"
 #include "comm/communicator.hpp"
+#include "core/buffer_overlap.hpp"
 #include "core/error.hpp"
 #include "engine/engine.hpp"
 #include "engine/handle_state.hpp"
@@ -128,18 +129,29 @@ int Handle::last_joined() const {
 Handle Communicator::allreduce_async(const std::string& name, const void* send, void* recv,
                                      size_t count, DataType type, ReduceOp op,
                                      const AsyncOptions& options) const {
+  comm::Communicator& c = get();
+  // Refused before anything is enqueued: the engine would read the input after writing over it.
+  refuse_overlap("allreduce_async", c.rank(), ByteRange::of(send, count, type),
+                 ByteRange::of(recv, count, type), send == recv,
+                 "the same buffer as send and recv (in place)");
   auto q = request_for(name, engine::OpKind::kAllreduce, type, count, send, recv);
   q.spec.op = op;
-  return submit(get(), std::move(q), options);
+  return submit(c, std::move(q), options);
 }
 
 Handle Communicator::allgather_async(const std::string& name, const void* send, size_t rows,
                                      size_t row_count, DataType type, void* recv, size_t recv_count,
                                      const AsyncOptions& options) const {
+  comm::Communicator& c = get();
+  // Where this rank's rows land depends on the other ranks' row counts: there is no in-place
+  // form, and no overlap is taken.
+  refuse_overlap("allgather_async", c.rank(), ByteRange::of(send, row_count, type, rows),
+                 ByteRange::of(recv, recv_count, type), false,
+                 "let the engine allocate the result (no receive buffer: Handle::output())");
   auto q = request_for(name, engine::OpKind::kAllgather, type, row_count, send, recv);
   q.spec.rows = rows;
   q.recv_capacity = recv_count;
-  return submit(get(), std::move(q), options);
+  return submit(c, std::move(q), options);
 }
 
 Handle Communicator::broadcast_async(const std::string& name, void* buf, size_t count,
@@ -152,19 +164,35 @@ Handle Communicator::broadcast_async(const std::string& name, void* buf, size_t 
 Handle Communicator::reduce_scatter_async(const std::string& name, const void* send, void* recv,
                                           size_t recv_count, DataType type, ReduceOp op,
                                           const AsyncOptions& options) const {
+  comm::Communicator& c = get();
+  refuse_overlap("reduce_scatter_async", c.rank(),
+                 ByteRange::of(send, recv_count, type, static_cast<size_t>(c.size())),
+                 ByteRange::of(recv, recv_count, type),
+                 reinterpret_cast<uintptr_t>(recv) ==
+                     ByteRange::at(send, static_cast<size_t>(c.rank()), recv_count, type),
+                 "recv at this rank's block of send (in place)");
   auto q = request_for(name, engine::OpKind::kReduceScatter, type, recv_count, send, recv);
   q.spec.op = op;
-  return submit(get(), std::move(q), options);
+  return submit(c, std::move(q), options);
 }
 
 Handle Communicator::alltoall_async(const std::string& name, const void* send,
                                     std::span<const size_t> send_rows, size_t row_count,
                                     DataType type, void* recv, size_t recv_count,
                                     const AsyncOptions& options) const {
+  comm::Communicator& c = get();
+  // The layout of what arrives depends on the other ranks' rows: no in-place form.
+  size_t sent_rows = 0;
+  bool fits = true;  // else the engine refuses the rows itself
+  for (size_t r : send_rows) fits = fits && !__builtin_add_overflow(sent_rows, r, &sent_rows);
+  refuse_overlap("alltoall_async", c.rank(),
+                 ByteRange::of(send, row_count, type, fits ? sent_rows : 0),
+                 ByteRange::of(recv, recv_count, type), false,
+                 "let the engine allocate the result (no receive buffer: Handle::output())");
   auto q = request_for(name, engine::OpKind::kAlltoall, type, row_count, send, recv);
   q.spec.splits.assign(send_rows.begin(), send_rows.end());
   q.recv_capacity = recv_count;
-  return submit(get(), std::move(q), options);
+  return submit(c, std::move(q), options);
 }
 
 Handle Communicator::barrier_async() const {

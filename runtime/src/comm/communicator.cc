@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/buffer_overlap.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "transport/mesh.hpp"
@@ -153,13 +154,22 @@ void Communicator::abort_for_second_thread(std::string_view name) {
                   name));
 }
 
+Error Communicator::second_thread_error(std::string_view name) const {
+  if (interrupt_->raised()) return interrupt_->error();
+  return make_error(ErrorCode::kAborted,
+                    "rank {} aborted the communicator: a second thread called it while {} ran on "
+                    "it; calls on one communicator must come from one thread at a time (give each "
+                    "thread its own communicator: dup)",
+                    rank_, name);
+}
+
 void Communicator::deliver_abort_if_idle() {
   if (!interrupt_->raised()) return;
   // A call in progress sees the interrupt in its wait and fails the communicator itself; only when
   // none is running does the aborting thread tell the peers.
-  if (busy_.exchange(true, std::memory_order_acquire)) return;
+  if (!busy_.enter_if_idle()) return;
   if (!failure_) fail(interrupt_->error(), "", 0);
-  busy_.store(false, std::memory_order_release);
+  busy_.leave();
   // A call may have started and ended between the check and here without seeing the flag: then
   // failure_ is set by the line above, which is all it takes.
 }
@@ -174,6 +184,9 @@ void Communicator::fail(const Error& error, std::string_view name, uint64_t sequ
 
 void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                              const CallOptions& call) {
+  refuse_overlap("allreduce", rank_, ByteRange::of(send, count, type),
+                 ByteRange::of(recv, count, type), send == recv,
+                 "the same buffer as send and recv (in place)");
   if (!std::isfinite(call.prescale) || !std::isfinite(call.postscale))
     throw make_error(ErrorCode::kInvalidArgument,
                      "allreduce on rank {}: prescale {} and postscale {} must be finite numbers",
@@ -263,6 +276,12 @@ void Communicator::broadcast(void* buf, size_t count, DataType type, int root,
 
 void Communicator::allgather(const void* send, void* recv, size_t count, DataType type,
                              const CallOptions& call) {
+  const auto size = static_cast<size_t>(size_);
+  refuse_overlap("allgather", rank_, ByteRange::of(send, count, type),
+                 ByteRange::of(recv, count, type, size),
+                 reinterpret_cast<uintptr_t>(send) ==
+                     ByteRange::at(recv, static_cast<size_t>(rank_), count, type),
+                 "send at this rank's block of recv (in place)");
   if (const auto device = device_of("allgather", {send, recv})) {
     run("allgather", signature(transport::CallKind::kAllgather, count, type, -1, -1), call,
         [&](collectives::Context& ctx) {
@@ -276,6 +295,12 @@ void Communicator::allgather(const void* send, void* recv, size_t count, DataTyp
 
 void Communicator::reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type,
                                   ReduceOp op, const CallOptions& call) {
+  const auto size = static_cast<size_t>(size_);
+  refuse_overlap("reduce_scatter", rank_, ByteRange::of(send, recv_count, type, size),
+                 ByteRange::of(recv, recv_count, type),
+                 reinterpret_cast<uintptr_t>(recv) ==
+                     ByteRange::at(send, static_cast<size_t>(rank_), recv_count, type),
+                 "recv at this rank's block of send (in place)");
   if (const auto device = device_of("reduce_scatter", {send, recv})) {
     check_device_scales("reduce_scatter", type, op, {});
     run("reduce_scatter",

@@ -230,6 +230,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Error with_timeout_setting(const Error& e) const;
   // A second thread entered while a call ran: abort() with the reason (exclusive_call.hpp).
   void abort_for_second_thread(std::string_view name);
+  // What the call that held the communicator fails with when a second thread was refused
+  // meanwhile: the abort's error, or kAborted saying the same if it is not raised yet.
+  Error second_thread_error(std::string_view name) const;
   // Sends the abort notices of an abort() that found no call in progress.
   void deliver_abort_if_idle();
   // Fails the communicator with `error`: the peers get the notice, later calls rethrow it.
@@ -260,7 +263,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   uint64_t shrinks_ = 0;                         // shrink() calls so far
   std::map<std::vector<int>, uint64_t> groups_;  // group() calls so far, per member set (sorted)
   std::optional<Error> failure_;
-  std::atomic<bool> busy_{false};
+  CallGate busy_;  // one call at a time (exclusive_call.hpp)
   std::shared_ptr<Interrupt> interrupt_ = std::make_shared<Interrupt>();
   std::atomic<bool> abort_delivered_{false};
   // The device side: null until the first device call. The mutex is for abort() from another
@@ -289,6 +292,10 @@ void Communicator::guarded(std::string_view name, uint64_t sequence, Deadline de
         body();
         // An abort() during the call fails it even if the call got through without waiting.
         CallScope::check();
+        // So does a second thread refused at any moment while this call held the communicator,
+        // even one that has not raised the abort yet: this call may have paired with the other
+        // thread's call on a peer.
+        if (!exclusive.finish()) throw second_thread_error(name);
       } catch (const std::bad_alloc&) {
         throw make_error(ErrorCode::kSystem, "out of memory on rank {} in {}", rank_, name);
       }

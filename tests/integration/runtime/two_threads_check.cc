@@ -22,12 +22,23 @@
 // failed: two threads inside the communicator at once end in a refusal on this rank, and the test's
 // own count of who is inside lags the communicator's (a thread that has left the call but not yet
 // said so). Any other wrong sum prints "WRONG".
+//
+// `--detected`: the case tutti does see, a thread refused because another thread's call holds the
+// communicator, must fail on both threads: the refused call and the call that held it. Two threads
+// call small allreduces on a dup of the world, let go together for each call; a thread that is
+// refused reads the other thread's call number before and after its own call, and when it did not
+// change, that call was the holder and must not return success. Before the fix the holder's last
+// look at the abort could come before the refused thread had raised it (formatting the refusal
+// takes longer than a call in a world of one), and the holder returned success: in a world of one,
+// 70 of 71 refusals. Each round ends at the first failure (the dup is aborted) and the next round
+// takes a new dup. Prints "DETECTED BUT OK" for a holder that returned success.
 #include <fmt/format.h>
 
 #include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -114,12 +125,105 @@ int equal_calls(tutti::Communicator& comm) {
   return bad == 0 && (refused > 0 || broken > 0) ? 0 : 1;
 }
 
+// See `--detected` above.
+int detected_calls(tutti::Communicator& world, int wanted) {
+  constexpr int kCalls = 4000;
+  // On a loaded machine the threads meet less often: rounds go on until `wanted` refusals were
+  // checked on every rank, or for 10 s (every rank decides together, as each round is collective).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  constexpr int kUnset = -1;
+  int held_and_ok = 0, refusals = 0, checked = 0;
+  for (int round = 0;; ++round) {
+    float more = checked < wanted && std::chrono::steady_clock::now() < until ? 1.0f : 0.0f;
+    world.allreduce(&more, &more, 1, tutti::DataType::kFloat32, tutti::ReduceOp::kMax);
+    if (more == 0.0f) break;
+    tutti::Communicator comm = world.dup();
+    // Per thread: the call it is in (or last entered), and each call's outcome.
+    std::atomic<int> current[2] = {kUnset, kUnset};
+    std::vector<std::atomic<int>> ok[2];
+    for (auto& v : ok) v = std::vector<std::atomic<int>>(kCalls);
+    std::atomic<int> holder_of_refusal[2] = {kUnset, kUnset};
+    std::atomic<bool> stop{false};
+    // The threads are let go together for every call (so that they meet often; a spinning
+    // rendezvous, since a sleeping one wakes its threads tens of microseconds apart), one or the
+    // other a little later. A thread that failed stops meeting, and the other stops at its next
+    // turn.
+    std::atomic<int> arrived{0}, generation{0};
+    std::atomic<bool> left{false};
+    auto meet = [&] {
+      const int g = generation.load();
+      if (arrived.fetch_add(1) == 1) {
+        arrived = 0;
+        generation.fetch_add(1);
+        return;
+      }
+      for (int spins = 0; generation.load() == g && !left; ++spins)
+        if (spins > 1000) std::this_thread::yield();
+    };
+    auto thread = [&](int t) {
+      std::minstd_rand random(static_cast<unsigned>(
+          1 + t + 2 * world.rank() +
+          std::chrono::steady_clock::now().time_since_epoch().count() % 100000));
+      // Out of place, so that a call in a world of one takes a copy's time (about a microsecond)
+      // for the other thread to run into.
+      std::vector<float> in(4096, 1.0f), out(4096);
+      for (int k = 0; k < kCalls; ++k) {
+        meet();
+        if (stop) break;
+        const auto late =
+            std::chrono::steady_clock::now() + std::chrono::nanoseconds(random() % 3000);
+        while (std::chrono::steady_clock::now() < late) {
+        }
+        const int other_before = current[1 - t].load();
+        current[t].store(k);
+        try {
+          comm.allreduce(in.data(), out.data(), in.size(), tutti::DataType::kFloat32,
+                         tutti::ReduceOp::kMax);
+          ok[t][static_cast<size_t>(k)] = 1;
+        } catch (const tutti::Error& e) {
+          ok[t][static_cast<size_t>(k)] = 0;
+          stop = true;
+          const bool refused = e.code() == tutti::ErrorCode::kInvalidArgument &&
+                               std::string(e.what()).find("another thread") != std::string::npos;
+          // No call of the other thread began during this one (it waits at the rendezvous for
+          // this thread): the one it was in held the communicator when this thread was refused.
+          if (refused && other_before != kUnset && current[1 - t].load() == other_before)
+            holder_of_refusal[t] = other_before;
+          break;
+        }
+      }
+      left = true;
+    };
+    std::thread a(thread, 0), b(thread, 1);
+    a.join();
+    b.join();
+    for (int t = 0; t < 2; ++t) {
+      const int held = holder_of_refusal[t].load();
+      if (held == kUnset) continue;
+      ++refusals;
+      ++checked;
+      if (ok[1 - t][static_cast<size_t>(held)] == 1) {
+        ++held_and_ok;
+        std::printf(
+            "rank %d round %d: DETECTED BUT OK: thread %d was refused while thread %d's call %d "
+            "held the communicator, and that call returned success\n",
+            world.rank(), round, t, 1 - t, held);
+      }
+    }
+  }
+  std::printf("rank %d: detected: %d refusals checked, %d holders returned success\n", world.rank(),
+              checked, held_and_ok);
+  return held_and_ok == 0 && checked > 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   tutti::World world;
   tutti::Communicator& comm = world.communicator();
   if (argc > 1 && std::strcmp(argv[1], "--equal") == 0) return equal_calls(comm);
+  if (argc > 2 && std::strcmp(argv[1], "--detected") == 0)
+    return detected_calls(comm, std::atoi(argv[2]));
   const int size = comm.size();
   std::atomic<bool> done{false};
   std::atomic<bool> a_in_call{false};
