@@ -20,11 +20,14 @@ void check_coalesced(const char* op, const std::vector<at::Tensor>& small,
               " tensors; it takes one output per input");
   check_tensors(op, small);
   check_tensors(op, large);
-  for (size_t i = 0; i < small.size(); ++i)
-    TORCH_CHECK(large[i].numel() == small[i].numel() * size &&
-                    large[i].scalar_type() == small[i].scalar_type(),
-                "tutti ", op, ": tensor ", i, ": ", describe(large[i]), " must hold ", size,
-                " times ", describe(small[i]), " (the group's size), of the same dtype");
+  for (size_t i = 0; i < small.size(); ++i) {
+    TORCH_CHECK(large[i].scalar_type() == small[i].scalar_type(), "tutti ", op, ": tensor ", i,
+                ": ", describe(large[i]), " and ", describe(small[i]),
+                " differ in dtype; backend tutti converts no dtype: pass tensors of one dtype");
+    TORCH_CHECK(large[i].numel() == small[i].numel() * size, "tutti ", op, ": tensor ", i, ": ",
+                describe(large[i]), " must hold ", size, " times ", describe(small[i]),
+                " (the group's size)");
+  }
 }
 
 // OpType::ALLGATHER_INTO_TENSOR_COALESCED and REDUCE_SCATTER_TENSOR_COALESCED where this torch has
@@ -120,8 +123,8 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupTutti::split(
   const std::chrono::milliseconds timeout = opts ? opts->timeout : set.count() ? set : timeout_;
   // The child meets its members on its own store (torch prefixes it with the child's name), the
   // same way new_group does; the parent's communicator is not involved.
-  return c10::make_intrusive<ProcessGroupTutti>(store, static_cast<int>(mine - ranks.begin()),
-                                                static_cast<int>(ranks.size()), timeout, address_);
+  return ProcessGroupTutti::make(store, static_cast<int>(mine - ranks.begin()),
+                                 static_cast<int>(ranks.size()), timeout, address_);
 }
 
 c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTutti::getBackendOptions() {

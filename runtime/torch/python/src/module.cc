@@ -24,6 +24,10 @@ PYBIND11_MODULE(_backend, m) {
   using tutti::torch_backend::ProcessGroupTutti;
   m.doc() = "tutti's torch.distributed backend (see tutti.torch)";
   tutti::torch_backend::set_gil_releaser(&run_without_gil);
+  // tutti.torch registers it with atexit: see ProcessGroupTutti::stop_all_workers.
+  m.def("_stop_workers", &ProcessGroupTutti::stop_all_workers,
+        "Runs what every tutti group has queued and stops its worker thread (at exit)",
+        py::call_guard<py::gil_scoped_release>());
   // The base class is torch's own Python class (held by intrusive_ptr, as torch holds it): on 1.13
   // its ProcessGroup, so DDP and torch.distributed take the object as any process group; on 2.x its
   // Backend, which torch.distributed wraps in a ProcessGroup for the devices it was registered for.
@@ -35,7 +39,7 @@ PYBIND11_MODULE(_backend, m) {
   py::class_<ProcessGroupTutti, c10::intrusive_ptr<ProcessGroupTutti>>(m, "ProcessGroupTutti", base)
       .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                        std::chrono::milliseconds timeout, const std::string& address) {
-             return c10::make_intrusive<ProcessGroupTutti>(store, rank, size, timeout, address);
+             return ProcessGroupTutti::make(store, rank, size, timeout, address);
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
            py::arg("address") = std::string(),

@@ -1,9 +1,12 @@
 #include "process_group.hpp"
 
 #include <c10/util/Exception.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include <atomic>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "caller_stream.hpp"
 #include "store_adapter.hpp"
@@ -68,19 +71,57 @@ ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& stor
       comm_(join(store, rank, size, timeout, address)),
       // Here, where every group's ranks meet, because the ranks on a host are known from here on.
       openmp_note_(tutti::torchx::fit_openmp_to_host(comm_).note),
+      link_(std::make_shared<GroupLink>(comm_, rank, size)),
       worker_(std::make_unique<Worker>()) {
   init();
 }
 
 namespace {
 std::atomic<GilReleaser> gil_releaser{nullptr};
+
+// Every group made, held weakly (the registry must not keep a group alive), for
+// stop_all_workers(). Never destroyed: a group may go after static destructors ran.
+struct Registry {
+  std::mutex mutex;
+  std::vector<c10::weak_intrusive_ptr<ProcessGroupTutti>> groups;
+};
+Registry& registry() {
+  static auto* registry = new Registry;
+  return *registry;
+}
 }  // namespace
 
 void set_gil_releaser(GilReleaser releaser) {
   gil_releaser = releaser;
 }
 
+c10::intrusive_ptr<ProcessGroupTutti> ProcessGroupTutti::make(
+    const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+    std::chrono::milliseconds timeout, const std::string& address) {
+  auto group = c10::make_intrusive<ProcessGroupTutti>(store, rank, size, timeout, address);
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::erase_if(r.groups, [](const auto& g) { return g.expired(); });
+  r.groups.emplace_back(group);
+  return group;
+}
+
+void ProcessGroupTutti::stop_all_workers() {
+  // Strong references first, under the lock; stopped without it, since a worker's last jobs may
+  // run Python callbacks that make or destroy groups.
+  std::vector<c10::intrusive_ptr<ProcessGroupTutti>> live;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    for (auto& g : r.groups)
+      if (auto strong = g.lock()) live.push_back(std::move(strong));
+    r.groups.clear();
+  }
+  for (auto& g : live) g->stop_worker();
+}
+
 ProcessGroupTutti::~ProcessGroupTutti() {
+  link_->detach();  // a Work that outlives the group can no longer abort it
   stop_worker();
 }
 
@@ -127,10 +168,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(
     std::function<void(const tutti::Communicator&)> body, const std::vector<at::Tensor>& inputs) {
   const std::optional<c10::Stream> stream = CallerStream::of(op, outputs, inputs);
   ++sequence_;
-  auto work = c10::make_intrusive<TuttiWork>(rank_, type, op, std::move(outputs), stream);
+  auto work = c10::make_intrusive<TuttiWork>(link_, type, op, label, std::move(outputs), stream);
   submit(op, [this, work, stream, body = std::move(body), label = std::move(label)](Worker&) {
     // The caller's stream stays current through complete(): the future records its event there.
     const CallerStream::Guard on_callers_stream(stream);
+    work->start();
     std::exception_ptr error;
     try {
       body(comm_);
@@ -147,12 +189,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue_p2p(
     std::function<tutti::Request(const tutti::Communicator&, const at::Tensor&)> post) {
   const std::optional<c10::Stream> stream = CallerStream::of(op, {tensor});
   ++sequence_;
-  auto work =
-      c10::make_intrusive<TuttiWork>(rank_, type, op, std::vector<at::Tensor>{tensor}, stream);
+  auto work = c10::make_intrusive<TuttiWork>(link_, type, op, label,
+                                             std::vector<at::Tensor>{tensor}, stream);
   submit(op, [this, work, tensor, stream, post = std::move(post),
               label = std::move(label)](Worker& worker) {
     // Sends and receives run on host buffers: a CUDA tensor goes through a CPU copy.
     const CallerStream::Guard on_callers_stream(stream);
+    work->start();
     try {
       auto staged = std::make_shared<Staged>(tensor, Staged::kHost);
       tutti::Request request = post(comm_, staged->buffer());
@@ -263,9 +306,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
               "tutti allgather: needs one list of ", size_, " output tensors");
   for (const auto& out : outputs[0]) {
     check_tensor("allgather", out);
-    TORCH_CHECK(out.numel() == input.numel() && out.scalar_type() == input.scalar_type(),
-                "tutti allgather: output ", describe(out), " does not match input ",
-                describe(input));
+    check_same_dtype("allgather", "output", out, "input", input);
+    TORCH_CHECK(out.numel() == input.numel(), "tutti allgather: output ", describe(out),
+                " does not hold as many elements as input ", describe(input));
   }
   const std::vector<at::Tensor> outs = outputs[0];
   const tutti::CallOptions call = call_options(effective(opts.timeout));
@@ -284,10 +327,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
   check_tensor("_allgather_base", input);
   check_tensor("_allgather_base", output);
-  TORCH_CHECK(
-      output.numel() == input.numel() * size_ && output.scalar_type() == input.scalar_type(),
-      "tutti _allgather_base: output ", describe(output), " must hold ", size_, " times input ",
-      describe(input));
+  check_same_dtype("_allgather_base (all_gather_into_tensor)", "output", output, "input", input);
+  TORCH_CHECK(output.numel() == input.numel() * size_,
+              "tutti _allgather_base (all_gather_into_tensor): output ", describe(output),
+              " must hold ", size_, " times input ", describe(input), " (the group's size)");
   const tutti::CallOptions call = call_options(effective(opts.timeout));
   return enqueue(c10d::OpType::_ALLGATHER_BASE, "tutti:_all_gather_base",
                  label_of("_allgather_base", input), {output},
@@ -353,9 +396,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
                 "tutti gather: the root needs one list of ", size_, " output tensors");
     for (const auto& out : outputs[0]) {
       check_tensor("gather", out);
-      TORCH_CHECK(out.numel() == input.numel() && out.scalar_type() == input.scalar_type(),
-                  "tutti gather: output ", describe(out), " does not match input ",
-                  describe(input));
+      check_same_dtype("gather", "output", out, "input", input);
+      TORCH_CHECK(out.numel() == input.numel(), "tutti gather: output ", describe(out),
+                  " does not hold as many elements as input ", describe(input));
     }
     outs = outputs[0];
   } else {
@@ -387,9 +430,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
                 "tutti scatter: the root needs one list of ", size_, " input tensors");
     for (const auto& in : inputs[0]) {
       check_tensor("scatter", in);
-      TORCH_CHECK(in.numel() == output.numel() && in.scalar_type() == output.scalar_type(),
-                  "tutti scatter: input ", describe(in), " does not match output ",
-                  describe(output));
+      check_same_dtype("scatter", "input", in, "output", output);
+      TORCH_CHECK(in.numel() == output.numel(), "tutti scatter: input ", describe(in),
+                  " does not hold as many elements as output ", describe(output));
     }
     ins = inputs[0];
   } else {
@@ -418,9 +461,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
   TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
               "tutti reduce_scatter: needs one list of ", size_, " input tensors");
   check_tensors("reduce_scatter", inputs[0]);
-  TORCH_CHECK(inputs[0][rank_].numel() == output.numel() &&
-                  inputs[0][rank_].scalar_type() == output.scalar_type(),
-              "tutti reduce_scatter: output ", describe(output), " does not match input ",
+  check_same_dtype("reduce_scatter", "output", output, "input", inputs[0][rank_]);
+  TORCH_CHECK(inputs[0][rank_].numel() == output.numel(), "tutti reduce_scatter: output ",
+              describe(output), " does not hold as many elements as input ",
               describe(inputs[0][rank_]), " of this rank");
   const std::vector<at::Tensor> ins = inputs[0];
   const Reduction r =
@@ -442,10 +485,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
   check_tensor("_reduce_scatter_base", input);
   check_tensor("_reduce_scatter_base", output);
-  TORCH_CHECK(
-      input.numel() == output.numel() * size_ && output.scalar_type() == input.scalar_type(),
-      "tutti _reduce_scatter_base: input ", describe(input), " must hold ", size_, " times output ",
-      describe(output));
+  check_same_dtype("_reduce_scatter_base (reduce_scatter_tensor)", "input", input, "output",
+                   output);
+  TORCH_CHECK(input.numel() == output.numel() * size_,
+              "tutti _reduce_scatter_base (reduce_scatter_tensor): input ", describe(input),
+              " must hold ", size_, " times output ", describe(output), " (the group's size)");
   const Reduction r =
       reduction_of("_reduce_scatter_base", opts.reduceOp, output, effective(opts.timeout));
   return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "tutti:_reduce_scatter_base",

@@ -32,6 +32,21 @@ class ProcessGroupTutti final : public BackendBase {
                     std::chrono::milliseconds timeout, const std::string& address = "");
   ~ProcessGroupTutti() override;
 
+  // The constructor's arguments; every group is made here, so that stop_all_workers() finds it.
+  static c10::intrusive_ptr<ProcessGroupTutti> make(const c10::intrusive_ptr<c10d::Store>& store,
+                                                    int rank, int size,
+                                                    std::chrono::milliseconds timeout,
+                                                    const std::string& address = "");
+
+  // Every live group's queued operations run, then its worker thread stops (later operations are
+  // refused, as after shutdown()). tutti.torch calls it from an atexit hook, before the
+  // interpreter finalizes: a worker that drops the last reference to a tensor Python has seen
+  // takes the GIL, and a thread that asks for the GIL while Python finalizes is ended by Python
+  // (pthread_exit), whose forced unwind through a destructor is std::terminate ("terminate called
+  // without an active exception", exit by SIGABRT) in a script that never destroyed its groups.
+  // Call without the GIL.
+  static void stop_all_workers();
+
   const std::string getBackendName() const override { return "tutti"; }
 
   // What joining found about OpenMP threads on this host and did (tutti/torch_openmp.hpp); the
@@ -150,8 +165,9 @@ class ProcessGroupTutti final : public BackendBase {
   std::atomic<uint64_t> sequence_{0};
   tutti::Communicator comm_;
   std::string openmp_note_;
-  std::mutex worker_mutex_;         // guards worker_ itself (shutdown() may race an enqueue)
-  std::unique_ptr<Worker> worker_;  // last: stops (and drains) before the communicator goes
+  std::shared_ptr<GroupLink> link_;  // the Works' way to abort comm_ (wait with a timeout)
+  std::mutex worker_mutex_;          // guards worker_ itself (shutdown() may race an enqueue)
+  std::unique_ptr<Worker> worker_;   // last: stops (and drains) before the communicator goes
 };
 
 // Runs `f` with the Python GIL released when the calling thread holds it. Destroying a group joins

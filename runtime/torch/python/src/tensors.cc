@@ -52,6 +52,13 @@ void check_tensor(const char* op, const at::Tensor& tensor, bool complex_ok) {
   (void)data_type_of(complex_ok ? carried(tensor) : tensor);
 }
 
+void check_same_dtype(const char* op, const char* a_name, const at::Tensor& a, const char* b_name,
+                      const at::Tensor& b) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "tutti ", op, ": ", a_name, " ", describe(a),
+              " and ", b_name, " ", describe(b),
+              " differ in dtype; backend tutti converts no dtype: pass tensors of one dtype");
+}
+
 void check_tensors(const char* op, const std::vector<at::Tensor>& tensors) {
   for (const auto& t : tensors) {
     check_tensor(op, t);

@@ -25,6 +25,10 @@ std::string label_of(const char* op, const at::Tensor& tensor);
 void check_tensor(const char* op, const at::Tensor& tensor, bool complex_ok = false);
 // check_tensor on each, and the same dtype as the first.
 void check_tensors(const char* op, const std::vector<at::Tensor>& tensors);
+// Throws naming `op` unless `a` and `b` (called `a_name` and `b_name`) have the same dtype: tutti
+// moves elements of one dtype, and a dtype difference must not read as a size difference.
+void check_same_dtype(const char* op, const char* a_name, const at::Tensor& a, const char* b_name,
+                      const at::Tensor& b);
 // The single tensor of a one-tensor-per-process call.
 const at::Tensor& single_tensor(const char* op, const std::vector<at::Tensor>& tensors,
                                 bool complex_ok = false);
