@@ -21,9 +21,9 @@ class CheckpointError(RuntimeError):
 
 def check_path(path):
     """Raises CheckpointError saying what is wrong with `path` as a checkpoint file, before training:
-    a folder, a folder that does not exist, one under a regular file, one that cannot be written.
-    (Found only at the first save, these ended in a traceback on every rank, and a folder given as
-    the file was met with "remove these files".)"""
+    a folder, a folder that does not exist, one under a regular file, one where no file can be
+    written. (Found only at the first save, these ended in a traceback on every rank, and a folder
+    given as the file was met with "remove these files".)"""
     if os.path.isdir(path):
         raise CheckpointError(f"--checkpoint {path} is a folder; name a file in it, e.g. "
                               f"{os.path.join(path, 'fmnist.pt')}")
@@ -36,8 +36,18 @@ def check_path(path):
     if walk != parent:
         raise CheckpointError(f"--checkpoint {path}: its folder {parent} does not exist; create it "
                               "(on storage every restart of the job sees)")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise CheckpointError(f"--checkpoint {path}: its folder {parent} is not writable here")
+    # A save writes a file beside `path` and renames it: make (and remove) one there now. Permission
+    # bits alone do not say (os.access answers yes to root, under NFS's root squash too, and for
+    # folders like /sys where nothing can be made).
+    probe = f"{path}.probe.{os.getpid()}"
+    try:
+        with open(probe, "xb") as f:
+            f.write(b"t")
+        os.remove(probe)
+    except OSError as e:
+        raise CheckpointError(f"--checkpoint {path}: no file can be written in its folder {parent} "
+                              f"({e.strerror}); checkpoints could not be saved there: choose a "
+                              "writable folder") from None
 
 
 def _fsync_dir(path):

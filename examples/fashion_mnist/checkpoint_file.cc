@@ -100,6 +100,39 @@ void write_checkpoint_file(const std::string& path, const std::string& payload) 
   fsync_folder_of(path);
 }
 
+void check_checkpoint_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ignored;
+  if (fs::is_directory(path, ignored))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--checkpoint {} is a folder; name a file in it, e.g. {}", path,
+                            (fs::path(path) / "fmnist.ckpt").string()));
+  const fs::path folder = fs::absolute(path, ignored).parent_path();
+  if (!fs::exists(folder, ignored))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--checkpoint {}: its folder {} does not exist; create it (on "
+                            "storage every restart of the job sees)",
+                            path, folder.string()));
+  if (!fs::is_directory(folder, ignored))
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--checkpoint {}: {} is not a folder", path, folder.string()));
+  // A save writes PATH.tmp beside PATH and renames it: make (and remove) a file there the same way
+  // now. Permission bits alone do not say (root, ACLs, read-only mounts, NFS's root squash).
+  const std::string probe = fmt::format("{}.probe.{}", path, ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int error = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    if (::write(fd, "t", 1) != 1) error = errno;
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
+  if (error != 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("--checkpoint {}: no file can be written in its folder {} ({}); "
+                            "checkpoints could not be saved there: choose a writable folder",
+                            path, folder.string(), std::strerror(error)));
+}
+
 std::string read_checkpoint_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: cannot be opened", path));

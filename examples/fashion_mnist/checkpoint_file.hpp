@@ -13,6 +13,12 @@ namespace fashion_mnist {
 // and PATH.tmp becomes PATH. A crash at any point leaves PATH or PATH.prev whole.
 void write_checkpoint_file(const std::string& path, const std::string& payload);
 
+// Throws tutti::Error(kInvalidArgument) saying why checkpoints cannot be saved to `path`: it is a
+// folder, its folder does not exist or is a file, or no file can be made there (permissions, a
+// read-only or immutable folder, a full disk). Rank 0 calls it before training: found at the
+// first save instead, rank 0 stopped and its peers reported only that it had gone.
+void check_checkpoint_path(const std::string& path);
+
 // The payload of `path`. Throws tutti::Error(kInvalidArgument) saying what is wrong: missing,
 // not a checkpoint (bad magic), another version, truncated, or a CRC mismatch.
 std::string read_checkpoint_file(const std::string& path);

@@ -109,15 +109,17 @@ tx::Compression compression_of(const std::string& s) {
                      "fashion_mnist: --compression must be none, fp16 or bf16, not '" + s + "'");
 }
 
-// Rank 0 loads the newest usable checkpoint into its model and optimizer; then every rank takes
-// rank 0's model, optimizer and progress. A checkpoint that cannot be used ends every rank with
-// rank 0's message (status -1), rather than leaving the others waiting.
+// Rank 0 checks that checkpoints can be saved where --checkpoint says and loads the newest usable
+// one into its model and optimizer; then every rank takes rank 0's model, optimizer and progress.
+// A checkpoint that cannot be used or saved ends every rank with rank 0's message (status -1),
+// before any step, rather than leaving the others waiting or stopping at the first save.
 fmnist::Progress resume(const Args& args, const tutti::Communicator& comm,
                         torch::nn::Sequential& model, torch::optim::Optimizer& optimizer) {
   int64_t message[3] = {0, 0, 0};  // status (1 resumed, 0 fresh, -1 failed), epoch, step
   std::string error;
   if (comm.rank() == 0 && !args.checkpoint.empty()) {
     try {
+      fmnist::check_checkpoint_path(args.checkpoint);
       fmnist::Progress p;
       auto used = fmnist::load_newest_checkpoint(
           args.checkpoint,
@@ -137,9 +139,15 @@ fmnist::Progress resume(const Args& args, const tutti::Communicator& comm,
     }
   }
   comm.broadcast(message, 3, tutti::DataType::kInt64, 0);
-  if (message[0] < 0)
+  if (message[0] < 0) {
+    // Every rank says why, not only that rank 0 failed: rank 0's message goes to all.
+    int64_t length = static_cast<int64_t>(error.size());
+    comm.broadcast(&length, 1, tutti::DataType::kInt64, 0);
+    error.resize(static_cast<size_t>(length));
+    comm.broadcast(error.data(), error.size(), tutti::DataType::kUInt8, 0);
     throw tutti::Error(tutti::ErrorCode::kInvalidArgument,
-                       comm.rank() == 0 ? error : "rank 0 could not load the checkpoint");
+                       comm.rank() == 0 ? error : "rank 0: " + error);
+  }
   tx::broadcast_parameters(*model, 0, comm);
   tx::broadcast_optimizer_state(optimizer, 0, comm);
   return {message[1], message[2]};

@@ -151,10 +151,21 @@ def bad_inputs_case(a):
         (["--checkpoint", folder], "is a folder; name a file in it"),
         (["--checkpoint", os.path.join(a.work, "missing", "ck.pt")], "does not exist"),
     ]
+    # A folder where no file can be made although its permission bits say otherwise (os.access
+    # answers yes to root there): found at the first save, rank 0 stopped and the others reported
+    # that it died. Any user: a folder without write permission.
+    if os.geteuid() == 0:
+        if os.path.isdir("/sys"):
+            cases.append((["--checkpoint", "/sys/tutti-fmnist-ck.pt"], "no file can be written"))
+    else:
+        read_only = os.path.join(a.work, "read-only")
+        os.makedirs(read_only)
+        os.chmod(read_only, 0o555)
+        cases.append((["--checkpoint", os.path.join(read_only, "ck.pt")], "no file can be written"))
     for extra, want in cases:
         out = run(job + train(a, "--max-steps", "1", "--no-eval", *extra), timeout=300,
                   expect_rc=None)
-        if want not in out or "Traceback" in out or "Remove these files" in out:
+        if want not in out or "Traceback" in out or "Remove these files" in out or "died" in out:
             print(out)
             fail(f"{' '.join(extra)}: no clear one-line error ('{want}')")
     print("train_check: bad-inputs: truncated data and bad checkpoint paths end in one clear line")
