@@ -60,17 +60,57 @@ ElasticGrowth::ElasticGrowth(ElasticConfig config, std::string base_job_id, boot
 }
 
 bool ElasticGrowth::formed() const {
-  // Every member of the latest membership met the others there (members that died since count
-  // as met: formed() only waits for the living).
-  return store_.add(keys::formed(epoch_), 0) >= static_cast<int64_t>(members_.size());
+  // A later membership formed once its outcome is decided. The first one: every member met the
+  // others there (members that died since count as met: it only waits for the living).
+  if (forming_) return false;
+  return epoch_ > 0 || store_.add(keys::formed(epoch_), 0) >= static_cast<int64_t>(members_.size());
+}
+
+void ElasticGrowth::decide(const std::optional<Member>& ended) {
+  const Forming& f = *forming_;
+  const int64_t met = store_.add(keys::formed(f.epoch), 0);
+  if (met >= static_cast<int64_t>(f.ids.size())) {
+    // All met: a member that ends from now on is a death in the new membership, which its
+    // survivors shrink away.
+    store_.set(keys::outcome(f.epoch), "formed");
+    forming_.reset();
+    return;
+  }
+  if (!ended) return;
+  const std::string why = fmt::format("member {} on {} ended before all {} members met there",
+                                      ended->id, ended->host, f.ids.size());
+  store_.set(keys::outcome(f.epoch), "abandoned: " + why);
+  // Back to the membership before it, less whoever ended since; the newcomers' slots are free.
+  std::vector<Member> back;
+  for (const Member& m : f.previous)
+    if (std::any_of(members_.begin(), members_.end(),
+                    [&](const Member& x) { return x.id == m.id; }))
+      back.push_back(m);
+  std::string ended_newcomers;
+  for (int id : f.newcomers) {
+    abandoned_.push_back(id);
+    ended_newcomers += fmt::format("{}{}", ended_newcomers.empty() ? "" : ", ", id);
+  }
+  say_(
+      fmt::format("tuttirun: membership {} abandoned: {}; its {} running members go on as "
+                  "before, its newcomers ({}) end",
+                  f.epoch, why, back.size(), ended_newcomers));
+  members_ = std::move(back);
+  forming_.reset();
 }
 
 void ElasticGrowth::on_exit(int member, bool failed) {
   const auto is = [&](const Member& m) { return m.id == member; };
+  // A newcomer of an abandoned membership ends because it was abandoned: no failure of its host.
+  if (std::find(abandoned_.begin(), abandoned_.end(), member) != abandoned_.end()) return;
   std::string host;
   if (auto it = std::find_if(members_.begin(), members_.end(), is); it != members_.end()) {
     host = it->host;
+    const Member ended = *it;
     members_.erase(it);
+    if (forming_ &&
+        std::find(forming_->ids.begin(), forming_->ids.end(), member) != forming_->ids.end())
+      decide(ended);
   } else if (auto p = std::find_if(pending_.begin(), pending_.end(), is); p != pending_.end()) {
     host = p->host;
     pending_.erase(p);
@@ -99,6 +139,7 @@ bool ElasticGrowth::may_grow() const {
 }
 
 void ElasticGrowth::tick() {
+  if (forming_) decide(std::nullopt);
   if (discovery_) {
     // The script runs while the supervisor forwards output: look, never wait.
     std::optional<Discovery> found = discovery_->poll();
@@ -190,6 +231,9 @@ void ElasticGrowth::publish(const std::vector<Member>& joining) {
   for (size_t i = members_.size(); i < next.size(); ++i)
     who += fmt::format("{}member {} on {} as rank {}", who.empty() ? "" : ", ", next[i].id,
                        next[i].host, i);
+  Forming forming{epoch, ids, members_, {}};
+  for (const Member& m : joining) forming.newcomers.push_back(m.id);
+  forming_ = std::move(forming);
   members_ = std::move(next);
   epoch_ = epoch;
   store_.add(std::string(keys::kEpoch), 1);

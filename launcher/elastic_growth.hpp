@@ -4,7 +4,10 @@
 // say in the store that they arrived; once each arrived or died, the membership's member ids (the
 // running members in their order, then the newcomers that arrived) go into the store and the
 // epoch key rises: the running members see it at their next elastic commit and regroup, the
-// newcomers read their place. A newcomer that dies before that is simply left out.
+// newcomers read their place. A newcomer that dies before that is simply left out. Once every
+// member met in the new membership, the launcher says it formed; a member that ends before that
+// makes it abandon the membership instead (bootstrap/elastic_keys.hpp outcome), so that all of
+// its members go back alike.
 #pragma once
 
 #include <chrono>
@@ -78,6 +81,18 @@ class ElasticGrowth {
   bool finishing_ = false;       // a member ended successfully
   std::vector<Member> pending_;  // started, not yet in a published membership
   std::chrono::steady_clock::time_point pending_since_;
+  // The latest published membership until its outcome is decided: every member added itself to
+  // formed(E) ("formed"), or one ended before that ("abandoned": its members go on in the
+  // membership before it, its newcomers end and their slots are free again).
+  struct Forming {
+    int64_t epoch = 0;
+    std::vector<int> ids;          // its members
+    std::vector<Member> previous;  // the membership before it
+    std::vector<int> newcomers;
+  };
+  std::optional<Forming> forming_;
+  std::vector<int> abandoned_;  // newcomers of abandoned memberships: their ends are no failures
+  void decide(const std::optional<Member>& ended);
   std::optional<DiscoveryRun> discovery_;
 };
 

@@ -244,8 +244,16 @@ def run(work, state, comm=None, *, max_resets=1 << 30, min_size=1, wait_for_size
                 return comm
             except MembershipChanged as changed:
                 state._watched = None
-                comm = comm.regroup(changed.epoch)
-                ctx["epoch"] = changed.epoch
+                ctx["epoch"] = changed.epoch  # met or abandoned: no commit asks for it again
+                try:
+                    comm = comm.regroup(changed.epoch)
+                except tutti.Error as e:
+                    # A member ended before the new membership formed: the launcher abandoned
+                    # it, and the running members go on in the communicator they had, shrunk.
+                    if not _survivable(e):
+                        raise
+                    comm = _recover(comm, state, e, ctx)
+                    continue
                 try:
                     state.sync(comm, 0)
                     state._reset(comm)

@@ -246,8 +246,17 @@ Communicator run(Communicator comm, State& state,
     } catch (const MembershipChanged& m) {
       state.watched_ = nullptr;
       const int before = comm.size();
-      comm = comm.regroup(m.epoch());
-      epoch = m.epoch();
+      epoch = m.epoch();  // met, or abandoned: either way no commit asks for it again
+      try {
+        comm = comm.regroup(m.epoch());
+      } catch (const Error& e) {
+        // A member ended before the new membership formed: the launcher abandoned it, and every
+        // running member goes on in the communicator it had, shrunk.
+        if (!survivable(e)) throw;
+        log::warn("elastic::run: {}", e.what());
+        comm = recover(std::move(comm), e);
+        continue;
+      }
       log::info("elastic::run: membership {}: {} ranks (were {}); this is rank {}", epoch,
                 comm.size(), before, comm.rank());
       try {

@@ -24,6 +24,12 @@ inline std::string arrived(int member) {
 inline std::string formed(int64_t epoch) {
   return "tutti/elastic/formed/" + std::to_string(epoch);
 }
+// The launcher's decision on membership E (E > 0), written once: "formed" when every member added
+// itself to formed(E), or "abandoned: <why>" when a member ended before that; its members then go
+// on in the membership before it, its newcomers end.
+inline std::string outcome(int64_t epoch) {
+  return "tutti/elastic/outcome/" + std::to_string(epoch);
+}
 // "-e" keeps "<base>-" a prefix of every membership's names, so a sweep of the base job's
 // /dev/shm segments takes theirs too.
 inline std::string job_id(std::string_view base, int64_t epoch) {

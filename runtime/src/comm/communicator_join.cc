@@ -21,6 +21,7 @@
 #include "bootstrap/rendezvous.hpp"
 #include "bootstrap/store_adapters.hpp"
 #include "comm/communicator.hpp"
+#include "comm/forming_store.hpp"
 #include "comm/shared_store.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
@@ -347,8 +348,13 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
   const int64_t epoch =
       env::is_set("TUTTI_ELASTIC_EPOCH") ? env::get_int("TUTTI_ELASTIC_EPOCH") : -1;
   int64_t formed_epoch = epoch;
+  std::shared_ptr<FormingStore> forming;
   if (epoch > 0) {
     const ElasticPlace place = elastic_place(*job->store, epoch, deadline);
+    // As the running members' regroup: a member that ends before the membership formed ends this
+    // meeting too (kPeerFailure), and this process with it.
+    forming = std::make_shared<FormingStore>(job->store, place.epoch);
+    job->store = forming;
     info.rank = place.rank;
     info.size = place.size;
     info.local_rank = -1;  // the launcher's guess; the host ids say
@@ -368,8 +374,14 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
             .job_token = met.job_token,
             .local_address = met.connection.local_address,
             .ifname_address = chosen_by_ifname};
-  meet(job, j, options, deadline);
-  auto world = world_of(job, options, deadline, info.size);
+  std::shared_ptr<Communicator> world;
+  try {
+    meet(job, j, options, deadline);
+    world = world_of(job, options, deadline, info.size);
+  } catch (const Error&) {
+    if (forming) forming->throw_if_abandoned(deadline);
+    throw;
+  }
   const Topology& topology = world->topology();
   if (info.local_rank >= 0 &&
       (info.local_rank != topology.local_rank || info.local_size != topology.local_size))
@@ -400,7 +412,12 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
         info.launch_id);
   }
   // A member of an elastic job's membership (tuttirun --max-np) tells the launcher it is in.
-  if (formed_epoch >= 0) job->store->add(bootstrap::elastic_keys::formed(formed_epoch), 1);
+  // A newcomer goes on only once the launcher says every member met (a member that ended
+  // meanwhile sends them all back, and this process out).
+  if (forming)
+    forming->await_outcome(deadline);
+  else if (formed_epoch >= 0)
+    job->store->add(bootstrap::elastic_keys::formed(formed_epoch), 1);
   log::debug("joined world of {} as rank {} (local {}/{}, host {}/{}), job {}", info.size,
              info.rank, topology.local_rank, topology.local_size, topology.cross_rank,
              topology.cross_size, job->job_id);
@@ -481,7 +498,10 @@ std::shared_ptr<Communicator> Communicator::regroup(int64_t epoch) {
   const std::string base =
       env::is_set("TUTTI_ELASTIC_JOB") ? env::get_string("TUTTI_ELASTIC_JOB") : job_->job_id;
   auto job = std::make_shared<Job>();
-  job->store = job_->store;  // the launcher's, shared with the world before
+  // The launcher's, shared with the world before; while the membership forms, a member that ends
+  // makes the launcher abandon it, which ends every wait of the meeting at once.
+  auto forming = std::make_shared<FormingStore>(job_->store, epoch);
+  job->store = forming;
   Joining j{.rank = static_cast<int>(at - ids.begin()),
             .size = static_cast<int>(ids.size()),
             .host_id = job_->host_ids[static_cast<size_t>(fabric_rank)],
@@ -490,9 +510,19 @@ std::shared_ptr<Communicator> Communicator::regroup(int64_t epoch) {
             .job_token = job_->job_token,
             .local_address = job_->local_address,
             .ifname_address = ifname_address(options_, rank_)};
-  meet(job, j, options_, deadline);
-  auto world = world_of(job, options_, deadline, j.size);
-  job->store->add(keys::formed(epoch), 1);
+  std::shared_ptr<Communicator> world;
+  try {
+    meet(job, j, options_, deadline);
+    world = world_of(job, options_, deadline, j.size);
+  } catch (const Error& e) {
+    // A member that ended mid-meeting breaks it in many ways (a wait, a refused connection): the
+    // launcher's outcome says whether that is why. Every member then goes back alike.
+    forming->throw_if_abandoned(deadline);
+    throw;
+  }
+  // Every member goes on in the new world only once all met there: the launcher decides it once,
+  // so that a member that ends now sends all of them back, not some.
+  forming->await_outcome(deadline);
   log::debug("member {} regrouped as rank {} of {} in membership {}", member, j.rank, j.size,
              epoch);
   return world;

@@ -9,6 +9,8 @@
 // reset, and "DONE members=... steps=S total=T" or "FAIL: ..." at the end.
 // CHAOS_SYNC_VICTIM=R: world rank R dies inside the state sync of its first recovery (after the
 // sync's first broadcast), a second fault in the middle of the first one's recovery.
+// CHAOS_REGROUP_VICTIM=M: member M dies at the commit that learns the job grew, before it meets the
+// new membership (which the launcher must then abandon).
 #include <unistd.h>
 
 #include <chrono>
@@ -24,10 +26,27 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Member ids a job that grows may use (chaos.sh starts at most 6 ranks and adds 2).
+constexpr int kMaxMembers = 16;
 
 class ChaosState : public tutti::elastic::State {
  public:
-  ChaosState(std::span<int64_t> first, bool victim) : first_(first), victim_(victim) {}
+  ChaosState(std::span<int64_t> first, bool victim, bool regroup_victim)
+      : first_(first), victim_(victim), regroup_victim_(regroup_victim) {}
+  void commit() override {
+    try {
+      tutti::elastic::State::commit();
+    } catch (const tutti::elastic::MembershipChanged&) {
+      // Gone the moment the launcher published a membership with more ranks: it never meets
+      // the others there, and the launcher must abandon it.
+      if (regroup_victim_) {
+        std::printf("dies as the job grows\n");
+        std::fflush(stdout);
+        _exit(3);
+      }
+      throw;
+    }
+  }
   void sync(const tutti::Communicator& comm, int root) override {
     if (victim_) {
       comm.broadcast(first_.data(), first_.size_bytes(), tutti::DataType::kUInt8, root);
@@ -41,6 +60,7 @@ class ChaosState : public tutti::elastic::State {
  private:
   std::span<int64_t> first_;
   bool victim_;
+  bool regroup_victim_;
 };
 
 std::string list(const std::vector<int64_t>& slots) {
@@ -53,14 +73,23 @@ std::string list(const std::vector<int64_t>& slots) {
 int run(int64_t steps, int step_ms) {
   tutti::World world_holder;
   const tutti::Communicator world = world_holder.communicator();
-  const int me = world.rank();
-  const int world_size = world.size();
+  // Slots by member id in a job that grows (members come and go; ids are never reused), by world
+  // rank otherwise.
+  const char* member = std::getenv("TUTTI_MEMBER_ID");
+  const int me = member != nullptr ? std::atoi(member) : world.rank();
+  const int world_size = member != nullptr ? kMaxMembers : world.size();
+  if (me >= world_size) {
+    std::printf("FAIL: member id %d is beyond the %d this check counts\n", me, world_size);
+    return 1;
+  }
   std::printf("pid %d %d\n", me, static_cast<int>(::getpid()));
   std::fflush(stdout);
   const char* sync_victim = std::getenv("CHAOS_SYNC_VICTIM");
   int64_t step = 0, total = 0;
+  const char* regroup_victim = std::getenv("CHAOS_REGROUP_VICTIM");
   ChaosState state(std::span<int64_t>(&step, 1),
-                   sync_victim != nullptr && std::atoi(sync_victim) == me);
+                   sync_victim != nullptr && std::atoi(sync_victim) == me,
+                   regroup_victim != nullptr && std::atoi(regroup_victim) == me);
   state.add("step", std::span<int64_t>(&step, 1));
   state.add("total", std::span<int64_t>(&total, 1));
   Clock::time_point last_step = Clock::now();

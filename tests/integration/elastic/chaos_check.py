@@ -5,7 +5,8 @@ members of the communicator the step ran on (the same as the step before unless 
 between); the total adds sum(member + 1) per step, committed after every step. At the end the
 survivors must agree on total and members. Prints "pid R P", "recovery R S (N ranks)", and
 "DONE members=... steps=S total=T", "stopped: ..." (a clear failure) or "FAIL: ..." (a wrong
-answer). CHAOS_SYNC_VICTIM=R: world rank R dies inside the state sync of its first recovery.
+answer). CHAOS_SYNC_VICTIM=R: world rank R dies inside the state sync of its first recovery;
+CHAOS_REGROUP_VICTIM=M: member M dies at the commit that learns the job grew.
 """
 import os
 import sys
@@ -22,9 +23,21 @@ class WrongAnswer(Exception):
 
 
 class ChaosState(tutti.elastic.State):
-    def __init__(self, victim, **arrays):
+    def __init__(self, victim, regroup_victim, **arrays):
         super().__init__(**arrays)
         self._victim = victim
+        self._regroup_victim = regroup_victim
+
+    def commit(self):
+        try:
+            super().commit()
+        except tutti.elastic.MembershipChanged:
+            # Gone the moment the launcher published a larger membership: the launcher must
+            # abandon it.
+            if self._regroup_victim:
+                print("dies as the job grows", flush=True)
+                os._exit(3)
+            raise
 
     def sync(self, comm, root=0):
         if self._victim:
@@ -42,10 +55,17 @@ def members(slots):
 def main():
     steps, step_ms = int(sys.argv[1]), int(sys.argv[2])
     world = tutti.init()
-    me, world_size = world.rank, world.size
+    # Slots by member id in a job that grows (ids are never reused), by world rank otherwise.
+    member = os.environ.get("TUTTI_MEMBER_ID")
+    me = int(member) if member is not None else world.rank
+    world_size = 16 if member is not None else world.size
+    if me >= world_size:
+        raise WrongAnswer(f"member id {me} is beyond the {world_size} this check counts")
     print(f"pid {me} {os.getpid()}", flush=True)
     victim = os.environ.get("CHAOS_SYNC_VICTIM")
+    regroup_victim = os.environ.get("CHAOS_REGROUP_VICTIM")
     state = ChaosState(victim is not None and int(victim) == me,
+                       regroup_victim is not None and int(regroup_victim) == me,
                        step=np.zeros(1, np.int64), total=np.zeros(1, np.int64))
     seen = {"last_step": time.monotonic(), "recovered": True, "before": None, "members": None}
 

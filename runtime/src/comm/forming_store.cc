@@ -1,0 +1,97 @@
+#include "comm/forming_store.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "bootstrap/elastic_keys.hpp"
+#include "core/error.hpp"
+
+namespace tutti::comm {
+namespace {
+
+namespace keys = bootstrap::elastic_keys;
+
+// How often a wait looks at the outcome: a death costs the others this much more than the
+// launcher's own reaction.
+constexpr std::chrono::milliseconds kSlice{100};
+
+}  // namespace
+
+FormingStore::FormingStore(std::shared_ptr<bootstrap::Store> inner, int64_t epoch)
+    : inner_(std::move(inner)), epoch_(epoch), outcome_key_(keys::outcome(epoch)) {}
+
+void FormingStore::abandoned(const std::string& outcome) const {
+  throw make_error(ErrorCode::kPeerFailure,
+                   "elastic membership {} was abandoned before it formed: {}; its members go on "
+                   "without it",
+                   epoch_, outcome.substr(std::min(outcome.size(), outcome.find(": ") + 2)));
+}
+
+void FormingStore::check() {
+  if (!armed_.load() || !inner_->missing({outcome_key_}).empty()) return;
+  const std::string outcome = inner_->get(outcome_key_, Deadline::after(kSlice));
+  if (outcome.starts_with("abandoned")) abandoned(outcome);
+}
+
+void FormingStore::set(const std::string& key, const std::string& value) {
+  inner_->set(key, value);
+}
+
+int64_t FormingStore::add(const std::string& key, int64_t delta) {
+  return inner_->add(key, delta);
+}
+
+std::vector<std::string> FormingStore::missing(const std::vector<std::string>& keys) {
+  return inner_->missing(keys);
+}
+
+bool FormingStore::remove(const std::string& key) {
+  return inner_->remove(key);
+}
+
+std::string FormingStore::get(const std::string& key, Deadline deadline) {
+  for (;;) {
+    if (!armed_.load()) return inner_->get(key, deadline);
+    check();
+    try {
+      return inner_->get(key, Deadline::after(kSlice).earlier(deadline));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kTimeout || deadline.expired()) throw;
+    }
+  }
+}
+
+void FormingStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
+  for (;;) {
+    if (!armed_.load()) return inner_->wait(keys, deadline);
+    check();
+    try {
+      return inner_->wait(keys, Deadline::after(kSlice).earlier(deadline));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kTimeout || deadline.expired()) throw;
+    }
+  }
+}
+
+void FormingStore::await_outcome(Deadline deadline) {
+  inner_->add(keys::formed(epoch_), 1);
+  const std::string outcome = inner_->get(outcome_key_, deadline);
+  if (outcome.starts_with("abandoned")) abandoned(outcome);
+  disarm();
+}
+
+void FormingStore::throw_if_abandoned(Deadline deadline) {
+  // The launcher reaps a dead member and decides within a moment; a meeting that failed for
+  // another reason gets no outcome, and this wait gives up early.
+  const Deadline soon = Deadline::after(std::chrono::seconds(5)).earlier(deadline);
+  std::string outcome;
+  try {
+    outcome = inner_->get(outcome_key_, soon);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kTimeout) return;
+    throw;
+  }
+  if (outcome.starts_with("abandoned")) abandoned(outcome);
+}
+
+}  // namespace tutti::comm
