@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "buffer_view.hpp"
+#include "sigint_watch.hpp"
 #include "tutti/tutti.hpp"
 
 namespace py = pybind11;
@@ -29,6 +32,67 @@ PyObject* g_error_type = nullptr;  // tutti._core.Error (a RuntimeError)
 
 [[noreturn]] void invalid(const std::string& message) {
   throw Error(ErrorCode::kInvalidArgument, message);
+}
+
+// A communicator as Python holds it: with the world it was made in (worlds this module finalized
+// before it), so that one kept past tutti.finalize() is refused as the C API refuses its handles,
+// also once a new world exists. Read and written with the GIL held.
+uint64_t g_worlds_finalized = 0;
+
+struct PyComm {
+  Communicator comm;
+  uint64_t world = 0;
+};
+
+PyComm made_now(Communicator comm) {
+  return {std::move(comm), g_worlds_finalized};
+}
+
+const Communicator& live(const PyComm& c) {
+  if (c.world != g_worlds_finalized)
+    throw Error(ErrorCode::kNotInitialized,
+                "this Communicator belongs to a world that tutti.finalize() ended; make new "
+                "communicators after tutti.init() (tutti.world(), split, dup, group)");
+  return c.comm;
+}
+
+// A Python int that tutti takes as a C int (a color, key, rank, root, peer or tag): anything else
+// is tutti.Error (INVALID_ARGUMENT) naming the call, the argument and the range, not pybind11's
+// "incompatible function arguments" (which a value past 32 bits used to give).
+int64_t integer(py::handle value, const std::string& call, const std::string& name, int64_t low,
+                int64_t high) {
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index) {
+    PyErr_Clear();
+    invalid(call + ": " + name + " must be an integer, not " +
+            std::string(Py_TYPE(value.ptr())->tp_name));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) PyErr_Clear();
+  if (overflow != 0 || v < low || v > high)
+    invalid(call + ": " + name + " " + py::repr(index).cast<std::string>() + " is outside " +
+            std::to_string(low) + ".." + std::to_string(high));
+  return v;
+}
+
+int c_int(py::handle value, const std::string& call, const std::string& name) {
+  return static_cast<int>(integer(value, call, name, INT_MIN, INT_MAX));
+}
+
+// Runs `call` (tutti's part of a blocking call) without the GIL, registered for Ctrl-C
+// (sigint_watch.hpp): a Ctrl-C aborts the communicator, and the call raises what Python's SIGINT
+// handler raises (KeyboardInterrupt) instead of tutti's error.
+template <typename Call>
+auto blocking(const Communicator& comm, Call&& call) -> decltype(call()) {
+  BlockingCall registered(comm);
+  try {
+    py::gil_scoped_release unlocked;
+    return call();
+  } catch (const Error&) {
+    BlockingCall::raise_pending_signal();
+    throw;
+  }
 }
 
 std::unique_ptr<BufferView> view(const py::handle& object, Access access, const std::string& what,
@@ -66,8 +130,9 @@ CallOptions call_options(std::optional<double> timeout_s, double prescale = 1.0,
 // kept until wait() sees it finish (or the handle goes, after waiting for it).
 class PyHandle {
  public:
-  PyHandle(Handle handle, std::vector<std::unique_ptr<BufferView>> views)
-      : handle_(std::move(handle)), views_(std::move(views)) {}
+  // `comm`: where the operation runs, aborted by a Ctrl-C during wait().
+  PyHandle(Handle handle, std::vector<std::unique_ptr<BufferView>> views, Communicator comm)
+      : handle_(std::move(handle)), views_(std::move(views)), comm_(std::move(comm)) {}
   ~PyHandle() {
     // A handle dropped while tutti still uses its buffers: wait, so they stay valid until then
     // (errors are the caller's to collect with wait(); here they are dropped).
@@ -83,6 +148,7 @@ class PyHandle {
   void wait(std::optional<double> timeout_s) {
     std::exception_ptr failure;
     {
+      BlockingCall registered(comm_);
       py::gil_scoped_release unlocked;
       try {
         if (timeout_s)
@@ -96,13 +162,17 @@ class PyHandle {
     // Finished (done or failed): tutti no longer touches the buffers. A wait that timed out
     // keeps them.
     if (handle_.poll()) views_.clear();
-    if (failure) std::rethrow_exception(failure);
+    if (failure) {
+      BlockingCall::raise_pending_signal();
+      std::rethrow_exception(failure);
+    }
   }
   int last_joined() const { return handle_.last_joined(); }
 
  private:
   Handle handle_;
   std::vector<std::unique_ptr<BufferView>> views_;
+  Communicator comm_;
 };
 
 void translate(const Error& e) {
@@ -126,9 +196,9 @@ PyObject* allreduce_buffers(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
     PyErr_SetString(PyExc_TypeError, "_allreduce_buffers(comm, send, recv, op)");
     return nullptr;
   }
-  const Communicator* comm = nullptr;
+  const PyComm* held = nullptr;
   try {
-    comm = py::handle(args[0]).cast<const Communicator*>();
+    held = py::handle(args[0]).cast<const PyComm*>();
   } catch (const py::cast_error&) {
     PyErr_SetString(PyExc_TypeError, "_allreduce_buffers: not a tutti communicator");
     return nullptr;
@@ -166,17 +236,23 @@ PyObject* allreduce_buffers(PyObject*, PyObject* const* args, Py_ssize_t nargs) 
   const void* data = send.buf;
   void* result = out.view.buf;
   try {
+    const Communicator& comm = live(*held);
+    BlockingCall registered(comm);
     // No py::gil_scoped_release: its bookkeeping costs more than the two calls it wraps.
     PyThreadState* unlocked = PyEval_SaveThread();
     try {
-      comm->allreduce(data, result, count, type, static_cast<ReduceOp>(op));
+      comm.allreduce(data, result, count, type, static_cast<ReduceOp>(op));
     } catch (...) {
       PyEval_RestoreThread(unlocked);
       throw;
     }
     PyEval_RestoreThread(unlocked);
   } catch (const Error& e) {
+    if (PyErr_CheckSignals() != 0) return nullptr;  // Ctrl-C: KeyboardInterrupt, not tutti's abort
     translate(e);
+    return nullptr;
+  } catch (py::error_already_set& e) {
+    e.restore();  // a signal handler's exception, raised before the call
     return nullptr;
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
@@ -234,70 +310,83 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
-  m.def("init", []() -> Communicator {
-    py::gil_scoped_release unlocked;
-    return tutti::init();
+  m.def("init", []() -> PyComm {
+    Communicator world;
+    {
+      py::gil_scoped_release unlocked;
+      world = tutti::init();
+    }
+    return made_now(std::move(world));
   });
   m.def("finalize", [] {
+    // Communicators made so far belong to the world that ends here (live()); counted before it
+    // ends, so that no call on them starts meanwhile.
+    if (tutti::initialized()) ++g_worlds_finalized;
     py::gil_scoped_release unlocked;
     tutti::finalize();
   });
-  m.def("world", []() -> Communicator { return tutti::world(); });
+  m.def("world", []() -> PyComm { return made_now(tutti::world()); });
   m.add_object("_allreduce_buffers",
                py::reinterpret_steal<py::object>(PyCFunction_New(&g_allreduce_buffers, nullptr)));
+  // The watcher of Ctrl-C (sigint_watch.hpp) takes the GIL only before the interpreter exits.
+  py::module_::import("atexit").attr("register")(
+      py::cpp_function([] { stop_sigint_watch(); }, py::name("_stop_sigint_watch")));
 
   py::class_<PyHandle>(m, "Handle")
       .def("done", &PyHandle::done)
       .def("wait", &PyHandle::wait, py::arg("timeout") = py::none())
       .def_property_readonly("last_joined", &PyHandle::last_joined);
 
-  py::class_<Communicator>(m, "Communicator")
-      .def_property_readonly("rank", &Communicator::rank)
-      .def_property_readonly("size", &Communicator::size)
-      .def_property_readonly("local_rank", &Communicator::local_rank)
-      .def_property_readonly("local_size", &Communicator::local_size)
-      .def_property_readonly("cross_rank", &Communicator::cross_rank)
-      .def_property_readonly("cross_size", &Communicator::cross_size)
+  py::class_<PyComm>(m, "Communicator")
+      .def_property_readonly("rank", [](const PyComm& c) { return live(c).rank(); })
+      .def_property_readonly("size", [](const PyComm& c) { return live(c).size(); })
+      .def_property_readonly("local_rank", [](const PyComm& c) { return live(c).local_rank(); })
+      .def_property_readonly("local_size", [](const PyComm& c) { return live(c).local_size(); })
+      .def_property_readonly("cross_rank", [](const PyComm& c) { return live(c).cross_rank(); })
+      .def_property_readonly("cross_size", [](const PyComm& c) { return live(c).cross_size(); })
       .def("split",
-           [](const Communicator& c, int color, int key) -> std::optional<Communicator> {
-             Communicator made;
-             {
-               py::gil_scoped_release unlocked;
-               made = c.split(color, key);
-             }
+           [](const PyComm& held, py::handle color, py::handle key) -> std::optional<PyComm> {
+             const Communicator& c = live(held);
+             const int color_value = c_int(color, "split", "color");
+             const int key_value = c_int(key, "split", "key");
+             Communicator made = blocking(c, [&] { return c.split(color_value, key_value); });
              if (!made) return std::nullopt;
-             return made;
+             return made_now(std::move(made));
            })
       .def("group",
-           [](const Communicator& c, const std::vector<int>& ranks) {
-             py::gil_scoped_release unlocked;
-             return c.group(ranks);
+           [](const PyComm& held, const py::sequence& ranks) {
+             const Communicator& c = live(held);
+             std::vector<int> listed;
+             for (py::handle r : ranks) listed.push_back(c_int(r, "group", "a rank"));
+             return made_now(blocking(c, [&] { return c.group(listed); }));
            })
       .def("dup",
-           [](const Communicator& c) {
-             py::gil_scoped_release unlocked;
-             return c.dup();
+           [](const PyComm& held) {
+             const Communicator& c = live(held);
+             return made_now(blocking(c, [&] { return c.dup(); }));
            })
       .def("shrink",
-           [](const Communicator& c) {
-             py::gil_scoped_release unlocked;
-             return c.shrink();
+           [](const PyComm& held) {
+             const Communicator& c = live(held);
+             return made_now(blocking(c, [&] { return c.shrink(); }));
            })
       .def("membership_epoch",
-           [](const Communicator& c) {
-             py::gil_scoped_release unlocked;
-             return c.membership_epoch();
+           [](const PyComm& held) {
+             const Communicator& c = live(held);
+             return blocking(c, [&] { return c.membership_epoch(); });
            })
       .def("regroup",
-           [](const Communicator& c, int64_t epoch) {
-             py::gil_scoped_release unlocked;
-             return c.regroup(epoch);
+           [](const PyComm& held, py::handle epoch) {
+             const Communicator& c = live(held);
+             const int64_t value = integer(epoch, "regroup", "epoch", 0, INT64_MAX);
+             return made_now(blocking(c, [&] { return c.regroup(value); }));
            })
-      .def("abort", [](const Communicator& c, const std::string& reason) { c.abort(reason); })
+      .def("abort", [](const PyComm& held, const std::string& reason) { live(held).abort(reason); })
       .def(
           "allreduce",
-          [](const Communicator& c, py::handle send, py::handle recv, ReduceOp op,
+          [](const PyComm& held, py::handle send, py::handle recv, ReduceOp op,
              std::optional<double> timeout, double prescale, double postscale) {
+            const Communicator& c = live(held);
             auto in = view(send, Access::kRead, "allreduce's input");
             auto out = recv.is(send) ? nullptr : view(recv, Access::kWrite, "allreduce's output");
             const BufferView& o = out ? *out : *in;
@@ -305,40 +394,47 @@ PYBIND11_MODULE(_core, m) {
             same_type(*in, o, "allreduce");
             expect_count(o, in->count(), "allreduce's output");
             const CallOptions call = call_options(timeout, prescale, postscale);
-            py::gil_scoped_release unlocked;
-            c.allreduce(in->data(), o.data(), in->count(), in->type(), op, call);
+            blocking(c,
+                     [&] { c.allreduce(in->data(), o.data(), in->count(), in->type(), op, call); });
           },
           py::arg("send"), py::arg("recv"), py::arg("op"), py::arg("timeout") = py::none(),
           py::arg("prescale") = 1.0, py::arg("postscale") = 1.0)
       .def(
           "_loop_allreduce",
-          [](const Communicator& c, py::handle send, py::handle recv, int iterations) {
+          [](const PyComm& held, py::handle send, py::handle recv, int iterations) {
             // For bench/python_allreduce_bench.py: the C++ call alone, `iterations` times, on the
             // same buffers; seconds per call (what the Python layer adds is the difference).
+            const Communicator& c = live(held);
             auto in = view(send, Access::kRead, "the input");
             auto out = view(recv, Access::kWrite, "the output");
             expect_count(*out, in->count(), "the output");
-            py::gil_scoped_release unlocked;
-            const auto start = std::chrono::steady_clock::now();
-            for (int i = 0; i < iterations; ++i)
-              c.allreduce(in->data(), out->data(), in->count(), in->type(), ReduceOp::kSum);
-            return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                   std::max(iterations, 1);
+            return blocking(c, [&] {
+              const auto start = std::chrono::steady_clock::now();
+              for (int i = 0; i < iterations; ++i)
+                c.allreduce(in->data(), out->data(), in->count(), in->type(), ReduceOp::kSum);
+              return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                         .count() /
+                     std::max(iterations, 1);
+            });
           },
           py::arg("send"), py::arg("recv"), py::arg("iterations"))
       .def(
           "broadcast",
-          [](const Communicator& c, py::handle buffer, int root, std::optional<double> timeout) {
+          [](const PyComm& held, py::handle buffer, py::handle root,
+             std::optional<double> timeout) {
+            const Communicator& c = live(held);
+            const int root_rank = c_int(root, "broadcast", "root");
             auto b = view(buffer, Access::kWrite, "broadcast's buffer");
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.broadcast(b->data(), b->count(), b->type(), root, call);
+            blocking(c, [&] { c.broadcast(b->data(), b->count(), b->type(), root_rank, call); });
           },
           py::arg("buffer"), py::arg("root"), py::arg("timeout") = py::none())
       .def(
           "reduce",
-          [](const Communicator& c, py::handle send, py::handle recv, ReduceOp op, int root,
+          [](const PyComm& held, py::handle send, py::handle recv, ReduceOp op, py::handle root,
              std::optional<double> timeout) {
+            const Communicator& c = live(held);
+            const int root_rank = c_int(root, "reduce", "root");
             auto in = view(send, Access::kRead, "reduce's input");
             auto out =
                 recv.is(send) ? nullptr : view(recv, Access::kWrite, "reduce's output", true);
@@ -349,42 +445,45 @@ PYBIND11_MODULE(_core, m) {
             }
             void* target = in_place ? in->data() : out ? out->data() : nullptr;
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.reduce(in->data(), target, in->count(), in->type(), op, root, call);
+            blocking(c, [&] {
+              c.reduce(in->data(), target, in->count(), in->type(), op, root_rank, call);
+            });
           },
           py::arg("send"), py::arg("recv"), py::arg("op"), py::arg("root"),
           py::arg("timeout") = py::none())
       .def(
           "allgather",
-          [](const Communicator& c, py::handle send, py::handle recv,
-             std::optional<double> timeout) {
+          [](const PyComm& held, py::handle send, py::handle recv, std::optional<double> timeout) {
+            const Communicator& c = live(held);
             auto in = view(send, Access::kRead, "allgather's input");
             auto out = view(recv, Access::kWrite, "allgather's output");
             same_type(*in, *out, "allgather");
             expect_count(*out, in->count() * static_cast<size_t>(c.size()), "allgather's output");
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.allgather(in->data(), out->data(), in->count(), in->type(), call);
+            blocking(c,
+                     [&] { c.allgather(in->data(), out->data(), in->count(), in->type(), call); });
           },
           py::arg("send"), py::arg("recv"), py::arg("timeout") = py::none())
       .def(
           "reduce_scatter",
-          [](const Communicator& c, py::handle send, py::handle recv, ReduceOp op,
+          [](const PyComm& held, py::handle send, py::handle recv, ReduceOp op,
              std::optional<double> timeout) {
+            const Communicator& c = live(held);
             auto in = view(send, Access::kRead, "reduce_scatter's input");
             auto out = view(recv, Access::kWrite, "reduce_scatter's output");
             same_type(*in, *out, "reduce_scatter");
             expect_count(*in, out->count() * static_cast<size_t>(c.size()),
                          "reduce_scatter's input");
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.reduce_scatter(in->data(), out->data(), out->count(), in->type(), op, call);
+            blocking(c, [&] {
+              c.reduce_scatter(in->data(), out->data(), out->count(), in->type(), op, call);
+            });
           },
           py::arg("send"), py::arg("recv"), py::arg("op"), py::arg("timeout") = py::none())
       .def(
           "alltoall",
-          [](const Communicator& c, py::handle send, py::handle recv,
-             std::optional<double> timeout) {
+          [](const PyComm& held, py::handle send, py::handle recv, std::optional<double> timeout) {
+            const Communicator& c = live(held);
             auto in = view(send, Access::kRead, "alltoall's input");
             auto out = recv.is(send) ? nullptr : view(recv, Access::kWrite, "alltoall's output");
             const BufferView& o = out ? *out : *in;
@@ -395,14 +494,16 @@ PYBIND11_MODULE(_core, m) {
               invalid("alltoall: the input's " + std::to_string(in->count()) +
                       " elements do not split into " + std::to_string(size) + " equal blocks");
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.alltoall(in->data(), o.data(), in->count() / size, in->type(), call);
+            blocking(
+                c, [&] { c.alltoall(in->data(), o.data(), in->count() / size, in->type(), call); });
           },
           py::arg("send"), py::arg("recv"), py::arg("timeout") = py::none())
       .def(
           "gather",
-          [](const Communicator& c, py::handle send, py::handle recv, int root,
+          [](const PyComm& held, py::handle send, py::handle recv, py::handle root,
              std::optional<double> timeout) {
+            const Communicator& c = live(held);
+            const int root_rank = c_int(root, "gather", "root");
             auto in = view(send, Access::kRead, "gather's input");
             auto out = view(recv, Access::kWrite, "gather's output", true);
             if (out) {
@@ -410,14 +511,18 @@ PYBIND11_MODULE(_core, m) {
               expect_count(*out, in->count() * static_cast<size_t>(c.size()), "gather's output");
             }
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.gather(in->data(), out ? out->data() : nullptr, in->count(), in->type(), root, call);
+            blocking(c, [&] {
+              c.gather(in->data(), out ? out->data() : nullptr, in->count(), in->type(), root_rank,
+                       call);
+            });
           },
           py::arg("send"), py::arg("recv"), py::arg("root"), py::arg("timeout") = py::none())
       .def(
           "scatter",
-          [](const Communicator& c, py::handle send, py::handle recv, int root,
+          [](const PyComm& held, py::handle send, py::handle recv, py::handle root,
              std::optional<double> timeout) {
+            const Communicator& c = live(held);
+            const int root_rank = c_int(root, "scatter", "root");
             auto in = view(send, Access::kRead, "scatter's input", true);
             auto out = view(recv, Access::kWrite, "scatter's output");
             if (in) {
@@ -425,43 +530,51 @@ PYBIND11_MODULE(_core, m) {
               expect_count(*in, out->count() * static_cast<size_t>(c.size()), "scatter's input");
             }
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.scatter(in ? in->data() : nullptr, out->data(), out->count(), out->type(), root,
-                      call);
+            blocking(c, [&] {
+              c.scatter(in ? in->data() : nullptr, out->data(), out->count(), out->type(),
+                        root_rank, call);
+            });
           },
           py::arg("send"), py::arg("recv"), py::arg("root"), py::arg("timeout") = py::none())
       .def(
           "barrier",
-          [](const Communicator& c, std::optional<double> timeout) {
+          [](const PyComm& held, std::optional<double> timeout) {
+            const Communicator& c = live(held);
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.barrier(call);
+            blocking(c, [&] { c.barrier(call); });
           },
           py::arg("timeout") = py::none())
       .def(
           "send",
-          [](const Communicator& c, py::handle buffer, int peer, int tag,
+          [](const PyComm& held, py::handle buffer, py::handle peer, py::handle tag,
              std::optional<double> timeout) {
+            const Communicator& c = live(held);
+            const int peer_rank = c_int(peer, "send", "peer");
+            const int tag_value = c_int(tag, "send", "tag");
             auto b = view(buffer, Access::kRead, "send's buffer");
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.send(b->data(), b->count(), b->type(), peer, tag, call);
+            blocking(c,
+                     [&] { c.send(b->data(), b->count(), b->type(), peer_rank, tag_value, call); });
           },
           py::arg("buffer"), py::arg("peer"), py::arg("tag") = 0, py::arg("timeout") = py::none())
       .def(
           "recv",
-          [](const Communicator& c, py::handle buffer, int peer, int tag,
+          [](const PyComm& held, py::handle buffer, py::handle peer, py::handle tag,
              std::optional<double> timeout) {
+            const Communicator& c = live(held);
+            const int peer_rank = c_int(peer, "recv", "peer");
+            const int tag_value = c_int(tag, "recv", "tag");
             auto b = view(buffer, Access::kWrite, "recv's buffer");
             const CallOptions call = call_options(timeout);
-            py::gil_scoped_release unlocked;
-            c.recv(b->data(), b->count(), b->type(), peer, tag, call);
+            blocking(c,
+                     [&] { c.recv(b->data(), b->count(), b->type(), peer_rank, tag_value, call); });
           },
           py::arg("buffer"), py::arg("peer"), py::arg("tag") = 0, py::arg("timeout") = py::none())
       .def(
           "allreduce_async",
-          [](const Communicator& c, const std::string& name, py::handle send, py::handle recv,
+          [](const PyComm& held, const std::string& name, py::handle send, py::handle recv,
              ReduceOp op, double prescale, double postscale) {
+            const Communicator& c = live(held);
             std::vector<std::unique_ptr<BufferView>> views;
             views.push_back(view(send, Access::kRead, "allreduce_async's input"));
             const BufferView& in = *views.back();
@@ -475,37 +588,33 @@ PYBIND11_MODULE(_core, m) {
             AsyncOptions options;
             options.prescale = prescale;
             options.postscale = postscale;
-            Handle handle;
-            {
-              py::gil_scoped_release unlocked;
-              handle = c.allreduce_async(name, in.data(), out.data(), in.count(), in.type(), op,
-                                         options);
-            }
-            return std::make_unique<PyHandle>(std::move(handle), std::move(views));
+            // The first asynchronous call sets the engine up, collectively: it may block.
+            Handle handle = blocking(c, [&] {
+              return c.allreduce_async(name, in.data(), out.data(), in.count(), in.type(), op,
+                                       options);
+            });
+            return std::make_unique<PyHandle>(std::move(handle), std::move(views), c);
           },
           py::arg("name"), py::arg("send"), py::arg("recv"), py::arg("op"),
           py::arg("prescale") = 1.0, py::arg("postscale") = 1.0)
       .def(
           "broadcast_async",
-          [](const Communicator& c, const std::string& name, py::handle buffer, int root) {
+          [](const PyComm& held, const std::string& name, py::handle buffer, py::handle root) {
+            const Communicator& c = live(held);
+            const int root_rank = c_int(root, "broadcast_async", "root");
             std::vector<std::unique_ptr<BufferView>> views;
             views.push_back(view(buffer, Access::kWrite, "broadcast_async's buffer"));
             const BufferView& b = *views.back();
-            Handle handle;
-            {
-              py::gil_scoped_release unlocked;
-              handle = c.broadcast_async(name, b.data(), b.count(), b.type(), root);
-            }
-            return std::make_unique<PyHandle>(std::move(handle), std::move(views));
+            Handle handle = blocking(c, [&] {
+              return c.broadcast_async(name, b.data(), b.count(), b.type(), root_rank);
+            });
+            return std::make_unique<PyHandle>(std::move(handle), std::move(views), c);
           },
           py::arg("name"), py::arg("buffer"), py::arg("root"))
-      .def("join", [](const Communicator& c) {
-        Handle handle;
-        {
-          py::gil_scoped_release unlocked;
-          handle = c.join();
-        }
+      .def("join", [](const PyComm& held) {
+        const Communicator& c = live(held);
+        Handle handle = blocking(c, [&] { return c.join(); });
         return std::make_unique<PyHandle>(std::move(handle),
-                                          std::vector<std::unique_ptr<BufferView>>{});
+                                          std::vector<std::unique_ptr<BufferView>>{}, c);
       });
 }

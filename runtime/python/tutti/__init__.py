@@ -210,7 +210,10 @@ class Communicator:
         self._impl = impl
 
     def __repr__(self):
-        return f"<tutti.Communicator rank {self.rank} of {self.size}>"
+        try:
+            return f"<tutti.Communicator rank {self.rank} of {self.size}>"
+        except Error:  # a world tutti.finalize() ended: its rank is gone with it
+            return "<tutti.Communicator of a finalized world>"
 
     rank = property(lambda self: self._impl.rank)
     size = property(lambda self: self._impl.size)
@@ -222,12 +225,13 @@ class Communicator:
     def split(self, color, key=None):
         """MPI_Comm_split: every rank calls it; ranks with one color form a communicator ordered by
         key (default: rank). A negative color gives None."""
-        made = self._impl.split(int(color), self.rank if key is None else int(key))
+        # The core refuses what is not an integer or does not fit a C int, naming the value.
+        made = self._impl.split(color, self.rank if key is None else key)
         return None if made is None else Communicator(made)
 
     def group(self, ranks):
         """A communicator of the listed ranks, in the order listed; only they call it."""
-        return Communicator(self._impl.group([int(r) for r in ranks]))
+        return Communicator(self._impl.group(list(ranks)))
 
     def dup(self):
         return Communicator(self._impl.dup())
@@ -246,7 +250,7 @@ class Communicator:
     def regroup(self, epoch):
         """This process's communicator in membership `epoch`, with the ranks the launcher started
         for it (collective over its members). tutti.elastic.run does it for you."""
-        return Communicator(self._impl.regroup(int(epoch)))
+        return Communicator(self._impl.regroup(epoch))
 
     def abort(self, reason="aborted from Python"):
         """From any thread: every pending and later call on this communicator fails, on every rank."""
