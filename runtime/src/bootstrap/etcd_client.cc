@@ -221,7 +221,8 @@ std::string EtcdClient::describe() const {
   return out;
 }
 
-json EtcdClient::post(const std::string& path, const json& body, Deadline deadline) {
+json EtcdClient::post(const std::string& path, const json& body, Deadline deadline,
+                      const std::atomic<bool>* cancelled) {
   const std::string payload = body.dump();
   std::string last_failure;
   auto backoff = std::chrono::milliseconds(10);
@@ -254,6 +255,9 @@ json EtcdClient::post(const std::string& path, const json& body, Deadline deadli
                        "etcd at {} did not answer {} in time (last: {}); check that etcd runs and "
                        "that TUTTI_STORE names its client URL",
                        describe(), path, last_failure);
+    if (cancelled != nullptr && cancelled->load())
+      throw make_error(ErrorCode::kAborted, "etcd request {} given up: its caller stops ({})", path,
+                       last_failure);
     log::debug("etcd {}: {}; retrying", path, last_failure);
     std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(backoff, deadline.remaining()));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(500));

@@ -3,6 +3,7 @@
 // to call from several threads: each call takes a connection of its own from a small pool.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -36,7 +37,10 @@ class EtcdClient {
   // connection moves to the next endpoint and is retried until `deadline` (etcd may start later
   // than the ranks); then Error(kTimeout) naming the endpoints and the last failure. A refusal
   // etcd answers comes back as a reply with "error" and "code" (see failed()).
-  nlohmann::json post(const std::string& path, const nlohmann::json& body, Deadline deadline);
+  // `cancelled` (optional) ends the retries early with kAborted once it turns true: a keep-alive
+  // thread that is told to stop while etcd is away must not hold its process's exit.
+  nlohmann::json post(const std::string& path, const nlohmann::json& body, Deadline deadline,
+                      const std::atomic<bool>* cancelled = nullptr);
 
   // Opens a watch (`create_request` as in etcd's WatchCreateRequest) and hands each result of its
   // stream to `on_result` until it returns true (then true) or `deadline` passes (then false).

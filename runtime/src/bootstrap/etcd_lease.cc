@@ -34,6 +34,7 @@ struct EtcdLease::State {
   std::mutex mutex;
   std::condition_variable stop_requested;
   bool stopping = false;
+  std::atomic<bool> cancelled{false};  // stopping, for the retries of a keep-alive under way
   std::thread keeper;
 
   // One keep-alive; returns whether etcd still has the lease (unreachable counts as kept: the
@@ -42,8 +43,9 @@ struct EtcdLease::State {
     json reply;
     try {
       reply = client->post("/v3/lease/keepalive", json{{"ID", id_text}},
-                           Deadline::after(ttl / 3 + std::chrono::seconds(1)));
+                           Deadline::after(ttl / 3 + std::chrono::seconds(1)), &cancelled);
     } catch (const Error& e) {
+      if (cancelled.load()) return true;  // stopping: nothing to keep any more
       if (!warned)
         log::warn("etcd lease {}: keep-alive failed ({}); retrying until its TTL of {} s runs out",
                   id_text, e.what(), ttl.count());
@@ -95,6 +97,7 @@ EtcdLease::~EtcdLease() {
   {
     std::lock_guard lock(state_->mutex);
     state_->stopping = true;
+    state_->cancelled.store(true);
   }
   state_->stop_requested.notify_all();
   state_->keeper.join();

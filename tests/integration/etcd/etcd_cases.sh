@@ -8,6 +8,7 @@
 #     restart      tuttirun --store --restarts 1: attempt 0 fails, attempt 1 passes in a clean prefix;
 #                  nothing is left in etcd
 #     unreachable  no etcd: every rank fails within TUTTI_TIMEOUT, naming the URL
+#     gone_at_end  etcd stops mid-job for good: the job ends and tuttirun exits within moments
 #     same_job     a second tuttirun --store with the running one's --job-id, on another host (a
 #                  pod), is refused (it would clear the running job's keys); the first ends well
 #     torchrun     torchrun's etcd rendezvous (--rdzv_backend etcd: etcd's v2 API through
@@ -116,6 +117,24 @@ FLAKY
     grep -q "2 ranks, [0-9]* checks per rank, 0 failed" "$WORK/out" || fail "the first job's check did not pass"
     [ -z "$(etcd_keys /runs/)" ] || fail "keys left in etcd"
     echo "[$CASE] the second tuttirun (another host) was refused after $took s; the first ran to the end"
+    ;;
+  gone_at_end)
+    # etcd stops while the job runs and never comes back: the ranks, which need it no more, end
+    # their work, and tuttirun exits within moments (it used to wait a request timeout, 10 s, for
+    # etcd to remove the job's keys, which expire with their leases anyway).
+    etcd_up 127.0.0.1
+    started=$(date +%s.%N)
+    "$TUTTIRUN" -np 2 --store "etcd://$ETCD_ENDPOINT/gone" -- "$CHECK" --loop-seconds 4 \
+      >"$WORK/out" 2>"$WORK/err" </dev/null &
+    job=$!
+    sleep 1.5
+    etcd_down
+    wait $job || fail "tuttirun exited $?: $(tail -5 "$WORK/err")"
+    took=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    awk -v t="$took" 'BEGIN { exit !(t <= 10) }' ||
+      fail "tuttirun exited ${took} s after its start: 4 s of work and more than 6 s of waiting for a gone etcd"
+    grep -q "they expire with their leases" "$WORK/err" || fail "tuttirun did not say the keys were left"
+    echo "[$CASE] etcd stopped mid-job; tuttirun exited ${took} s after its start (4 s of work)"
     ;;
   unreachable)
     started=$(date +%s)
