@@ -276,6 +276,10 @@ void Transport::throw_if_dead(std::span<const int> awaited, std::string_view wha
   for (int peer : awaited) {
     Channel& c = channel(peer);
     int fd = static_cast<size_t>(peer) < peer_pidfds_.size() ? peer_pidfds_[peer] : -1;
+    // Before a window copied them (a deferred window being built): the fabric's own copy, which
+    // outlives the link's report. A link stops reporting its pidfd once it saw the peer go, so
+    // its liveness_fd alone would miss a death that a wait for the window must see.
+    if (fd < 0) fd = c.peer_pidfd();
     if (fd < 0) fd = c.liveness_fd();
     if (fd < 0) continue;
     pollfd p{fd, POLLIN, 0};

@@ -10,6 +10,7 @@
 //       must end it and the others go on as for a death. rank@sync makes that rank die inside
 //       the state sync of the recovery from the death before it (after the first of the sync's
 //       broadcasts): the survivors must shrink again and go on from the same commit.
+//       rank@reset:stop stops that rank right after the recovery from the death before it.
 //   below STEPS EVERY DEATHS   as train, in a job whose deaths leave fewer ranks than its
 //       --min-np: the survivors must fail at the last death, before another step, saying so, and
 //       print "stopped: ..." instead of "ok".
@@ -33,8 +34,9 @@ namespace {
 struct Death {
   int rank;
   int64_t step;
-  bool stop = false;     // SIGSTOP instead of _exit
-  bool in_sync = false;  // dies inside the sync of the recovery from the death before it
+  bool stop = false;         // SIGSTOP instead of _exit
+  bool in_sync = false;      // dies inside the sync of the recovery from the death before it
+  bool after_reset = false;  // stops (SIGSTOP) right after that recovery, before any step
 };
 
 std::vector<Death> parse_deaths(const std::string& text) {
@@ -49,6 +51,8 @@ std::vector<Death> parse_deaths(const std::string& text) {
     const std::string when = item.substr(sign + 1);
     d.stop = when.ends_with(":stop");
     d.in_sync = when == "sync";
+    d.after_reset = when == "reset:stop";
+    if (d.after_reset) d.in_sync = true;  // no step of its own: it goes with the death before it
     // Dying in a recovery's sync is dying at the step of the death recovered from.
     if (d.in_sync && !out.empty()) d.step = out.back().step;
     out.push_back(d);
@@ -83,13 +87,28 @@ int train(const tutti::Communicator& world, int64_t steps, int64_t every,
   const int rank = world.rank();
   std::vector<double> weights(1000, 0.0);
   int64_t step = 0;
-  const bool dies_in_sync = std::any_of(
-      deaths.begin(), deaths.end(), [&](const Death& d) { return d.in_sync && d.rank == rank; });
+  const bool dies_in_sync = std::any_of(deaths.begin(), deaths.end(), [&](const Death& d) {
+    return d.in_sync && !d.after_reset && d.rank == rank;
+  });
   TrapState state(std::span<double>(weights), dies_in_sync);
   state.add("weights", std::span<double>(weights));
   state.add("step", std::span<int64_t>(&step, 1));
   std::vector<int> reset_sizes;
   state.on_reset([&](const tutti::Communicator& c) { reset_sizes.push_back(c.size()); });
+  // A rank that stops once it recovered, before the first step after: as the new lowest rank it
+  // is the one the shrunk communicator's first collective waits for.
+  const bool stops_after_reset = std::any_of(deaths.begin(), deaths.end(), [&](const Death& d) {
+    return d.after_reset && d.rank == rank;
+  });
+  state.on_reset([&](const tutti::Communicator&) {
+    if (!stops_after_reset) return;
+    std::printf("rank stops itself (SIGSTOP) right after the recovery\n");
+    std::fflush(stdout);
+    raise(SIGSTOP);
+    std::printf("FAIL: rank %d was let go on after SIGSTOP\n", rank);
+    std::fflush(stdout);
+    _exit(4);
+  });
   state.commit();
   using Clock = std::chrono::steady_clock;
   Clock::time_point last_step = Clock::now();
@@ -152,9 +171,11 @@ int train(const tutti::Communicator& world, int64_t steps, int64_t every,
   };
   double want = 0;
   int64_t at = 0;
+  // A recovery's reset runs once per death at a step, and once more for a rank that stopped after
+  // a completed recovery (the survivors recover again from it).
   size_t step_deaths = 0;
   for (const Death& d : deaths) {
-    if (!d.in_sync) ++step_deaths;
+    if (!d.in_sync || d.after_reset) ++step_deaths;
     const int64_t committed = d.step / every * every;
     want -= static_cast<double>(committed - at) * sum();
     at = committed;
@@ -163,6 +184,9 @@ int train(const tutti::Communicator& world, int64_t steps, int64_t every,
   want -= static_cast<double>(steps - at) * sum();
   bool equal = true;
   for (double w : weights) equal = equal && w == want;
+  // CHECK_MAX_RECOVERY=S: no recovery (from the last step to the reset) may take longer.
+  const char* bound = std::getenv("CHECK_MAX_RECOVERY");
+  const bool quick_enough = bound == nullptr || longest_recovery <= std::atof(bound);
   // One reset per recovery: a death inside a recovery's sync makes that recovery shrink again.
   const bool resets_right = reset_sizes.size() == step_deaths &&
                             (deaths.empty() || reset_sizes.back() == last.size()) &&
@@ -170,10 +194,10 @@ int train(const tutti::Communicator& world, int64_t steps, int64_t every,
   std::printf(
       "%s: rank %d: step %lld of %lld, weights %.0f (want %.0f), %zu reset(s), "
       "finished on %d ranks; longest recovery %.3f s\n",
-      equal && step == steps && resets_right ? "ok" : "FAIL", rank, static_cast<long long>(step),
-      static_cast<long long>(steps), weights[0], want, reset_sizes.size(), last.size(),
-      longest_recovery);
-  return equal && step == steps && resets_right ? 0 : 1;
+      equal && step == steps && resets_right && quick_enough ? "ok" : "FAIL", rank,
+      static_cast<long long>(step), static_cast<long long>(steps), weights[0], want,
+      reset_sizes.size(), last.size(), longest_recovery);
+  return equal && step == steps && resets_right && quick_enough ? 0 : 1;
 }
 
 int sync(const tutti::Communicator& world) {
