@@ -12,6 +12,9 @@
 
 #include <Python.h>
 
+#include <atomic>
+#include <cstdint>
+
 #include "tutti/tutti.hpp"
 
 namespace tutti::python {
@@ -32,7 +35,9 @@ class BlockingCall {
   static void raise_pending_signal();
 
  private:
-  const Communicator* comm_;
+  void leave();
+
+  std::atomic<uintptr_t>* slot_ = nullptr;  // null: not registered (more calls than slots)
 };
 
 // Called once when the interpreter starts to exit (atexit): the watcher stops touching Python.

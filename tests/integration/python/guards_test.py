@@ -31,8 +31,9 @@ def fail(message):
     print(f"FAIL: rank {RANK}: {message}", flush=True)
 
 
-def ok(message):
-    if RANK == 0:
+def ok(message, failures_before):
+    """Reports a check that added no failure."""
+    if RANK == 0 and failures == failures_before:
         print(f"ok: {message}", flush=True)
 
 
@@ -51,6 +52,7 @@ def refused(call, code, words, what):
 
 
 def check_overlap(comm):
+    before = failures
     rank, size = comm.rank, comm.size
     bad = tutti.ErrorCode.INVALID_ARGUMENT
     names = lambda call: [f"{call} on rank {rank}", "send [0x", "recv [0x", "overlap"]  # noqa: E731
@@ -109,7 +111,7 @@ def check_overlap(comm):
     if y.tolist() != [size] * 3:
         fail(f"allreduce after the refusals gave {y.tolist()}")
     ok("overlapping buffers refused on every collective and the engine; in place, a rank's own "
-       "block, adjacent and empty views work")
+       "block, adjacent and empty views work", before)
 
 
 def check_detected_threads(world):
@@ -117,7 +119,8 @@ def check_detected_threads(world):
     refused while the other's call holds the communicator, that call must fail too. A refused
     thread reads the other's call number before and after its own call; unchanged, the other's
     call was the one that held the communicator."""
-    checked = held_ok = 0
+    before = failures
+    checked = 0
     for _ in range(400):
         more = np.array([1.0 if checked < 20 else 0.0], np.float32)
         world.allreduce(more, op="max")
@@ -166,15 +169,15 @@ def check_detected_threads(world):
                 continue
             checked += 1
             if holder[t] in ok_calls[1 - t]:
-                held_ok += 1
                 fail(f"thread {t} was refused while thread {1 - t}'s call {holder[t]} held the "
                      "communicator, and that call returned success")
     if checked == 0:
         fail("two threads never collided in a communicator: nothing was checked")
-    ok(f"two threads at once: {checked} refusals, the holding call failed every time")
+    ok(f"two threads at once: {checked} refusals, the holding call failed every time", before)
 
 
 def check_finalized_handles(world):
+    before = failures
     bad = tutti.ErrorCode.NOT_INITIALIZED
     x = np.ones(2, np.float32)
     copy = world.dup()
@@ -201,11 +204,12 @@ def check_finalized_handles(world):
     fresh.dup().allreduce(y)
     if y.tolist() != [fresh.size ** 2] * 2:
         fail(f"the new world's allreduce gave {y.tolist()}")
-    ok("communicators of a finalized world raise NOT_INITIALIZED, also after a new init")
+    ok("communicators of a finalized world raise NOT_INITIALIZED, also after a new init", before)
     return fresh
 
 
 def check_integers(comm):
+    before = failures
     bad = tutti.ErrorCode.INVALID_ARGUMENT
     limits = "-2147483648..2147483647"
     x = np.ones(2, np.float32)
@@ -230,7 +234,7 @@ def check_integers(comm):
     half.allreduce(y)
     if y.tolist() != [half.size] * 2:
         fail(f"allreduce on a split after the refusals gave {y.tolist()}")
-    ok("integers past a C int raise INVALID_ARGUMENT naming the value and the range")
+    ok("integers past a C int raise INVALID_ARGUMENT naming the value and the range", before)
 
 
 def main():
