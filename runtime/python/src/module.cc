@@ -130,9 +130,8 @@ CallOptions call_options(std::optional<double> timeout_s, double prescale = 1.0,
 // kept until wait() sees it finish (or the handle goes, after waiting for it).
 class PyHandle {
  public:
-  // `comm`: where the operation runs, aborted by a Ctrl-C during wait().
-  PyHandle(Handle handle, std::vector<std::unique_ptr<BufferView>> views, Communicator comm)
-      : handle_(std::move(handle)), views_(std::move(views)), comm_(std::move(comm)) {}
+  PyHandle(Handle handle, std::vector<std::unique_ptr<BufferView>> views)
+      : handle_(std::move(handle)), views_(std::move(views)) {}
   ~PyHandle() {
     // A handle dropped while tutti still uses its buffers: wait, so they stay valid until then
     // (errors are the caller's to collect with wait(); here they are dropped).
@@ -145,10 +144,13 @@ class PyHandle {
     }
   }
   bool done() const { return handle_.poll(); }
-  void wait(std::optional<double> timeout_s) {
+  // `comm`: the communicator the operation runs on, if the caller still has it, for Ctrl-C to
+  // abort (the handle holds none: it must not keep a finalized world's engine alive).
+  void wait(std::optional<double> timeout_s, const PyComm* comm) {
     std::exception_ptr failure;
     {
-      BlockingCall registered(comm_);
+      std::optional<BlockingCall> registered;
+      if (comm != nullptr) registered.emplace(comm->comm);
       py::gil_scoped_release unlocked;
       try {
         if (timeout_s)
@@ -172,7 +174,6 @@ class PyHandle {
  private:
   Handle handle_;
   std::vector<std::unique_ptr<BufferView>> views_;
-  Communicator comm_;
 };
 
 void translate(const Error& e) {
@@ -334,7 +335,7 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PyHandle>(m, "Handle")
       .def("done", &PyHandle::done)
-      .def("wait", &PyHandle::wait, py::arg("timeout") = py::none())
+      .def("wait", &PyHandle::wait, py::arg("timeout") = py::none(), py::arg("comm") = nullptr)
       .def_property_readonly("last_joined", &PyHandle::last_joined);
 
   py::class_<PyComm>(m, "Communicator")
@@ -593,7 +594,7 @@ PYBIND11_MODULE(_core, m) {
               return c.allreduce_async(name, in.data(), out.data(), in.count(), in.type(), op,
                                        options);
             });
-            return std::make_unique<PyHandle>(std::move(handle), std::move(views), c);
+            return std::make_unique<PyHandle>(std::move(handle), std::move(views));
           },
           py::arg("name"), py::arg("send"), py::arg("recv"), py::arg("op"),
           py::arg("prescale") = 1.0, py::arg("postscale") = 1.0)
@@ -608,13 +609,13 @@ PYBIND11_MODULE(_core, m) {
             Handle handle = blocking(c, [&] {
               return c.broadcast_async(name, b.data(), b.count(), b.type(), root_rank);
             });
-            return std::make_unique<PyHandle>(std::move(handle), std::move(views), c);
+            return std::make_unique<PyHandle>(std::move(handle), std::move(views));
           },
           py::arg("name"), py::arg("buffer"), py::arg("root"))
       .def("join", [](const PyComm& held) {
         const Communicator& c = live(held);
         Handle handle = blocking(c, [&] { return c.join(); });
         return std::make_unique<PyHandle>(std::move(handle),
-                                          std::vector<std::unique_ptr<BufferView>>{}, c);
+                                          std::vector<std::unique_ptr<BufferView>>{});
       });
 }

@@ -19,6 +19,7 @@ match across ranks (another count, type or collective) raises on every rank. ``i
 tutti.torch`` registers backend "tutti" for torch.distributed.
 """
 import atexit as _atexit
+import weakref as _weakref
 
 try:
     from . import _core
@@ -182,8 +183,11 @@ def _timeout(timeout):
 class Handle:
     """An asynchronous operation (allreduce_async, broadcast_async, join)."""
 
-    def __init__(self, impl, result, like):
+    def __init__(self, impl, result, like, comm=None):
         self._impl, self._result, self._like = impl, result, like
+        # Its communicator, for Ctrl-C to abort during wait(); weakly, so that a handle kept
+        # around does not keep a finalized world alive.
+        self._comm = None if comm is None else _weakref.ref(comm)
 
     def done(self):
         """True once it finished (completed or failed); never blocks."""
@@ -192,7 +196,8 @@ class Handle:
     def wait(self, timeout=None):
         """Waits until it finished and returns its result (raises its error if it failed; with a
         timeout, tutti.Error TIMEOUT when it has not finished by then)."""
-        self._impl.wait(_timeout(timeout))
+        comm = None if self._comm is None else self._comm()
+        self._impl.wait(_timeout(timeout), None if comm is None else comm._impl)
         if self._result is None:
             return None
         return _as_kind(self._result, self._like)
@@ -417,17 +422,17 @@ class Communicator:
                                           _op(op if op is not None else SUM), float(prescale),
                                           float(postscale))
         return Handle(impl, returned if returned is not None else target,
-                      returned if returned is not None else x)
+                      returned if returned is not None else x, self)
 
     def broadcast_async(self, name, x, root=0):
         """Enqueues broadcast of root's x (in place; x must be writable) under `name`."""
         impl = self._impl.broadcast_async(str(name), _plain(x), int(root))
-        return Handle(impl, x, x)
+        return Handle(impl, x, x, self)
 
     def join(self):
         """This rank has no more data: it takes part in the others' engine calls until every rank
         has joined. Returns a Handle (last_joined: the rank that joined last)."""
-        return Handle(self._impl.join(), None, None)
+        return Handle(self._impl.join(), None, None, self)
 
 
 _world = None
