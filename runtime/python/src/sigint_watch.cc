@@ -19,6 +19,9 @@ namespace {
 // The pipe our handler writes to and the watcher reads (made once, never closed: the handler may
 // run on any thread at any time).
 int g_pipe[2] = {-1, -1};
+// The process that made them: a child forked later (multiprocessing) inherits our handler and the
+// pipe but not the watcher, and its SIGINT is not the parent's.
+std::atomic<pid_t> g_watched_pid{0};
 // The handler ours runs after its own part (Python's), read by the handler: set before ours is
 // installed, and only changed while ours is not installed.
 std::atomic<void (*)(int)> g_previous_handler{nullptr};
@@ -40,7 +43,9 @@ void on_sigint(int signal, siginfo_t* info, void* context) {
   const int saved = errno;
   const char byte = 'i';
   // Nothing else is async-signal-safe enough here: the watcher does the rest.
-  [[maybe_unused]] const ssize_t written = write(g_pipe[1], &byte, 1);
+  if (getpid() == g_watched_pid.load()) {
+    [[maybe_unused]] const ssize_t written = write(g_pipe[1], &byte, 1);
+  }
   errno = saved;
   if (auto action = g_previous_action.load()) {
     action(signal, info, context);
@@ -142,6 +147,7 @@ void watch() {
 
 void start() {
   if (pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;  // then Ctrl-C waits, as before
+  g_watched_pid = getpid();
   {
     std::lock_guard lock(g_install_mutex);
     install_if_needed();
