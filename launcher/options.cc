@@ -301,8 +301,15 @@ ParseResult parse_options(std::span<const std::string> args) {
     opts.probe_timeout_seconds = parse::seconds(probe_text, "--probe-timeout");
     opts.restart_backoff_seconds = parse::seconds(backoff_text, "--restart-backoff");
     opts.grace_seconds = parse::seconds(grace_text, "--grace");
-    if (app.count("--hang-timeout") > 0)
+    if (app.count("--hang-timeout") > 0) {
       opts.hang_timeout_seconds = parse::seconds(hang_timeout_text, "--hang-timeout");
+      // Ranks beat once a second: a shorter silence is no sign of a hang, and would kill them all.
+      if (*opts.hang_timeout_seconds > 0 && *opts.hang_timeout_seconds < kMinHangTimeoutSeconds)
+        return usage_error(fmt::format(
+            "--hang-timeout {} is shorter than {:g} s: ranks send a heartbeat once a second, so "
+            "a busy rank would be taken for a hung one (0 turns the watch off)",
+            hang_timeout_text, kMinHangTimeoutSeconds));
+    }
     if (app.count("--timeout") > 0) {
       // The ranks' init deadline: 0 is refused (with a hint) as it is for TUTTI_TIMEOUT.
       parse::seconds(timeout_text, "--timeout", 0.001);

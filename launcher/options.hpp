@@ -23,6 +23,8 @@ inline constexpr int64_t kMaxRanks = 1 << 20;
 // that a stopped rank costs the survivors seconds, and ten heartbeats long, so that a busy one is
 // never taken for it.
 constexpr double kDefaultHangTimeoutSeconds = 10.0;
+// The shortest --hang-timeout (other than 0, off): two heartbeats.
+constexpr double kMinHangTimeoutSeconds = 2.0;
 
 struct LaunchOptions {
   int np = 0;  // 0: not given (every slot of the hosts)

@@ -168,6 +168,40 @@ TEST_F(ElasticGrowthTest, ANewcomerThatDiesIsLeftOutAndItsHostBlacklisted) {
   EXPECT_EQ(started_[2].slot.host, "c");  // b has a free slot but is blacklisted
 }
 
+// A membership whose members all met is said to have formed, once; a member that ends before all
+// met makes it abandoned, once: its running members go back to the membership before it (less
+// the dead one), its newcomers' ends blacklist nobody, and the next growth is a new membership.
+TEST_F(ElasticGrowthTest, AMembershipFormsOrIsAbandonedOnce) {
+  auto g = growth(0, 2);  // member 1's end must not blacklist host a for the next growth
+  form(0, 2);
+  list("a:2 b:2");
+  tick(*g);
+  arrive(2);
+  arrive(3);
+  tick(*g);
+  ASSERT_EQ(members(1), "0,1,2,3");
+  EXPECT_FALSE(store_.missing({keys::outcome(1)}).empty());  // undecided while they meet
+  form(1, 3);
+  g->on_exit(1, true);  // a running member ends before the fourth met
+  EXPECT_EQ(store_.get(keys::outcome(1), Deadline::after_seconds(1)).rfind("abandoned: ", 0), 0u);
+  EXPECT_EQ(g->members(), 1u);  // member 0: the membership before, less member 1
+  g->on_exit(2, true);          // the newcomers end because it was abandoned
+  g->on_exit(3, true);
+  g->on_exit(2, true);  // (twice: their host would be blacklisted after 2 failures)
+  for (const auto& line : said_) EXPECT_EQ(line.find("blacklisted"), std::string::npos) << line;
+  // The next growth fills the free slots as membership 2, newcomers b's included.
+  list("a:2 b:2");
+  tick(*g);
+  for (int id = 4; id < 7; ++id) arrive(id);
+  tick(*g);
+  EXPECT_EQ(members(2), "0,4,5,6");
+  form(2, 4);
+  tick(*g);
+  EXPECT_EQ(store_.get(keys::outcome(2), Deadline::after_seconds(1)), "formed");
+  g->on_exit(5, true);  // a death after it formed changes no outcome
+  EXPECT_EQ(store_.get(keys::outcome(2), Deadline::after_seconds(1)), "formed");
+}
+
 TEST_F(ElasticGrowthTest, NoGrowthOnceAMemberFinished) {
   auto g = growth();
   form(0, 2);

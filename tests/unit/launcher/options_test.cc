@@ -258,5 +258,22 @@ TEST(Options, ElasticTimeoutGoesWithDiscovery) {
     EXPECT_EQ(parse(args).exit_code, kExitUsage) << args[args.size() - 3];
 }
 
+// --hang-timeout: unset means the default with --min-np and off without; 0 is off; a silence
+// shorter than two heartbeats would take busy ranks for hung ones and is refused.
+TEST(Options, HangTimeout) {
+  ParseResult r = parse({"-np", "4", "--min-np", "2", "--hang-timeout", "30", "p"});
+  ASSERT_TRUE(r.should_run()) << r.message;
+  EXPECT_EQ(r.options->hang_timeout_seconds, 30.0);
+  EXPECT_FALSE(parse({"-np", "4", "p"}).options->hang_timeout_seconds.has_value());
+  EXPECT_EQ(parse({"-np", "4", "--hang-timeout", "0", "p"}).options->hang_timeout_seconds, 0.0);
+  // The option takes its value: the command is "p", not "30".
+  EXPECT_EQ(r.options->command, std::vector<std::string>{"p"});
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"-np", "2", "--hang-timeout", "1.5", "p"},  // shorter than two beats
+           {"-np", "2", "--hang-timeout", "x", "p"},    // not a duration
+           {"-np", "2", "--hang-timeout", "-3", "p"}})  // negative
+    EXPECT_EQ(parse(args).exit_code, kExitUsage) << args[3];
+}
+
 }  // namespace
 }  // namespace tutti::launcher
