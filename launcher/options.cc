@@ -234,11 +234,12 @@ ParseResult parse_options(std::span<const std::string> args) {
   std::string hang_timeout_text;
   app.add_option(
       "--hang-timeout", hang_timeout_text,
-      fmt::format("Seconds a rank's heartbeat (one a second, from a thread of its own) may stop "
-                  "before tuttirun takes the rank for stopped or hung, kills it and counts it as "
-                  "failed, so that the survivors of an elastic job shrink it away (default {:g} "
-                  "with --min-np, else 0: off; ranks started into tuttirun's own store)",
-                  kDefaultHangTimeoutSeconds));
+      fmt::format(
+          "Seconds a rank's heartbeat (one a second, from a thread of its own) may stop "
+          "before tuttirun takes the rank for stopped or hung, kills it and counts it as "
+          "failed, so that the survivors of an elastic job shrink it away (default {:g} "
+          "with --min-np, else 0: off; at least 2; ranks started into tuttirun's own store)",
+          kDefaultHangTimeoutSeconds));
   app.add_flag("--mpirun", opts.mpirun,
                "Hand the job to Open MPI's mpirun with a hostfile and kubexec/ssh as its remote "
                "shell");
