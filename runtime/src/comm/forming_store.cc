@@ -49,28 +49,26 @@ bool FormingStore::remove(const std::string& key) {
   return inner_->remove(key);
 }
 
-std::string FormingStore::get(const std::string& key, Deadline deadline) {
+// `call(deadline)` in slices while armed, looking at the outcome between them.
+template <typename Call>
+auto FormingStore::sliced(Deadline deadline, Call call) {
   for (;;) {
-    if (!armed_.load()) return inner_->get(key, deadline);
+    if (!armed_.load()) return call(deadline);
     check();
     try {
-      return inner_->get(key, Deadline::after(kSlice).earlier(deadline));
+      return call(Deadline::after(kSlice).earlier(deadline));
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kTimeout || deadline.expired()) throw;
     }
   }
 }
 
+std::string FormingStore::get(const std::string& key, Deadline deadline) {
+  return sliced(deadline, [&](Deadline d) { return inner_->get(key, d); });
+}
+
 void FormingStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
-  for (;;) {
-    if (!armed_.load()) return inner_->wait(keys, deadline);
-    check();
-    try {
-      return inner_->wait(keys, Deadline::after(kSlice).earlier(deadline));
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kTimeout || deadline.expired()) throw;
-    }
-  }
+  sliced(deadline, [&](Deadline d) { inner_->wait(keys, d); });
 }
 
 void FormingStore::await_outcome(Deadline deadline) {

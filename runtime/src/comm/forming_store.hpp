@@ -38,6 +38,8 @@ class FormingStore final : public bootstrap::Store {
  private:
   [[noreturn]] void abandoned(const std::string& outcome) const;
   void check();
+  template <typename Call>
+  auto sliced(Deadline deadline, Call call);
 
   std::shared_ptr<bootstrap::Store> inner_;
   int64_t epoch_;
