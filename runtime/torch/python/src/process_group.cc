@@ -117,7 +117,10 @@ void ProcessGroupTutti::stop_all_workers() {
       if (auto strong = g.lock()) live.push_back(std::move(strong));
     r.groups.clear();
   }
-  for (auto& g : live) g->stop_worker();
+  for (auto& g : live) {
+    g->stopped_at_exit_ = true;
+    g->stop_worker();
+  }
 }
 
 ProcessGroupTutti::~ProcessGroupTutti() {
@@ -156,6 +159,10 @@ void ProcessGroupTutti::submit(const char* op, std::function<void(Worker&)> job)
   // Queued under the lock: shutdown() cannot take the worker away between the check and the
   // enqueue. The job gets the worker itself, since worker_ is empty while the worker drains.
   std::lock_guard lock(worker_mutex_);
+  TORCH_CHECK(worker_ || !stopped_at_exit_, op,
+              ": this tutti process group was stopped at interpreter exit (tutti.torch's atexit "
+              "hook); an atexit hook that still calls collectives must be registered after "
+              "`import tutti.torch` (atexit runs the last registered first)");
   TORCH_CHECK(worker_, op,
               ": this tutti process group was shut down (shutdown() or "
               "destroy_process_group); make a new one with new_group or init_process_group");

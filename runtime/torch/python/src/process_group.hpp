@@ -167,7 +167,8 @@ class ProcessGroupTutti final : public BackendBase {
   std::string openmp_note_;
   std::shared_ptr<GroupLink> link_;  // the Works' way to abort comm_ (wait with a timeout)
   std::mutex worker_mutex_;          // guards worker_ itself (shutdown() may race an enqueue)
-  std::unique_ptr<Worker> worker_;   // last: stops (and drains) before the communicator goes
+  std::atomic<bool> stopped_at_exit_{false};  // by stop_all_workers: later calls say so
+  std::unique_ptr<Worker> worker_;  // last: stops (and drains) before the communicator goes
 };
 
 // Runs `f` with the Python GIL released when the calling thread holds it. Destroying a group joins
