@@ -213,7 +213,14 @@ int detected_calls(tutti::Communicator& world, int wanted) {
   }
   std::printf("rank %d: detected: %d refusals checked, %d holders returned success\n", world.rank(),
               checked, held_and_ok);
-  return held_and_ok == 0 && checked > 0 ? 0 : 1;
+  if (held_and_ok > 0) return 1;
+  if (checked == 0) {
+    // A machine too loaded for the two threads ever to meet proves nothing either way.
+    std::printf("rank %d: SKIP: the two threads never collided; nothing was checked\n",
+                world.rank());
+    return 77;
+  }
+  return 0;
 }
 
 }  // namespace
