@@ -9,6 +9,8 @@
 #                  nothing is left in etcd
 #     unreachable  no etcd: every rank fails within TUTTI_TIMEOUT, naming the URL
 #     gone_at_end  etcd stops mid-job for good: the job ends and tuttirun exits within moments
+#     gone_at_death  etcd stops for good, then a rank dies: the survivors fail, saying that their
+#                  shrink failed for want of etcd (needs chaos=PATH, the elastic chaos_check)
 #     same_job     a second tuttirun --store with the running one's --job-id, on another host (a
 #                  pod), is refused (it would clear the running job's keys); the first ends well
 #     torchrun     torchrun's etcd rendezvous (--rdzv_backend etcd: etcd's v2 API through
@@ -21,11 +23,12 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PODS_DIR=$HERE/../pods
 CASE=etcd_${1:-}
-TUTTI_PYTHONPATH='' TRAIN=''
+TUTTI_PYTHONPATH='' TRAIN='' CHAOS=''
 args=()
 for arg in "${@:2}"; do
   case $arg in
     pythonpath=*) TUTTI_PYTHONPATH=${arg#*=} ;;
+    chaos=*) CHAOS=${arg#*=} ;;
     train=*) TRAIN=${arg#*=} ;;
     *) args+=("$arg") ;;
   esac
@@ -135,6 +138,30 @@ FLAKY
       fail "tuttirun exited ${took} s after its start: 4 s of work and more than 6 s of waiting for a gone etcd"
     grep -q "they expire with their leases" "$WORK/err" || fail "tuttirun did not say the keys were left"
     echo "[$CASE] etcd stopped mid-job; tuttirun exited ${took} s after its start (4 s of work)"
+    ;;
+  gone_at_death)
+    # etcd stops for good, then a rank dies: the survivors cannot shrink without the store. Each
+    # fails once a request times out (TUTTI_TIMEOUT), saying that the shrink after the death
+    # failed and why, and the job stops.
+    etcd_up 127.0.0.1
+    TUTTI_TIMEOUT=3 "$TUTTIRUN" -np 3 --min-np 2 --store "etcd://$ETCD_ENDPOINT/death" -- \
+      "$CHAOS" 100000 2 >"$WORK/out" 2>&1 </dev/null &
+    job=$!
+    for _ in $(seq 1 200); do
+      [ "$(grep -c '\] started' "$WORK/out")" -ge 3 ] && break
+      sleep 0.05
+    done
+    victim=$(sed -n 's/^\[1\] pid 1 \([0-9]*\)$/\1/p' "$WORK/out")
+    [ -n "$victim" ] || fail "rank 1 never started: $(tail -5 "$WORK/out")"
+    etcd_down
+    kill -9 "$victim"
+    killed=$(date +%s)
+    wait $job && fail "the job went on without its store"
+    took=$(($(date +%s) - killed))
+    [ "$took" -le 20 ] || fail "the job ended $took s after the death (TUTTI_TIMEOUT=3)"
+    said=$(grep -c "the shrink after a failure failed; the failure was: .*died.*the shrink: .*etcd at http://127.0.0.1:2379" "$WORK/out")
+    [ "$said" -ge 1 ] || fail "no survivor said its shrink failed for want of etcd: $(grep stopped "$WORK/out" | head -2)"
+    echo "[$CASE] etcd gone, a rank killed: $said survivor(s) said the shrink failed for want of etcd; the job ended $took s after the death"
     ;;
   unreachable)
     started=$(date +%s)
