@@ -13,6 +13,7 @@ the interpreter finalizes.
 """
 import atexit as _atexit
 import functools as _functools
+import hashlib as _hashlib
 import inspect as _inspect
 import json as _json
 import logging as _logging
@@ -160,6 +161,21 @@ def _wait_for_counters(store, keys, timeout):
         pause = min(pause * 2, 0.02)
 
 
+def _wait_for_count(store, key, count, timeout):
+    """Waits until the counter `key` reaches `count`: None once it has, else (when `timeout` has
+    passed) the seconds waited."""
+    started = _time.monotonic()
+    deadline = started + _seconds(timeout)
+    pause = 0.0005
+    while store.add(key, 0) < count:
+        now = _time.monotonic()
+        if now >= deadline:
+            return now - started
+        _time.sleep(min(pause, deadline - now))
+        pause = min(pause * 2, 0.02)
+    return None
+
+
 def _differences(lists):
     """"[0, 1] on ranks 0 and 1, [1, 2] on rank 2" for {rank: list text}."""
     by_list = {}
@@ -213,20 +229,28 @@ def _agree_on_new_group(ranks, timeout, sort_ranks):
             text = _ranks_text(sorted(listed) if sort_ranks else listed)
         except TypeError:
             text = repr(ranks)  # torch refuses it after; the others must still see it
+    # A handful of store requests a process whatever the world's size (torch's own store barrier
+    # is one counter too): its list under its rank (read back only to say what differs), a count
+    # of the processes that passed the same list, then one count of the arrived, polled. Every
+    # process counts itself in before it arrives, so once all have arrived the counts are final:
+    # each sees its list's count below the world's size exactly when some list differs.
     base = f"tutti/new_group/{_new_group_calls}"
+    same = f"{base}/list/" + _hashlib.sha1(text.encode()).hexdigest()
     store.set(f"{base}/{me}", text)
     store.add(f"{base}/{me}/here", 1)
-    missing, waited = _wait_for_counters(store, [f"{base}/{r}/here" for r in range(world)], timeout)
-    if missing:
-        absent = [r for r in range(world) if f"{base}/{r}/here" in missing]
+    store.add(same, 1)
+    store.add(f"{base}/arrived", 1)
+    waited = _wait_for_count(store, f"{base}/arrived", world, timeout)
+    if waited is not None:
+        absent = [r for r in range(world) if store.add(f"{base}/{r}/here", 0) <= 0]
         raise RuntimeError(
             f"tutti new_group on rank {me}: {_who(absent)} did not call new_group within "
             f"{waited:.1f} s (this process's new_group call {_new_group_calls}, ranks {text}); "
             "new_group is collective: every process must call it, with the same ranks, members "
             "or not (torch 2.x: new_group(..., use_local_synchronization=True) is called by the "
             "members only)")
-    lists = {r: store.get(f"{base}/{r}").decode() for r in range(world)}
-    if len(set(lists.values())) > 1:
+    if store.add(same, 0) < world:
+        lists = {r: store.get(f"{base}/{r}").decode() for r in range(world)}
         raise RuntimeError(
             f"tutti new_group on rank {me}: the processes passed different ranks: "
             f"{_differences(lists)}. new_group is collective: every process, member or not, must "
