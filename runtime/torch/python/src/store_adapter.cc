@@ -68,9 +68,14 @@ void C10dStore::wait(const std::vector<std::string>& keys, std::chrono::millisec
   const std::string what = joined(keys);
   while (!translated("check", what, [&] { return store_->check(keys); })) {
     const auto at = std::chrono::steady_clock::now();
+    // tutti's callers wait in slices, the last cut to what is left of their deadline (often
+    // 0 ms); "within 0 ms" read as if nobody had waited at all.
     if (at >= deadline)
-      throw tutti::Error(ErrorCode::kTimeout, "torch store wait '" + what + "': not set within " +
-                                                  std::to_string(timeout.count()) + " ms");
+      throw tutti::Error(
+          ErrorCode::kTimeout,
+          "torch store wait '" + what + "': not set " +
+              (timeout.count() > 0 ? "within " + std::to_string(timeout.count()) + " ms"
+                                   : std::string("when the caller's deadline passed")));
     std::this_thread::sleep_for(
         std::min<std::chrono::steady_clock::duration>(pause, deadline - at));
     pause = std::min(pause * 2, std::chrono::microseconds(10'000));

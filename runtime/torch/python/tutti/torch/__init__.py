@@ -177,7 +177,7 @@ def _wait_for_count(store, key, count, timeout):
 
 
 def _differences(lists):
-    """"[0, 1] on ranks 0 and 1, [1, 2] on rank 2" for {rank: list text}."""
+    """Who passed what, for {rank: list text}: "[0, 1] on ranks 0 and 1; [1, 2] on rank 2"."""
     by_list = {}
     for rank, text in sorted(lists.items()):
         by_list.setdefault(text, []).append(rank)
@@ -187,8 +187,8 @@ def _differences(lists):
 def _check_members(store, group_rank, members, timeout, group_id):
     """In the creator, on the members only: every member's list must be this one. Keyed by global
     rank under the group's store, so two processes that think they hold one place in the group
-    cannot both pass. A member that listed other ranks fails here before it joins anything; the
-    others would then wait for it, so it fails them too unless they agree among themselves."""
+    cannot both pass. A member whose list differs from a listed member's fails here, naming both,
+    before it joins anything; members that agree among themselves make their group without it."""
     me = members[group_rank]
     mine = _ranks_text(members)
     store.set(f"tutti/members/{me}", mine)
@@ -306,6 +306,8 @@ def _join(store, rank, size, timeout, members, group_id):
                                  _address_toward(master) if master else "")
     except Exception:
         waited = _time.monotonic() - started
+        if waited < 0.9 * _seconds(timeout):
+            raise  # not a wait that ran out: a rank not here yet may only be slow
         try:
             absent = [r for r in range(size) if store.add(f"tutti/arrived/{r}", 0) <= 0]
         except Exception:
