@@ -618,7 +618,9 @@ void mixed_sides(World& w, const std::string& collective) {
     else if (collective == "allgather")
       comm.allgather(buf, buf + 4 * count, count, DataType::kFloat32, call);
     else
-      comm.reduce_scatter(buf, buf, count / 2, DataType::kFloat32, ReduceOp::kSum, call);
+      // In place: recv is this rank's block of send (any other overlap is refused up front).
+      comm.reduce_scatter(buf, buf + 4 * (count / 2) * static_cast<size_t>(comm.rank()), count / 2,
+                          DataType::kFloat32, ReduceOp::kSum, call);
     fail(
         fmt::format("mixed sides: {} ran with host buffers on rank 0 and device buffers "
                     "elsewhere",
