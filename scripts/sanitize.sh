@@ -23,7 +23,7 @@ ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-all
   mismatch_check two_threads_check launcher_probe token_intruder idle_intruder bench_tune_test
   communicators_check c_comms_check launcher_gone_check collective_set_check engine_check
   c_engine_check plain_sgd device_check window_wait_check reinit_check group_wait_check
-  shrink_check elastic_run_check grow_check)
+  shrink_check elastic_run_check grow_check chaos_check overlap_check)
 
 # The multi-threaded parts under TSan: the store server and its clients, the etcd store, the
 # lifeline (bootstrap unit tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
