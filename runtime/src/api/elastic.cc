@@ -24,11 +24,11 @@ bool survivable(const Error& e) {
          e.code() == ErrorCode::kTimeout;
 }
 
-// The job's --min-np (TUTTI_ELASTIC_MIN_NP, set by tuttirun; 0: none).
-int job_min_np() {
-  return env::is_set("TUTTI_ELASTIC_MIN_NP")
-             ? static_cast<int>(env::get_int("TUTTI_ELASTIC_MIN_NP"))
-             : 0;
+// The fewest ranks the job goes on with: RunOptions::wait_for_size, else the job's --min-np
+// (TUTTI_ELASTIC_MIN_NP, set by tuttirun; 0 when unset: any number).
+int min_ranks(const RunOptions& options) {
+  return options.wait_for_size >= 0 ? options.wait_for_size
+                                    : static_cast<int>(env::get_int("TUTTI_ELASTIC_MIN_NP"));
 }
 
 }  // namespace
@@ -99,9 +99,7 @@ namespace {
 // come, and the survivors regroup with them. Every survivor polls the store for it on its own; all
 // regroup into the same membership, the next one published.
 Communicator wait_for_ranks(Communicator comm, int64_t& epoch, const RunOptions& options) {
-  const int wanted = options.wait_for_size >= 0
-                         ? options.wait_for_size
-                         : static_cast<int>(env::get_int("TUTTI_ELASTIC_MIN_NP"));
+  const int wanted = min_ranks(options);
   if (comm.size() >= wanted) return comm;
   const auto timeout = options.wait_timeout.count() >= 0
                            ? options.wait_timeout
@@ -179,7 +177,7 @@ struct Recovery {
         throw Error(code, fmt::format("elastic::run: {} rank(s) left, fewer than min_size {}; "
                                       "the failure was: {}",
                                       next.size(), options.min_size, cause));
-      const int min_np = options.wait_for_size >= 0 ? options.wait_for_size : job_min_np();
+      const int min_np = min_ranks(options);
       if (!elastic && next.size() < min_np)
         throw Error(code, fmt::format("elastic::run on rank {}: {} rank(s) left, fewer than the "
                                       "job's --min-np {}: no step runs below it and no ranks can "

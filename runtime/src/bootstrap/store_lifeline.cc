@@ -13,7 +13,9 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
+#include "bootstrap/lifeline_beat.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -38,17 +40,10 @@ struct Watch {
   // One heartbeat (the first says who beats). Best effort: a full send buffer means the server
   // is not reading, which its own silence watch judges; a broken connection shows as POLLIN.
   void beat(bool first) {
-    std::array<unsigned char, 13> message{'h'};
-    size_t length = 1;
-    if (first) {
-      message[0] = 'I';
-      const auto id = static_cast<uint64_t>(launch_id);
-      const auto pid = static_cast<uint32_t>(::getpid());
-      for (int i = 0; i < 8; ++i) message[1 + i] = static_cast<unsigned char>(id >> (8 * i));
-      for (int i = 0; i < 4; ++i) message[9 + i] = static_cast<unsigned char>(pid >> (8 * i));
-      length = message.size();
-    }
-    (void)!::send(connection.get(), message.data(), length, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const std::vector<std::byte> message =
+        first ? lifeline_beat::hello({launch_id, static_cast<int32_t>(::getpid())})
+              : std::vector<std::byte>{std::byte{lifeline_beat::kBeat}};
+    (void)!::send(connection.get(), message.data(), message.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
 
   // Returns true when the server side is gone, false when woken up to stop.

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "bootstrap/cv_wait.hpp"
+#include "bootstrap/lifeline_beat.hpp"
 #include "bootstrap/store_errors.hpp"
 #include "bootstrap/store_protocol.hpp"
 #include "bootstrap/tcp_store.hpp"
@@ -157,8 +158,9 @@ void TcpStoreServer::State::hold_lifeline(Client& client) {
   // Never written to: the client waits for this socket to close. We wait for the client to close
   // its end (the rank is gone) or for our own shutdown, and, when watching heartbeats, for a
   // beating client to fall silent.
-  std::array<unsigned char, 256> received{};
-  std::array<unsigned char, 13> hello{};  // 'I', launch id and pid, which may arrive in pieces
+  std::array<std::byte, 256> received{};
+  // The client's hello (lifeline_beat.hpp), which may arrive in pieces.
+  std::array<std::byte, lifeline_beat::kHelloBytes> hello{};
   size_t hello_bytes = 0;
   int64_t launch_id = -1;
   int32_t pid = 0;
@@ -189,18 +191,16 @@ void TcpStoreServer::State::hold_lifeline(Client& client) {
     }
     last_beat = std::chrono::steady_clock::now();
     for (ssize_t i = 0; i < got && hello_bytes < hello.size(); ++i) {
-      if (hello_bytes == 0 && received[static_cast<size_t>(i)] != 'I') {
+      const std::byte b = received[static_cast<size_t>(i)];
+      if (hello_bytes == 0 && b != std::byte{lifeline_beat::kHello}) {
         hello_bytes = hello.size();  // not a beating client: bytes are dropped, never judged
         break;
       }
-      hello[hello_bytes++] = received[static_cast<size_t>(i)];
+      hello[hello_bytes++] = b;
       if (hello_bytes == hello.size()) {
-        uint64_t id = 0;
-        uint32_t process = 0;
-        for (int b = 0; b < 8; ++b) id |= static_cast<uint64_t>(hello[1 + b]) << (8 * b);
-        for (int b = 0; b < 4; ++b) process |= static_cast<uint32_t>(hello[9 + b]) << (8 * b);
-        launch_id = static_cast<int64_t>(id);
-        pid = static_cast<int32_t>(process);
+        const lifeline_beat::Hello h = lifeline_beat::read_hello(hello);
+        launch_id = h.launch_id;
+        pid = h.pid;
       }
     }
   }
