@@ -20,6 +20,7 @@ survivors when ranks die and takes in the ranks an elastic launcher starts.
 Run it under `tuttirun --min-np N` (ranks may die) or `tuttirun --host-discovery-script S
 --max-np M` (ranks may also join).
 """
+import math
 import os
 
 import tutti
@@ -271,13 +272,26 @@ def run(work, state, comm=None, *, max_resets=1 << 30, min_size=1, wait_for_size
 
 
 def _seconds(text):
-    """TUTTI_ELASTIC_TIMEOUT as the C++ side reads it: a number of seconds, or with a unit (ms, s,
-    m, h)."""
-    text = text.strip()
-    for unit, scale in (("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
-        if text.endswith(unit) and not (unit == "s" and text.endswith("ms")):
-            return float(text[:-len(unit)]) * scale
-    return float(text)
+    """TUTTI_ELASTIC_TIMEOUT read as the C++ side reads it (core/parse.cc): seconds, or with ms, s
+    or m; finite and positive. (This loop mirrors api/elastic.cc's until Python binds that one.)"""
+    t = text.strip()
+    scale = 1.0
+    if len(t) > 2 and t.endswith("ms"):
+        t, scale = t[:-2], 1e-3
+    elif len(t) > 1 and t.endswith("s"):
+        t = t[:-1]
+    elif len(t) > 1 and t.endswith("m"):
+        t, scale = t[:-1], 60.0
+    try:
+        value = float(t) * scale if t and "e" not in t.lower() else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value <= 0:
+        error = tutti.Error(f"TUTTI_ELASTIC_TIMEOUT='{text}' is not a positive duration "
+                            "(examples: 30, 2.5s, 500ms, 5m)")
+        error.code = tutti.ErrorCode.CONFIG
+        raise error
+    return value
 
 
 def _np():
