@@ -1,6 +1,7 @@
 #include "launcher/elastic_growth.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -86,15 +87,11 @@ void ElasticGrowth::decide(const std::optional<Member>& ended) {
     if (std::any_of(members_.begin(), members_.end(),
                     [&](const Member& x) { return x.id == m.id; }))
       back.push_back(m);
-  std::string ended_newcomers;
-  for (int id : f.newcomers) {
-    abandoned_.push_back(id);
-    ended_newcomers += fmt::format("{}{}", ended_newcomers.empty() ? "" : ", ", id);
-  }
+  abandoned_.insert(abandoned_.end(), f.newcomers.begin(), f.newcomers.end());
   say_(
       fmt::format("tuttirun: membership {} abandoned: {}; its {} running members go on as "
                   "before, its newcomers ({}) end",
-                  f.epoch, why, back.size(), ended_newcomers));
+                  f.epoch, why, back.size(), fmt::join(f.newcomers, ", ")));
   members_ = std::move(back);
   forming_.reset();
 }

@@ -80,14 +80,16 @@ namespace {
 std::atomic<GilReleaser> gil_releaser{nullptr};
 
 // Every group made, held weakly (the registry must not keep a group alive), for
-// stop_all_workers(). Never destroyed: a group may go after static destructors ran.
+// stop_all_workers(). Only make() and stop_all_workers() use it, both while Python runs, so its
+// destruction at exit (after Python finalized) meets nobody; a weak reference may outlive its
+// group, never the other way round.
 struct Registry {
   std::mutex mutex;
   std::vector<c10::weak_intrusive_ptr<ProcessGroupTutti>> groups;
 };
 Registry& registry() {
-  static auto* registry = new Registry;
-  return *registry;
+  static Registry registry;
+  return registry;
 }
 }  // namespace
 
