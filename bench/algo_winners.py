@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Which allreduce algorithm won each size, beside the one the cost model picks (issue 29 target 4).
+"""Which allreduce algorithm won each size, beside the one the cost model picks.
 
     bench/algo_winners.py OUT NP RUNS ALGO...
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pods_tcp.sh: tutti's allreduce over TCP between "pods" (network namespaces, one rank each, veth
-# into a bridge: not loopback), against what users run there instead (issue 15, item 4):
+# into a bridge: not loopback), against what users run there instead:
 #   mpi    Open MPI's tcp BTL, interleaved in the same processes (tutti-bench --baseline mpi under
 #          mpirun, which starts its daemons in the pods through kubexec);
 #   gloo   Gloo ring_chunked, interleaved (tutti-bench --baseline gloo under tuttirun --pods);
@@ -19,8 +19,8 @@
 #          TUTTI_TUNE_FILE=OUT/tune-np<N>.json, which the tune peer writes.
 #   iperf  not a peer: iperf3 between pod 0 (client) and pod 1 (server), one TCP stream for
 #          IPERF_SECONDS (default 5), then two streams both ways at once (--bidir): the link's
-#          own bandwidth, which busbw is compared with (issue 29 target 3); once per congestion
-#          control of IPERF_CONGESTION (default "system cubic"). Needs 2 pods or more.
+#          own bandwidth, which busbw is compared with; once per congestion control of
+#          IPERF_CONGESTION (default "system cubic"). Needs 2 pods or more.
 #   tune   not a peer: fits the cost model's lines on these pods (tutti-bench allreduce --tune, one
 #          run per algorithm of hier ring tree hd; TUNE_FLAGS, default "-b 8 -e 64M -f 8 -n 3 -w 1
 #          -c 0") into OUT/tune-np<N>.json, as bench/tune.sh does on pretend hosts.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The runs behind docs/PERFORMANCE.md's "second round" tables (issue 15), float32 sum, every value
-# checked (-c 1), each pair interleaved in one run (A B A B per size; ratio = median of the
-# per-round ratios):
+# The runs behind docs/PERFORMANCE.md's "second round" tables, float32 sum, every value checked
+# (-c 1), each pair interleaved in one run (A B A B per size; ratio = median of the per-round
+# ratios):
 #   shm   tutti against Open MPI (vader), 2 and 4 ranks, in place and out of place, at 8 B, 1-16 MiB
 #         and 64-256 MiB. The vCPU state of the run is named by Open MPI's own 1 MiB busbw in it.
 #   oop   tutti out of place against tutti in place (--baseline inplace): shm 2 and 4 ranks, and

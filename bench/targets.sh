@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The runs behind docs/PERFORMANCE.md's "Targets, re-measured" table: every row of issue 4's targets
-# in one sitting, each tutti/peer pair interleaved in one run (A B A B per size, ratio = median of
-# the per-round ratios), float32 sum, every value of both sides checked (-c 1).
+# The runs behind docs/PERFORMANCE.md's "Targets, re-measured" table: every row of the first
+# round's targets in one sitting, each tutti/peer pair interleaved in one run (A B A B per size,
+# ratio = median of the per-round ratios), float32 sum, every value of both sides checked (-c 1).
 #
 #   bench/targets.sh BUILD_DIR OUT_DIR
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's gloo allreduce (torch.distributed), timed like tutti-bench, for the issue 4 ratio.
+"""PyTorch's gloo allreduce (torch.distributed), timed like tutti-bench, as tutti's peer.
 
     bench/torch_gloo_bench.py [-np N] [-b 1M] [-e 64M] [-f 4] [-n 10] [-w 3] [-c 1] [--csv FILE]
     bench/torch_gloo_bench.py -np N --rank R --master ADDR:PORT [the options above]

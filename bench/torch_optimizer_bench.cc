@@ -1,6 +1,6 @@
 // tutti's DistributedOptimizer on ResNet-50's 161 parameter sizes with negligible compute, the
-// C++ half of issue 14's performance target (against bench/torch_gloo_bench.py --case resnet50,
-// PyTorch's gloo with one all_reduce per tensor). Run by tuttirun:
+// C++ half of the PyTorch integration's performance target (against bench/torch_gloo_bench.py
+// --case resnet50, PyTorch's gloo with one all_reduce per tensor). Run by tuttirun:
 //
 //   tuttirun -np 4 -- build/bin/torch_optimizer_bench [--steps 10] [--rounds 5]
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's C++ target: DistributedOptimizer steps/s (bench/torch_optimizer_bench.cc) against
+# DistributedOptimizer's performance target: its steps/s (bench/torch_optimizer_bench.cc) against
 # PyTorch gloo with one all_reduce per tensor (bench/torch_gloo_bench.py --case resnet50, column
 # (a)), on ResNet-50's 161 parameter sizes. Whole runs alternate (gloo, tutti, gloo, tutti, ...)
 # ROUNDS times per rank count; prints each pair's ratio and the median.

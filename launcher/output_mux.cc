@@ -19,7 +19,7 @@ void LineSplitter::feed(std::string_view bytes, std::string& out) {
     if (nl == std::string_view::npos) {
       partial_.append(bytes);
       // Only a line longer than max_line is cut: one of exactly max_line bytes whose newline comes
-      // in the next read stays whole (a 1 MiB line gained a newline and a second tag, issue 26).
+      // in the next read stays whole (a 1 MiB line used to gain a newline and a second tag).
       while (partial_.size() > max_line_) {
         out.append(prefix_).append(partial_, 0, max_line_);
         // Tagged output is cut into lines so every piece carries its tag; untagged output stays

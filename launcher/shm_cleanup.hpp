@@ -12,8 +12,8 @@ size_t remove_job_segments(const std::string& job_id, const std::string& dir = "
 // This host's claim on a job id while tuttirun runs the job: an abstract Unix socket named after
 // the id (and `dir`), bound and listening for the claim's life. Two jobs with one --job-id on one
 // host share every shared-memory name, and the first to finish swept the other's segments away
-// (issue 26: both failed, one rank hung, with a /dev/shm message): the second now fails at once,
-// naming the first's pid. A claim dies with its process and leaves no file behind.
+// (both failed, one rank hung, with a /dev/shm message): the second now fails at once, naming the
+// first's pid. A claim dies with its process and leaves no file behind.
 class JobIdClaim {
  public:
   // Error(kConfig) naming the other tuttirun's pid when another live claim holds the id.

@@ -76,9 +76,9 @@ void BM_ReduceManyFloat(benchmark::State& state) {
 BENCHMARK(BM_ReduceManyFloat)->ArgsProduct({{256 << 10, 64 << 20}, {2, 4}, {0, 1}});
 
 // What out of place costs against in place on this machine's memory, the bound on tutti's
-// out-of-place/in-place ratio (issue 15): out = a + b with out = a (range(1) = 0, in place), out a
-// third buffer written with cached stores (1: each out line is read before it is overwritten), or
-// with streaming stores (2). bytes/s counts one buffer's size per call.
+// out-of-place/in-place ratio: out = a + b with out = a (range(1) = 0, in place), out a third
+// buffer written with cached stores (1: each out line is read before it is overwritten), or with
+// streaming stores (2). bytes/s counts one buffer's size per call.
 void BM_OutOfPlaceSum(benchmark::State& state) {
   const auto bytes = static_cast<size_t>(state.range(0));
   const auto how = state.range(1);

@@ -1,4 +1,4 @@
-// The device path on real GPUs (issue 12): every dtype and op, counts {0, 1, n-1, odd, larger than
+// The device path on real GPUs: every dtype and op, counts {0, 1, n-1, odd, larger than
 // a segment}, in place and not, through the public API on cudaMalloc'd buffers, each result
 // checked against tutti's host allreduce of the same inputs; prescale and postscale; the caller's
 // stream ordering; broadcast, allgather and reduce_scatter. Run by tests/gpu/sweep.sh under

@@ -1,4 +1,4 @@
-"""`import tutti` on CUDA arrays through DLPack (issue 30), on a GPU host with a CUDA torch:
+"""`import tutti` on CUDA arrays through DLPack, on a GPU host with a CUDA torch:
 
     TORCH_CUDA_CHECK=dlpack_cuda_check.py tests/gpu/torch_cuda.sh LIBDIR 2 -- --pretend-hosts
 

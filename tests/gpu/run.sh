@@ -2,7 +2,7 @@
 # On a machine with NVIDIA GPUs: builds tutti with CUDA, runs the GPU tests (ctest -L gpu: the
 # reduce kernels against the CPU loops, and the device collectives on every path) and the GPU
 # bench (tutti's allreduce on GPU buffers against plain ncclAllReduce, interleaved, one rank per
-# GPU), and prints a short table with the targets: the NCCL path at least 0.95x
+# GPU), and prints a short table with the GPU targets: the NCCL path at least 0.95x
 # ncclAllReduce's busbw, our own send/recv ring at least 0.8x.
 #
 #   tests/gpu/run.sh [BUILD_DIR]        (default build-gpu; needs CUDA 12+ with NCCL, cmake, ninja)

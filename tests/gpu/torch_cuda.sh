@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Backend tutti on CUDA tensors, on a GPU host whose Python has a CUDA torch 2.x (issue 25):
+# Backend tutti on CUDA tensors, on a GPU host whose Python has a CUDA torch 2.x:
 # builds the package tutti.torch against that torch with g++ alone (no torch CMake, no nvcc: the
 # package uses c10's device-neutral stream interface only) and runs tests/gpu/torch_cuda_check.py
 # under torchrun.

@@ -1,4 +1,4 @@
-"""Backend tutti on CUDA tensors (issue 25), on a GPU host with a CUDA torch 2.x:
+"""Backend tutti on CUDA tensors, on a GPU host with a CUDA torch 2.x:
 
     torchrun --nproc-per-node 2 tests/gpu/torch_cuda_check.py [--pretend-hosts]
 

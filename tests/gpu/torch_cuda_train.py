@@ -1,5 +1,5 @@
-"""DDP and fully_shard (FSDP2) on CUDA, backend tutti against backend nccl (issue 27), on a GPU host
-with a CUDA torch 2.x:
+"""DDP and fully_shard (FSDP2) on CUDA, backend tutti against backend nccl, on a GPU host with a
+CUDA torch 2.x:
 
     TORCH_CUDA_CHECK=torch_cuda_train.py tests/gpu/torch_cuda.sh LIBDIR 2 -- [--pretend-hosts]
 

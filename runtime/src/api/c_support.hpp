@@ -90,8 +90,8 @@ T* out_pointer(T* out) {
 
 inline tutti::Communicator& comm_of(tutti_comm_t comm) {
   if (comm == nullptr) throw tutti::Error(tutti::ErrorCode::kInvalidArgument, "null tutti_comm_t");
-  // A handle kept past tutti_finalize() belongs to a world that is over (issue 26: it still
-  // worked, against the README), also after a new tutti_init().
+  // A handle kept past tutti_finalize() belongs to a world that is over (it used to go on working,
+  // against the README), also after a new tutti_init().
   if (comm->incarnation != tutti::world_incarnation() || !tutti::initialized())
     throw tutti::Error(tutti::ErrorCode::kNotInitialized,
                        "this tutti_comm_t belongs to a world that tutti_finalize() ended; "

@@ -41,7 +41,7 @@ class MpiSession {
   // Error(kConfig) naming `rank` unless the thread level lets the MPI transport call MPI from
   // whichever thread drives a communicator (MPI_THREAD_SERIALIZED or more). Every rank checks its
   // own at once, before meeting the others: checked later, the ranks that failed first closed the
-  // store, and the others reported "connection to store closed" instead (issue 26).
+  // store, and the others reported "connection to store closed" instead.
   void require_transport_thread_level(int rank) const;
   // "Open MPI v4.1.4" (the first line of MPI_Get_library_version).
   virtual std::string library() const = 0;

@@ -53,7 +53,7 @@ std::string join_ranks(const std::vector<int>& ranks) {
 // rank that never started is noticed, so the error lists exactly the missing ranks. The world size
 // goes with it ("<size> <host>"): ranks that were told different sizes (torch's new_group with
 // different member lists on different ranks) fail at once naming the disagreement, instead of
-// one going on alone into the transports and the other timing out (issue 26).
+// one going on alone into the transports and the other timing out.
 //
 // Ranks told different sizes may also be told the same rank (torch: new_group([0, 1]) on rank 0,
 // new_group([1]) on rank 1: both are rank 0 of their group, under the same keys), and then one
@@ -364,7 +364,7 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
   }
   // A later incarnation's names differ from the earlier ones' (the same TUTTI_JOB_ID, the same
   // store): its shared-memory segments would otherwise meet the ones the ranks of the world before
-  // were still unlinking ("not a tutti segment of this version"), issue 26.
+  // were still unlinking ("not a tutti segment of this version").
   const std::string again = incarnation > 0 ? fmt::format("-w{}", incarnation) : "";
   Joining j{.rank = info.rank,
             .size = info.size,

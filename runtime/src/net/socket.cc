@@ -281,7 +281,7 @@ Fd connect_tcp(const Endpoint& endpoint, Deadline deadline) {
   std::string last_error = "no attempt made before the deadline";
   int attempts = 0;
   // A long retry says what it is retrying and why, first after 5 s, then every 15 s: an
-  // unresolvable MASTER_ADDR was silent for the whole 60 s of TUTTI_TIMEOUT (issue 26).
+  // unresolvable MASTER_ADDR used to be silent for the whole 60 s of TUTTI_TIMEOUT.
   const auto started = std::chrono::steady_clock::now();
   auto next_note = started + std::chrono::seconds(5);
   for (;;) {

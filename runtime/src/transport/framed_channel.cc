@@ -655,8 +655,8 @@ void FramedChannel::drain_before_close(Deadline deadline) {
   if (!abort_sent_ || stream_broken_) return;
   // An abort notice that did not go out within send_abort's budget (queued behind the rest of a
   // half-sent frame, in a ring the peer had not read yet: a loaded machine) gets the linger too;
-  // otherwise the peer only learns that this rank died, not why (issue 26 item 17: one rank of
-  // mismatch_shm_hd reported a dead peer instead of the mismatch beside a second make test).
+  // otherwise the peer only learns that this rank died, not why (one rank of mismatch_shm_hd
+  // reported a dead peer instead of the mismatch beside a second make test).
   try {
     while (!sends_.empty() && !deadline.expired())
       if (!progress_sends()) sched_yield();

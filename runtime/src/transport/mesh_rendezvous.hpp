@@ -27,7 +27,7 @@ struct MeshContext {
   // Called every kWatchSlice of a wait with the ranks still awaited, when set: throws to end the
   // wait (an abort of this communicator, a peer's abort notice, an awaited peer that died). The
   // shared-memory window is built inside a collective, where a wait that saw none of these held
-  // a rank for the whole TUTTI_TIMEOUT after its peers had failed (issue 26).
+  // a rank for the whole TUTTI_TIMEOUT after its peers had failed.
   std::function<void(std::span<const int>)> watch = nullptr;
   static constexpr std::chrono::milliseconds kWatchSlice{50};
 

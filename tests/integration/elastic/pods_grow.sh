@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pods added to a running job (issue 28's grow, on the pods harness): 2 pods (network namespaces,
+# Pods added to a running job (elastic grow, on the pods harness): 2 pods (network namespaces,
 # one slot each) under tuttirun --host-discovery-script --exec kubexec --max-np 4, every rank
 # running grow_check. Once both run, two more pods are created and the discovery script starts
 # listing them: tuttirun starts a rank in each, the running ranks regroup with them at their next

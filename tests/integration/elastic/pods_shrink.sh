@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# A whole pod killed mid-training, the survivors go on (issue 28's shrink, on the pods harness):
+# A whole pod killed mid-training, the survivors go on (elastic shrink, on the pods harness):
 # 8 ranks in 4 pods (network namespaces, 2 slots each) under tuttirun --pods --exec kubexec
 # --min-np 6; every rank runs shrink_check loop. Once all run, pod 2 (ranks 4 and 5) is killed
 # (kill -9 of everything in it, then the namespace deleted, as a node or pod loss). The other 6 must
 # fail their call, shrink to 6 ranks, run 50 checked steps and exit 0; tuttirun must exit 0 naming
 # the lost ranks. Prints, per survivor, the time from the kill to its first step after the shrink
-# (issue 28's goal: 3 s), and fails above it.
+# (the goal: 3 s), and fails above it.
 # With `etcd`, the job's store is a real etcd on the host side (tuttirun --store etcd://...), as a
 # large job's would be: the survivors shrink through it, and tuttirun removes the job's keys at the
 # end (checked with etcdctl).

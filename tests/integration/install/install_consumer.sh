@@ -46,7 +46,7 @@ if objdump -p "$PREFIX/lib/libtutti.so" | grep -q 'NEEDED.*libnccl'; then
   echo "cuda: $nccl through libtutti's RUNPATH ($found)"
 fi
 # No installed program needs the CUDA runtime on the loader's path (a fresh Debian has none there:
-# tutti-bench exited 127 "libcudart.so.13: cannot open shared object file", issue 26): libcudart
+# tutti-bench exited 127 "libcudart.so.13: cannot open shared object file"): libcudart
 # is linked statically, and a program that calls NCCL itself finds it through its own RUNPATH.
 for program in "$PREFIX"/bin/*; do
   objdump -p "$program" >/dev/null 2>&1 || continue

@@ -108,8 +108,8 @@ void splits(tutti::Communicator& world) {
   if (copy.size() != n || copy.rank() != world.rank()) fail("dup");
   check_sum<int64_t>(copy, 300001, 5, "dup");
   // group with the same ranks listed in different orders (rank r lists them rotated by r): every
-  // member fails at once naming the difference, and the world goes on (issue 26 item 4: one rank
-  // went on alone, the other timed out, and later calls hung).
+  // member fails at once naming the difference, and the world goes on (before, one rank went on
+  // alone, the other timed out, and later calls hung).
   if (n > 1) {
     std::vector<int> rotated(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) rotated[static_cast<size_t>(i)] = (i + world.rank()) % n;

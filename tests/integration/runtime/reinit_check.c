@@ -1,6 +1,6 @@
 /* reinit_check: tutti_init -> tutti_finalize -> tutti_init in one process, three times, each
- * world running an allreduce (issue 26 item 6: the second init failed in 3 of 4 runs, meeting the
- * first world's shared-memory leftovers); a communicator handle kept past tutti_finalize is
+ * world running an allreduce (the second init used to fail in 3 of 4 runs, meeting the first
+ * world's shared-memory leftovers); a communicator handle kept past tutti_finalize is
  * refused with TUTTI_ERR_NOT_INITIALIZED, also once a new world exists; tutti_finalize twice is
  * harmless. Prints "reinit OK" on rank 0 and exits 0, or names the first failure. */
 #include <stdio.h>

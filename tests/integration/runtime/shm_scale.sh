@@ -7,7 +7,7 @@
 #                                        allreduce completes (results checked; a hang is cut at
 #                                        120 s), and /dev/shm's use, sampled, stays under 2 GiB.
 #                                        The time is printed, not asserted: it measured 4.5 s
-#                                        idle and 17-22 s beside a second `make test` (issue 26),
+#                                        idle and 17-22 s beside a second `make test`,
 #                                        and speed belongs in a benchmark.
 #   shm_scale.sh rings TUTTIRUN CHECK    8 ranks in a 16 MiB /dev/shm: the rings do not fit;
 #                                        every rank fails promptly with the clear error.

@@ -7,7 +7,7 @@
 // "refused N" and exits 0 when no sum was wrong and at least one call was refused, or, on a rank
 // where a stray call got in first, the communicator failed with such an error instead.
 //
-// `--equal` is issue 26's case: two threads of every rank call the same allreduce (65536 floats,
+// `--equal` is the racing case: two threads of every rank call the same allreduce (65536 floats,
 // each thread its own buffer and values: thread t of rank r gives 1 + 1000 t + r) at the same
 // moment, again and again. Before the fix each rank refused a different thread, the other threads
 // met, and 8-10 calls a run succeeded with the other thread's sum (1001 where 1 and 2001 were due).

@@ -1,6 +1,6 @@
 // window_wait_check MODE: the shared-memory window is mapped inside the first allreduce of a fresh
 // dup (3 ranks on one host, TUTTI_ALGO=shm), and rank 2 never takes part. Its setup wait must end
-// as the collective's own waits do (issue 26 items 2 and 3), not after TUTTI_TIMEOUT:
+// as the collective's own waits do, not after TUTTI_TIMEOUT:
 //   abort  rank 1 aborts the dup from a helper thread 1.5 s into the call: rank 0 fails soon with
 //          kAborted naming rank 1 (rank 2 sleeps, then leaves)
 //   die    rank 2 exits (_exit(1)) 3 s in: ranks 0 and 1 fail soon naming it

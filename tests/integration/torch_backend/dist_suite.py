@@ -130,7 +130,7 @@ BROKEN_HERE = BROKEN_ON_TORCH_1 if torch.__version__.startswith("1.") else BROKE
 # Skips that say a test's optional dependency is missing here, not anything about the backend: each
 # lowers --min-passed by one. The machine that set 108 had Debian's python3-torchvision (57 more
 # packages, not in scripts/install-deps.sh); a fresh Debian root, and this machine since, count 107
-# (issue 26 items 16-17; gloo loses the same test).
+# (gloo loses the same test).
 OPTIONAL_DEPENDENCY_SKIPS = {
     "no torchvision": "test_SyncBatchNorm_process_group needs torchvision (python3-torchvision)",
 }

@@ -194,7 +194,7 @@ def check_group(rank, size):
 
 
 def check_complex(rank, size):
-    # Issue 26: complex broadcast was refused ("complex goes as its real view"); bytes are bytes.
+    # Complex broadcast used to be refused ("complex goes as its real view"); bytes are bytes.
     z = torch.full((5, 3), complex(rank + 1, -(rank + 1)), dtype=torch.complex64)
     dist.broadcast(z, src=size - 1)
     assert torch.equal(z, torch.full((5, 3), complex(size, -size), dtype=torch.complex64)), z
@@ -215,7 +215,7 @@ def check_complex(rank, size):
 
 
 def check_timeout_message(rank, size):
-    # Issue 26: under torch the timeout comes from init_process_group / new_group (torch's rules),
+    # Under torch the timeout comes from init_process_group / new_group (torch's rules),
     # and TUTTI_COLLECTIVE_TIMEOUT is ignored: the message must not advise it.
     if size < 2:
         return
@@ -231,8 +231,8 @@ def check_timeout_message(rank, size):
 
 
 def check_group_disagreement(rank, size):
-    # Issue 26: new_group with different member lists per rank gave shm errors that did not say so,
-    # held rank 0 until SIGTERM and left /dev/shm segments. Now every process fails at once naming
+    # new_group with different member lists per rank used to give shm errors that did not say so,
+    # hold rank 0 until SIGTERM and leave /dev/shm segments. Now every process fails at once naming
     # both lists, and the world goes on (group_agreement_test.py has lists of one size).
     if size < 3:
         return

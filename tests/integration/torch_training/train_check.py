@@ -131,8 +131,8 @@ def corrupt_case(a):
 
 
 def bad_inputs_case(a):
-    # Issue 26: a truncated dataset and a checkpoint path under a regular file ended in tracebacks
-    # on every rank; a folder given as the checkpoint was met with "remove these files".
+    # A truncated dataset and a checkpoint path under a regular file used to end in tracebacks on
+    # every rank; a folder given as the checkpoint was met with "remove these files".
     trunc = os.path.join(a.work, "truncated")
     os.makedirs(trunc)
     source = "/usr/share/datasets/fashion-mnist"

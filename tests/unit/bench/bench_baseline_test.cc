@@ -211,7 +211,7 @@ INSTANTIATE_TEST_SUITE_P(Peers, BaselineAvailability,
                                            BaselineKind::kInPlace),
                          [](const auto& info) { return std::string(baseline_name(info.param)); });
 
-// --device cuda and --baseline nccl (issue 12): what a build without CUDA says, and the pairs of
+// --device cuda and --baseline nccl: what a build without CUDA says, and the pairs of
 // options that cannot go together in any build.
 TEST(DeviceOptions, DeviceAndNcclBaseline) {
   BenchParse bad = parse({"allreduce", "--device", "gpu"});

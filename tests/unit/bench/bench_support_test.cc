@@ -43,7 +43,7 @@ TEST(BenchOptions, NcclTestsFlags) {
   EXPECT_FALSE(p.options->check);
   EXPECT_EQ(p.options->types,
             (std::vector<DataType>{DataType::kFloat16, DataType::kBFloat16, DataType::kInt32}));
-  EXPECT_EQ(p.options->ops.size(), 8u);  // all: every op (issue 26: it stopped at five)
+  EXPECT_EQ(p.options->ops.size(), 8u);  // all: every op (it used to stop at five)
   EXPECT_EQ(p.options->json_path, "x.json");
   EXPECT_EQ(parse({"allgather", "-d", "all"}).options->types.size(), 10u);  // every type
   // A list that defines no pair at all is a usage error; one that defines some runs those.

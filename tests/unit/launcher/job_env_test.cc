@@ -40,7 +40,7 @@ TEST(Exports, ForwardSetAndUnset) {
   EXPECT_THROW(resolve_exports({"=x"}, from, nullptr), Error);
 }
 
-// Issue 26: -x TUTTI_RANK=7, -x RANK=5 and -x TUTTI_STORE=... were replaced without a word.
+// -x TUTTI_RANK=7, -x RANK=5 and -x TUTTI_STORE=... used to be replaced without a word.
 TEST(JobEnv, ExportsOfWhatTuttirunSetsAreRefusedSayingWhy) {
   const Environment from = Environment::from_strings({"TUTTI_RANK=3", "HOME=/root"});
   for (const char* arg : {"TUTTI_RANK=7", "TUTTI_RANK", "RANK=5", "TUTTI_STORE=file:/nonexistent",

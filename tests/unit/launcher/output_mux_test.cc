@@ -40,8 +40,8 @@ TEST(LineSplitter, OverlongLinesAreCut) {
   EXPECT_EQ(out, "[0] abcd\n[0] efgh\n[0] ijk\n");
 }
 
-// A line of exactly max_line bytes whose newline comes in a later read stays whole (issue 26: a
-// 1 MiB line gained a newline and a second tag).
+// A line of exactly max_line bytes whose newline comes in a later read stays whole (a 1 MiB line
+// used to gain a newline and a second tag).
 TEST(LineSplitter, ALineOfExactlyTheBoundStaysWhole) {
   LineSplitter lines("[0] ", 4);
   std::string out;

@@ -29,7 +29,7 @@ TEST(ShmCleanup, RemovesOnlyThisJobsSegments) {
   std::filesystem::remove_all(dir);
 }
 
-// Issue 26: two jobs with one --job-id on one host broke each other; the second is refused at once,
+// Two jobs with one --job-id on one host used to break each other; the second is refused at once,
 // naming the first's pid, and the claim goes with its holder (and is not swept as a segment).
 TEST(JobIdClaim, ASecondClaimOfTheSameIdIsRefusedUntilTheFirstEnds) {
   auto dir =

@@ -57,7 +57,7 @@ void C10dStore::wait(const std::vector<std::string>& keys, std::chrono::millisec
   // them), and a TCPStore wait() that times out leaves the server's waiter registered on the
   // client's socket; the server's late "ready" then arrives as the first byte of the client's next
   // reply (torch before 2.1, pytorch PR 100594), which reads a wrong length and blocks for ever
-  // partway through a value: the pods stall of issue 26 item 16. A check() is one request and one
+  // partway through a value, which stalled ranks between pods. A check() is one request and one
   // reply, whatever the deadline (tests/integration/torch_backend/late_join_test.py).
   // Saturated: a caller's "forever" (milliseconds::max()) must not wrap into the past.
   const auto now = std::chrono::steady_clock::now();
