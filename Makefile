@@ -53,8 +53,9 @@ fuzz: deps
 sanitize: deps
 	JOBS=$(JOBS) bash scripts/sanitize.sh all
 
-# The images (docker/*.Dockerfile: launcher, worker, worker-torch2) with docker or podman; says so
-# and does nothing where neither can build. IMAGE_PREFIX=registry/path/ PUSH=1 to push. See docs/KUBERNETES.md.
+# The images (docker/Dockerfile's targets launcher, worker, worker-torch2) with docker or podman;
+# fails, naming what, where none could be built. IMAGE_PREFIX=registry/path/ PUSH=1 to push,
+# IMAGES="launcher worker" for some. See docs/KUBERNETES.md.
 image:
 	@bash scripts/build-images.sh
 

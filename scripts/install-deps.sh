@@ -25,6 +25,10 @@ packages=(
   # tuttirun --exec ssh is tested against real sshds that the test starts inside network-namespace
   # pods (tests/integration/pods/ssh_pods.sh); the package's own service is not needed.
   openssh-client openssh-server
+  # The images (make image, ctest -L images): podman builds and runs them; runc, because crun cannot
+  # start a container on a hybrid cgroup hierarchy; mmdebstrap makes the debian:bookworm base image
+  # where no registry answers.
+  podman runc mmdebstrap
   # Peers for tutti-bench --baseline mpi|gloo, gnuplot for bench/plot.sh (make bench), and iperf3
   # for bench/pods_tcp.sh --peers iperf (the link's own bandwidth between two pods).
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox iperf3

@@ -14,10 +14,10 @@ are checked against the small structural schemas in k8s_core_schemas.py. CEL rul
 (x-kubernetes-validations) and defaulting are the API server's and are not run here.
 
 Then what the manifests promise about the images:
-- every image is `[REGISTRY/]tutti-NAME:VERSION` where docker/NAME.Dockerfile exists and VERSION is
-  the project's version (CMakeLists.txt);
+- every image is `[REGISTRY/]tutti-NAME:VERSION` where NAME is a target of docker/Dockerfile and
+  VERSION is the project's version (CMakeLists.txt);
 - every absolute path in a container's command, args and env values is one that image promises
-  (its Dockerfile's TUTTI_IMAGE_PROVIDES list, which the image build itself checks) or lies under a
+  (its target's TUTTI_IMAGE_PROVIDES list, which the image build itself checks) or lies under a
   volume mounted in that container (its own or the operator's: /etc/mpi, sshAuthMountPath); a path
   in a directory the Dockerfile copies from the source tree (the examples) must exist there. For a
   tuttirun command line, the rank command after `--` runs in the workers: it is checked against
@@ -38,6 +38,7 @@ import jsonschema
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dockerfile_stages import stages, target_text  # noqa: E402
 import k8s_core_schemas  # noqa: E402
 
 # libyaml's loader where PyYAML has it: the CRDs are 2.4 MB of YAML.
@@ -88,23 +89,17 @@ def project_version(cmake_file):
     return m.group(1)
 
 
-def dockerfile_provides(path):
-    """The TUTTI_IMAGE_PROVIDES list of a Dockerfile, and the rest of its text."""
-    with open(path) as f:
-        text = f.read()
-    joined = re.sub(r"\\\n", " ", text)
-    m = re.search(r'^ARG TUTTI_IMAGE_PROVIDES="([^"]*)"', joined, re.M)
-    if not m:
-        return None, text
-    return set(m.group(1).split()), joined[:m.start()] + joined[m.end():]
-
-
 def load_images(docker_dir):
+    """The images docker/Dockerfile builds: each target with an ARG TUTTI_IMAGE_PROVIDES list, that
+    list, and the text of the stages it is made of without it."""
+    path = os.path.join(docker_dir, "Dockerfile")
     images = {}
-    for name in sorted(os.listdir(docker_dir)):
-        if name.endswith(".Dockerfile"):
-            provides, rest = dockerfile_provides(os.path.join(docker_dir, name))
-            images[name[:-len(".Dockerfile")]] = {"provides": provides, "rest": rest, "file": name}
+    for name in stages(path):
+        text = target_text(path, name)
+        m = re.search(r'^ARG TUTTI_IMAGE_PROVIDES="([^"]*)"', stages(path)[name][1], re.M)
+        if m:
+            images[name] = {"provides": set(m.group(1).split()), "rest": text.replace(m.group(0), ""),
+                            "file": f"the {name} image"}
     return images
 
 
@@ -179,13 +174,10 @@ class Checker:
             return None
         name, tag = m.group("name"), m.group("tag")
         if name not in self.images:
-            self.error(where, f"image {ref!r}: no docker/{name}.Dockerfile builds tutti-{name}")
+            self.error(where, f"image {ref!r}: no target {name} of docker/Dockerfile builds tutti-{name}")
             return None
         if tag != self.version:
             self.error(where, f"image {ref!r}: `make image` tags tutti-{name}:{self.version}, not :{tag}")
-            return None
-        if self.images[name]["provides"] is None:
-            self.error(where, f"docker/{name}.Dockerfile has no ARG TUTTI_IMAGE_PROVIDES list")
             return None
         self.checked_images.add(name)
         return name
@@ -353,9 +345,11 @@ class Checker:
                     continue
                 if re.search(r"/staging" + re.escape(p) + r"(?![\w.-])", image["rest"]):
                     continue
-                self.error(f"docker/{image['file']}",
+                if re.search(r"^COPY\s.*\s" + re.escape(p) + r"\s*$", image["rest"], re.M):
+                    continue
+                self.error(f"docker/Dockerfile ({image['file']})",
                            f"promises {p}, but `cmake --install` into {self.installed} does not make it "
-                           f"and no step of the Dockerfile writes /staging{p}")
+                           f"and no step of the Dockerfile writes /staging{p} or copies it there")
 
     def run(self, files):
         docs = []

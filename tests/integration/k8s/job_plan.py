@@ -3,6 +3,8 @@
 
   job_plan.py MANIFEST PREFIX
 
+PREFIX "-" keeps every path as the manifest has it (the containers of the images tests run the
+images themselves).
 MANIFEST holds an MPIJob (kubeflow.org/v2beta1) or a TrainJob with its ClusterTrainingRuntime.
 Prints, for `source`:
   JOB NAMESPACE KIND SLOTS SSH_PORT
@@ -41,7 +43,7 @@ def source_copies():
     pairs = []
     docker = os.path.join(SOURCE, "docker")
     for name in sorted(os.listdir(docker)) if os.path.isdir(docker) else []:
-        if name.endswith(".Dockerfile"):
+        if name == "Dockerfile" or name.endswith(".Dockerfile"):
             with open(os.path.join(docker, name)) as f:
                 for rel, target in re.findall(r"cp -r /src/(\S+) /staging(/\S+)", f.read()):
                     pairs.append((target.rstrip("/"), os.path.join(SOURCE, rel)))
@@ -53,6 +55,8 @@ COPIES = source_copies()
 
 def mapped(word, prefix):
     word = str(word)
+    if prefix == "-":
+        return word
     for image_path, source_path in COPIES:
         if word == image_path or word.startswith(image_path + "/"):
             return source_path + word[len(image_path):]

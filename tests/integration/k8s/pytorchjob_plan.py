@@ -12,6 +12,8 @@ Prints, for `source`:
   ARGV_<i>      pod i's `pytorch` container command + args
   ENV_<i>       its env (NAME=VALUE), then what the operator appends to it, in the operator's order
   VENV_<i>      LOCAL_VENV when pod i's command or env names its image's venv, else empty
+  MOUNTS_<i>    PVC_ROOT/<claim>:<mountPath> for each claim pod i mounts
+PREFIX "-" keeps every path as the manifest has it (the images tests run the images themselves).
 The operator's env (pkg/controller.v1/pytorch/envvar.go and master.go at v1.9.0), for a job with a
 Master and no elasticPolicy: PYTHONUNBUFFERED=1; MASTER_PORT, PET_MASTER_PORT (the container's
 `pytorchjob-port`, defaulted to 23456); MASTER_ADDR, PET_MASTER_ADDR (<job>-master-0, the Master's
@@ -23,9 +25,9 @@ then PET_RDZV_ENDPOINT (rdzvHost, default <job>-worker-0, and rdzvPort, default 
 replicas), PET_MAX_RESTARTS, PET_RDZV_ID and PET_RDZV_CONF (k=v,k=v) where given; no MASTER_*, RANK
 or WORLD_SIZE (PET_N_PROC_PER_NODE, which torchrun does not read, is refused: the command must say
 --nproc_per_node). WORLD is then the replicas' ranks. Kubernetes adds HOSTNAME (the pod name).
-Paths are mapped as the images lay them out: a directory the container image's Dockerfile copies
+Paths are mapped as the images lay them out: a directory the container image's target of docker/Dockerfile copies
 from the source tree (`cp -r /src/REL /staging/DIR`) to SOURCE/REL; the rest of /usr/local/ (the
-images' `cmake --install` prefix) to PREFIX; the venv the Dockerfile makes (`python3 -m venv DIR`,
+images' `cmake --install` prefix) to PREFIX; the venv that target makes (`python3 -m venv DIR`,
 tutti-worker-torch2's /opt/torch2 with PyPI's torch) to LOCAL_VENV, a venv with the same torch (a
 command that names the image's venv without --venv is refused); a PersistentVolumeClaim's mountPath
 to PVC_ROOT/<claim>. Nothing else is changed.
@@ -37,6 +39,9 @@ import shlex
 import sys
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts"))
+from dockerfile_stages import target_text  # noqa: E402
 
 IMAGE_PREFIX = "/usr/local/"
 DEFAULT_PORT = 23456
@@ -53,19 +58,23 @@ class Mapper:
         self.venv = venv.rstrip("/") if venv else None
 
     def image_venv(self, container):
-        """The venv the container image's Dockerfile makes (`python3 -m venv /DIR`), or None."""
+        """The venv the container image's target makes (`python3 -m venv /DIR`), or None."""
         image = IMAGE.match(str(container.get("image", "")))
         if not image:
             return None
-        dockerfile = os.path.join(self.source, "docker", f"{image.group('name')}.Dockerfile")
-        if not os.path.exists(dockerfile):
-            return None
-        with open(dockerfile) as f:
-            found = re.search(r"python3 -m venv (/\S+)", f.read())
+        text = self.image_text(image.group("name"))
+        found = re.search(r"python3 -m venv (/\S+)", text or "")
         return found.group(1).rstrip("/") if found else None
+
+    def image_text(self, name):
+        """What docker/Dockerfile's target NAME is made of, or None."""
+        dockerfile = os.path.join(self.source, "docker", "Dockerfile")
+        return target_text(dockerfile, name) if os.path.exists(dockerfile) else None
 
     def for_container(self, container, pod_spec):
         """(from, to) path prefixes for this container, most specific first."""
+        if self.prefix == "-":  # the image itself runs: its paths stay
+            return []
         pairs = []
         venv = self.image_venv(container)
         if venv and self.venv:  # (without --venv, main() refuses a command that names it)
@@ -77,11 +86,9 @@ class Mapper:
                 pairs.append((m["mountPath"], os.path.join(self.pvc_root, claim["claimName"])))
         image = IMAGE.match(str(container.get("image", "")))
         if image:
-            dockerfile = os.path.join(self.source, "docker", f"{image.group('name')}.Dockerfile")
-            if os.path.exists(dockerfile):
-                with open(dockerfile) as f:
-                    for rel, target in re.findall(r"cp -r /src/(\S+) /staging(/\S+)", f.read()):
-                        pairs.append((target.rstrip("/"), os.path.join(self.source, rel)))
+            for rel, target in re.findall(r"cp -r /src/(\S+) /staging(/\S+)",
+                                          self.image_text(image.group("name")) or ""):
+                pairs.append((target.rstrip("/"), os.path.join(self.source, rel)))
         pairs.append((IMAGE_PREFIX.rstrip("/"), self.prefix))
         return sorted(pairs, key=lambda p: -len(p[0]))
 
@@ -175,7 +182,7 @@ def main():
             elastic_env.append("PET_RDZV_CONF=" + ",".join(f"{c['key']}={c['value']}"
                                                           for c in elastic["rdzvConf"]))
     nproc_int = int(nproc)
-    pods, argvs, envs, venvs, claims = [], [], [], [], set()
+    pods, argvs, envs, venvs, mounts, claims = [], [], [], [], [], set()
     for role in ("Master", "Worker"):
         if role not in replicas:
             continue
@@ -185,15 +192,17 @@ def main():
         image_venv = mapper.image_venv(container)
         words = list(container.get("command") or []) + list(container.get("args") or [])
         values = [e.get("value", "") for e in container.get("env") or []]
-        venv_used = bool(image_venv) and uses(words + values, image_venv)
+        venv_used = bool(image_venv) and uses(words + values, image_venv) and prefix != "-"
         if venv_used and not args.venv:
             fail(f"the {role}'s command or env names {image_venv}, the venv of image "
                  f"{container.get('image')}: give --venv LOCAL_VENV, a venv with the same packages")
         volumes = {v.get("name"): v for v in pod_spec.get("volumes") or []}
+        pod_mounts = []
         for m in container.get("volumeMounts") or []:
             claim = (volumes.get(m.get("name")) or {}).get("persistentVolumeClaim")
             if claim:
                 claims.add(claim["claimName"])
+                pod_mounts.append(f"{os.path.join(pvc_root, claim['claimName'])}:{m['mountPath']}")
         for index in range(counts[role]):
             rank = index + 1 if role == "Worker" else index
             pod = f"{name}-{role.lower()}-{index}"
@@ -215,6 +224,7 @@ def main():
             argvs.append([mapper.word(w, pairs) for w in words])
             envs.append(env)
             venvs.append(mapper.venv if venv_used else "")
+            mounts.append(pod_mounts)
     out = [f"JOB={shlex.quote(name)}", f"NAMESPACE={shlex.quote(ns)}", f"MASTER_PORT={port}",
            f"NPROC={nproc_int}", f"WORLD={total * nproc_int}",
            f"ELASTIC={'1' if elastic is not None else ''}"]
@@ -227,6 +237,7 @@ def main():
     for i, (argv, env, venv) in enumerate(zip(argvs, envs, venvs)):
         array(f"ARGV_{i}", argv)
         array(f"ENV_{i}", env)
+        array(f"MOUNTS_{i}", mounts[i])
         out.append(f"VENV_{i}={shlex.quote(venv)}")
     print("\n".join(out))
 

@@ -161,9 +161,9 @@ PidFile none
 CONF
     in_pod "$pod" "${WORKER_ARGV[0]}" -D -e -f "$WORK/sshd_config.$i" 2>"$WORK/sshd.$i.log" &
   done
-  # What docker/launcher.Dockerfile writes to /etc/ssh/ssh_config.d/tutti.conf, plus the key the
+  # What docker/Dockerfile (the launcher target) writes to /etc/ssh/ssh_config.d/tutti.conf, plus the key the
   # operator's Secret would put at sshAuthMountPath.
-  port=$(sed -n 's/.*\(Port [0-9]*\).*/\1/p' "$HERE/../../../docker/launcher.Dockerfile" | head -1)
+  port=$(sed -n 's/.*\(Port [0-9]*\).*/\1/p' "$HERE/../../../docker/Dockerfile" | head -1)
   [ "$port" = "Port $SSH_PORT" ] || fail "the launcher image's ssh client uses '$port', the workers' sshd listens on $SSH_PORT"
   mkdir -p /etc/ssh/ssh_config.d
   printf '%s\n' 'Host *' "  Port $SSH_PORT" '  StrictHostKeyChecking no' '  UserKnownHostsFile /dev/null' \
