@@ -12,8 +12,9 @@
 #   KUBECTL_VERSION=v1.31.4   the version downloaded otherwise
 #   TORCH_INDEX_URL=URL       worker-torch2's torch (default PyTorch's CPU index;
 #                             https://pypi.org/simple for PyPI's CUDA build, about 3.5 GB more)
-# With podman (and docker's BuildKit) the build reads and fills your ccache and pip cache, and pip
-# trusts the CA bundle that PIP_CERT names, through named build contexts (docker/Dockerfile).
+# With podman (and docker's BuildKit) the build reads and fills your ccache and pip cache, pip
+# trusts the CA bundle that PIP_CERT names, and a CUDA toolkit (CUDA_HOME, else /usr/local/cuda)
+# is there for building the backend against a CUDA torch, through named build contexts.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=podman.sh
@@ -73,6 +74,9 @@ if "$engine" build --help 2>/dev/null | grep -q -- --build-context; then
     cp "$PIP_CERT" "$tmp/pip-ca/ca-certificates.crt"
     args+=(--build-context "pip-ca=$tmp/pip-ca")
   fi
+  # A CUDA build of torch (PyPI's) wants a CUDA toolkit to build tutti's backend against.
+  cuda=${CUDA_HOME:-/usr/local/cuda}
+  [ -x "$cuda/bin/nvcc" ] && args+=(--build-context "cuda=$cuda")
   if [ -n "${KUBECTL:-}" ]; then
     [ -x "$KUBECTL" ] || fail "KUBECTL=$KUBECTL is not an executable file"
     mkdir -p "$tmp/kubectl"
