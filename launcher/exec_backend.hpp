@@ -54,14 +54,15 @@ class ExecBackend {
 // children and finish_job can kill and reap them even when they left the process group.
 std::unique_ptr<ExecBackend> make_local_backend();
 
-enum class RemoteShell { kSsh, kKubexec };
+enum class RemoteShell { kSsh, kKubexec, kSrun };
 
 struct RemoteBackendOptions {
   RemoteShell shell = RemoteShell::kKubexec;
-  std::string program;          // the ssh or kubexec executable on this host
+  std::string program;          // the ssh, kubexec or srun executable on this host
   std::string remote_tuttirun;  // tuttirun's path on the hosts, which runs the rank agent
   double grace_seconds = 5.0;   // the agent's wait between SIGTERM and SIGKILL
   std::string cwd;              // tried as the ranks' working directory
+  bool srun_unbind = true;      // srun: --cpu-bind=none (slurm_binding.hpp)
 };
 
 // Each rank is a local ssh/kubexec process running `tuttirun --rank-agent` on the rank's host; its

@@ -10,6 +10,8 @@ std::string_view exec_name(ExecKind kind) {
       return "ssh";
     case ExecKind::kKubexec:
       return "kubexec";
+    case ExecKind::kSrun:
+      return "srun";
   }
   return "?";
 }
@@ -33,6 +35,11 @@ std::string unreachable_hosts_advice(ExecKind kind) {
     case ExecKind::kKubexec:
       return "Check that the pods run (kubectl get pods), the names, namespace and container "
              "(KUBEXEC_NAMESPACE, KUBEXEC_CONTAINER), or raise --probe-timeout.";
+    case ExecKind::kSrun:
+      // The probe is `srun --nodelist=HOST ... tuttirun --version`: a step that cannot start (the
+      // allocation ended, a node down, tuttirun missing there) ends here.
+      return "Check the allocation (squeue --job $SLURM_JOB_ID) and that tuttirun is at the same "
+             "path on its nodes (--remote-tuttirun), or raise --probe-timeout.";
   }
   return "";
 }

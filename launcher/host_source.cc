@@ -9,6 +9,7 @@
 #include "hostfile/build.hpp"
 #include "hostfile/dns_name.hpp"
 #include "hostfile/parse.hpp"
+#include "hostfile/slurm.hpp"
 
 namespace tutti::launcher {
 namespace {
@@ -26,6 +27,11 @@ std::optional<std::string> mpijob_hostfile(const EnvLookup& env, const FileExist
     if (auto path = env(var); path && !path->empty()) return *path;
   if (exists("/etc/mpi/hostfile")) return std::string("/etc/mpi/hostfile");
   return std::nullopt;
+}
+
+bool in_slurm_allocation(const EnvLookup& env) {
+  return env("SLURM_JOB_ID") && env("SLURM_JOB_NODELIST") && !env("SLURM_STEP_ID") &&
+         !env("SLURM_STEPID");
 }
 
 hostfile::Hostfile parse_host_list(std::string_view text, int default_slots) {
@@ -96,6 +102,18 @@ HostSelection select_hosts(const HostOptions& o, const EnvLookup& env, const Fil
     sel.hosts = hostfile::read_file(*path);
     for (const char* var : {"OMPI_MCA_plm_rsh_agent", "PRTE_MCA_plm_ssh_agent"})
       if (auto agent = env(var); agent && !agent->empty()) sel.mpijob_agent = *agent;
+  } else if (in_slurm_allocation(env)) {
+    // The allocation's nodes with the tasks Slurm placed on each, as Open MPI's and Horovod's
+    // launchers read them. Without SLURM_TASKS_PER_NODE (an allocation by nodes only), one slot
+    // per node.
+    sel.origin = HostOrigin::kSlurm;
+    sel.source = fmt::format("the Slurm allocation (job {})", *env("SLURM_JOB_ID"));
+    std::string nodelist = *env("SLURM_JOB_NODELIST");
+    std::string tasks = env("SLURM_TASKS_PER_NODE").value_or("");
+    if (tasks.empty())
+      tasks = fmt::format("1(x{})",
+                          hostfile::expand_slurm_nodelist(nodelist, "SLURM_JOB_NODELIST").size());
+    sel.hosts = hostfile::from_slurm_allocation(nodelist, tasks);
   }
   return sel;
 }

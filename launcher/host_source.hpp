@@ -1,6 +1,7 @@
 // Where the job's hosts come from: --hostfile, -H, --pods/--pods-file, or, with none of them, the
 // hostfile an MPIJob launcher pod already has (/etc/mpi/hostfile, or the one Open MPI / PRTE is
-// told about in the environment). No host source at all means this host only.
+// told about in the environment), or the Slurm allocation tuttirun runs in (salloc, sbatch). No
+// host source at all means this host only.
 #pragma once
 
 #include <functional>
@@ -20,7 +21,7 @@ struct HostOptions {
   int slots = 0;          // --slots; 0: not given (1 for pods and -H entries without :N)
 };
 
-enum class HostOrigin { kThisHost, kHostfile, kHostList, kPods, kMpiJob };
+enum class HostOrigin { kThisHost, kHostfile, kHostList, kPods, kMpiJob, kSlurm };
 
 struct HostSelection {
   HostOrigin origin = HostOrigin::kThisHost;
@@ -38,6 +39,10 @@ using FileExists = std::function<bool(const std::string&)>;
 
 // The MPIJob launcher's hostfile, in the order Kubeflow sets it up; nullopt outside a launcher pod.
 std::optional<std::string> mpijob_hostfile(const EnvLookup& env, const FileExists& exists);
+
+// Whether this process runs in a Slurm allocation (an salloc shell or a batch script: SLURM_JOB_ID
+// and SLURM_JOB_NODELIST) and not inside one of its job steps, where tuttirun would be a task.
+bool in_slurm_allocation(const EnvLookup& env);
 
 // Throws kConfig naming the option (or file:line) and what is wrong: two sources at once, --slots
 // with --hostfile, bad names or slot counts.

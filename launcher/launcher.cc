@@ -27,6 +27,7 @@
 #include "launcher/shm_cleanup.hpp"
 #include "launcher/signal_watcher.hpp"
 #include "launcher/silent_ranks.hpp"
+#include "launcher/slurm_binding.hpp"
 #include "launcher/supervisor.hpp"
 #include "launcher/torch_env.hpp"
 #include "net/host_interfaces.hpp"
@@ -84,6 +85,11 @@ bool all_hosts_local(const JobPlan& plan) {
 ExecKind choose_exec(const LaunchOptions& options, const HostSelection& hosts,
                      const JobPlan& plan) {
   if (options.exec) {
+    if (*options.exec == ExecKind::kSrun && hosts.origin != HostOrigin::kSlurm)
+      throw make_error(ErrorCode::kConfig,
+                       "--exec srun starts ranks as tasks of a Slurm allocation, and tuttirun "
+                       "runs in none here (no SLURM_JOB_ID and SLURM_JOB_NODELIST, or hosts were "
+                       "given); run it inside salloc or sbatch without host options");
     if (*options.exec == ExecKind::kLocal)
       for (const std::string& h : plan.hosts())
         if (!is_this_host(h))
@@ -93,6 +99,9 @@ ExecKind choose_exec(const LaunchOptions& options, const HostSelection& hosts,
                            h);
     return *options.exec;
   }
+  // Ranks in an allocation run as its tasks, this node's too: Slurm then accounts, signals and
+  // cleans them as it does srun's.
+  if (hosts.origin == HostOrigin::kSlurm) return ExecKind::kSrun;
   if (all_hosts_local(plan)) return ExecKind::kLocal;
   switch (hosts.origin) {
     case HostOrigin::kPods:
@@ -205,6 +214,11 @@ std::unique_ptr<ExecBackend> make_backend(const JobSetup& s) {
     case ExecKind::kKubexec:
       o.shell = RemoteShell::kKubexec;
       o.program = s.options.kubexec.empty() ? default_kubexec() : s.options.kubexec;
+      break;
+    case ExecKind::kSrun:
+      o.shell = RemoteShell::kSrun;
+      o.program = "srun";
+      o.srun_unbind = slurm_binds_tasks();
       break;
   }
   o.remote_tuttirun =
@@ -431,7 +445,8 @@ int run_job(const LaunchOptions& given) {
       plan = plan_local(options.np);
     } else {
       plan = plan_hosts(hosts.hosts, options.np);
-      if (options.verbose || hosts.origin == HostOrigin::kMpiJob)
+      if (options.verbose || hosts.origin == HostOrigin::kMpiJob ||
+          hosts.origin == HostOrigin::kSlurm)
         log::info("tuttirun: {} ranks on {} hosts from {}", plan.world_size(), plan.hosts().size(),
                   hosts.source);
     }

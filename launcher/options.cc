@@ -76,7 +76,9 @@ constexpr std::string_view kDescription =
 constexpr std::string_view kUsage =
     "Usage: tuttirun -np N [options] [--] COMMAND [ARGS...]            (this host)\n"
     "       tuttirun --pods a,b,c [--slots S] [options] [--] COMMAND    (Kubernetes pods)\n"
-    "       tuttirun --hostfile F | -H h1:2,h2:2 [options] [--] COMMAND (hosts, via ssh)";
+    "       tuttirun --hostfile F | -H h1:2,h2:2 [options] [--] COMMAND (hosts, via ssh)\n"
+    "       salloc -n N tuttirun [options] [--] COMMAND                 (Slurm: tasks of the "
+    "allocation)";
 
 constexpr std::string_view kFooter =
     "\nExit status: 0 when every rank succeeded; else the first failed rank's status (128+N when\n"
@@ -175,8 +177,9 @@ ParseResult parse_options(std::span<const std::string> args) {
   app.add_option("--slots", slots_text,
                  "Slots per host for --pods and for -H entries without :N (default 1)");
   app.add_option("--exec", exec_text,
-                 "How ranks start: local, ssh or kubexec. Default: local when every host is this "
-                 "host; kubexec for pods and kubexec-style MPIJobs; ssh otherwise")
+                 "How ranks start: local, ssh, kubexec or srun. Default: srun in a Slurm "
+                 "allocation; local when every host is this host; kubexec for pods and "
+                 "kubexec-style MPIJobs; ssh otherwise")
       ->check(CLI::IsMember(exec_names));
   app.add_option("--kubexec", opts.kubexec,
                  "The kubexec shim (default: kubexec beside tuttirun, else on PATH); it reads "
@@ -277,10 +280,11 @@ ParseResult parse_options(std::span<const std::string> args) {
                      !opts.pods_selector.empty();
   if (app.count("--np") == 0 && !hosts_given &&
       !mpijob_hostfile(env::process_value,
-                       [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }))
+                       [](const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }) &&
+      !in_slurm_allocation(env::process_value))
     return usage_error(
         "-np N is required (the number of ranks to start) unless hosts are given (--hostfile, "
-        "-H, --pods)");
+        "-H, --pods) or tuttirun runs in a Slurm allocation (salloc, sbatch)");
   try {
     if (app.count("--np") > 0)
       opts.np = static_cast<int>(parse::integer(np_text, "-np", 1, kMaxRanks));

@@ -1,4 +1,5 @@
-// The ssh and kubexec backends. Every rank is a local helper process (ssh or kubexec) in one
+// The ssh, kubexec and srun backends. Every rank is a local helper process (ssh, kubexec, or srun
+// starting a one-task job step of the allocation on the rank's node) in one
 // process group; what runs on the host is the rank agent, which gets the rank's request over the
 // helper's stdin. Stopping the job closes those stdins: each agent then stops its rank with SIGTERM
 // and, after the grace period, SIGKILL. SIGKILL to the helpers is the last step, for a stream that
@@ -61,7 +62,15 @@ class RemoteBackend : public ExecBackend {
   }
 
   std::string name() const override {
-    return options_.shell == RemoteShell::kSsh ? "ssh" : "kubexec";
+    switch (options_.shell) {
+      case RemoteShell::kSsh:
+        return "ssh";
+      case RemoteShell::kKubexec:
+        return "kubexec";
+      case RemoteShell::kSrun:
+        return "srun";
+    }
+    return "?";
   }
   bool remote() const override { return true; }
 
@@ -136,6 +145,20 @@ class RemoteBackend : public ExecBackend {
 
   std::vector<std::string> helper_argv(const std::string& host, const std::string& remote) const {
     if (options_.shell == RemoteShell::kKubexec) return {options_.program, host, remote};
+    if (options_.shell == RemoteShell::kSrun) {
+      // One task on the host's node as a step of the allocation, so that Slurm accounts, signals
+      // and cleans it up. --overlap: the ranks' steps share the allocation's CPUs and memory
+      // instead of each waiting for its own; --cpu-bind=none where Slurm binds (the steps would
+      // all get the node's first CPU); --mpi=none: the agent meets tuttirun, not a PMI server;
+      // --kill-on-bad-exit: a step whose task fails ends at once. stdin (the request, then the
+      // job's lifeline) goes to the one task.
+      std::vector<std::string> argv = {options_.program,       "--nodes=1", "--ntasks=1",
+                                       "--nodelist=" + host,   "--overlap", "--mpi=none",
+                                       "--kill-on-bad-exit=1", "--quiet",   "--job-name=tutti"};
+      if (options_.srun_unbind) argv.emplace_back("--cpu-bind=none");
+      argv.insert(argv.end(), {"/bin/sh", "-c", remote});
+      return argv;
+    }
     // BatchMode: a password prompt would hang the job; the connect timeout bounds a dead host.
     return {options_.program, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-T", host, remote};
   }

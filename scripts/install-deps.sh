@@ -29,6 +29,9 @@ packages=(
   # start a container on a hybrid cgroup hierarchy; mmdebstrap makes the debian:bookworm base image
   # where no registry answers.
   podman runc mmdebstrap
+  # Slurm for one host (ctest -L slurm: tests/integration/slurm starts munged, slurmctld and slurmd
+  # itself; the packages' own services are not needed); libpmi2-0: srun --mpi=pmi2.
+  slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libpmi2-0
   # Peers for tutti-bench --baseline mpi|gloo, gnuplot for bench/plot.sh (make bench), and iperf3
   # for bench/pods_tcp.sh --peers iperf (the link's own bandwidth between two pods).
   openmpi-bin libopenmpi-dev libgloo-dev gnuplot-nox iperf3

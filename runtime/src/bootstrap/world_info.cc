@@ -209,11 +209,30 @@ std::optional<int> slurm_tasks_on_node(const std::string& spec, int node) {
   return std::nullopt;
 }
 
+// The job step a Slurm task belongs to (srun sets both spellings); nullopt outside a step: in a
+// batch script or an salloc shell, which see the allocation's SLURM_NTASKS and SLURM_PROCID=0.
+std::optional<std::string> slurm_step() {
+  if (auto step = env::process_value("SLURM_STEP_ID")) return step;
+  return env::process_value("SLURM_STEPID");
+}
+
 std::optional<Reading> from_slurm() {
   Reading r{.source = "slurm"};
   auto rank = foreign_int("SLURM_PROCID", r, kIndex);
   auto size = foreign_int("SLURM_NTASKS", r, kCount);
   if (!rank || !size) return std::nullopt;
+  if (!slurm_step()) {
+    // Not a task of a job step: one process, whatever the allocation holds. A world of one where
+    // the allocation is one task; else the user meant the allocation's tasks, which only srun (or
+    // tuttirun, which starts them as tasks) can give.
+    if (*size == 1) return std::nullopt;
+    throw make_error(ErrorCode::kConfig,
+                     "this process is not a task of a Slurm job step: it runs in the batch script "
+                     "or allocation shell of job {} (SLURM_NTASKS={}, no SLURM_STEP_ID). Start the "
+                     "{} ranks as tasks of the allocation: `tuttirun PROGRAM` or `srun --mpi=pmi2 "
+                     "PROGRAM`",
+                     env::process_value("SLURM_JOB_ID").value_or("?"), *size, *size);
+  }
   r.rank = *rank;
   r.size = *size;
   set_if(r.local_rank, foreign_int("SLURM_LOCALID", r, kIndex));
@@ -291,7 +310,12 @@ std::string sanitize_id(std::string_view text) {
 // Every rank of one job must derive the same id (it names shared-memory segments), and two jobs on
 // one host must not: prefer the launcher's job id, else the store address.
 std::string derive_job_id(const WorldInfo& info) {
-  if (auto id = env::process_value("SLURM_JOB_ID")) return sanitize_id("slurm-" + *id);
+  // A job's steps can run side by side on one host (srun --exact, or two sruns in a batch
+  // script): each is a world of its own and needs its own id.
+  if (auto id = env::process_value("SLURM_JOB_ID")) {
+    auto step = slurm_step();
+    return sanitize_id("slurm-" + *id + (step ? "." + *step : ""));
+  }
   if (auto id = env::process_value("TORCHELASTIC_RUN_ID")) return sanitize_id("torchrun-" + *id);
   if (auto id = env::process_value("OMPI_MCA_ess_base_jobid")) return sanitize_id("ompi-" + *id);
   if (auto id = env::process_value("PMI_JOBID")) return sanitize_id("pmi-" + *id);

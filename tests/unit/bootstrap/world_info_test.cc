@@ -71,6 +71,8 @@ const std::vector<std::string> kVariables = {"TUTTI_RANK",
                                              "SLURM_NNODES",
                                              "SLURM_TASKS_PER_NODE",
                                              "SLURM_JOB_ID",
+                                             "SLURM_STEP_ID",
+                                             "SLURM_STEPID",
                                              "TUTTI_LOG_LEVEL",
                                              "TUTTI_TCP_STREAMS"};
 
@@ -341,7 +343,8 @@ TEST_P(Slurm, ReadsLayoutAndLocalSizeFromTasksPerNode) {
        {"SLURM_NODEID", std::to_string(GetParam().node)},
        {"SLURM_NNODES", "4"},
        {"SLURM_TASKS_PER_NODE", GetParam().tasks_per_node},
-       {"SLURM_JOB_ID", "1234"}});
+       {"SLURM_JOB_ID", "1234"},
+       {"SLURM_STEP_ID", "3"}});
   WorldInfo w = world_info_from_env();
   EXPECT_EQ(w.source, "slurm");
   EXPECT_EQ(w.rank, 6);
@@ -350,7 +353,8 @@ TEST_P(Slurm, ReadsLayoutAndLocalSizeFromTasksPerNode) {
   EXPECT_EQ(w.local_size, GetParam().local_size);
   EXPECT_EQ(w.cross_rank, GetParam().node);
   EXPECT_EQ(w.cross_size, 4);
-  EXPECT_EQ(w.job_id, "slurm-1234");
+  // The step is part of the id: two steps of one job on one host are two worlds.
+  EXPECT_EQ(w.job_id, "slurm-1234_3");
 }
 
 INSTANTIATE_TEST_SUITE_P(Specs, Slurm,
@@ -416,7 +420,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{
             {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "99999"}},
             "MASTER_PORT='99999'"},
-        BadCase{{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "2"}}, "SLURM_NTASKS=2"}));
+        BadCase{{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEPID", "0"}},
+                "SLURM_NTASKS=2"},
+        // A batch script or salloc shell: the allocation's variables, but no job step.
+        BadCase{{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_JOB_ID", "8"}},
+                "not a task of a Slurm job step: it runs in the batch script or allocation shell "
+                "of job 8 (SLURM_NTASKS=4, no SLURM_STEP_ID). Start the 4 ranks as tasks of the "
+                "allocation: `tuttirun PROGRAM` or `srun --mpi=pmi2 PROGRAM`"}));
+
+// An allocation of one task: a plain program in its batch script is a world of one.
+TEST_F(WorldInfoTest, ABatchScriptOfOneTaskIsAWorldOfOne) {
+  set({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "9"}});
+  WorldInfo w = world_info_from_env();
+  EXPECT_EQ(w.source, "default");
+  EXPECT_EQ(w.size, 1);
+  EXPECT_EQ(w.job_id, "slurm-9");
+}
 
 // Init reads every TUTTI_* variable that is set, so a typo fails the job at once instead of being
 // ignored (TUTTI_LOG_LEVEL) or surfacing only when a transport first reads it (TUTTI_TCP_STREAMS).

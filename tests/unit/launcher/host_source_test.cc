@@ -117,3 +117,35 @@ TEST(SelectHosts, HostfileErrorsNameFileAndLine) {
 
 }  // namespace
 }  // namespace tutti::launcher
+
+namespace tutti::launcher {
+namespace {
+
+// tuttirun in an salloc shell or a batch script: the allocation's nodes, its tasks per node as
+// slots; inside one of its job steps (SLURM_STEP_ID) it is a task, not a launcher of them.
+TEST(SelectHosts, ASlurmAllocation) {
+  const std::map<std::string, std::string> alloc = {{"SLURM_JOB_ID", "42"},
+                                                    {"SLURM_JOB_NODELIST", "node[1-3]"},
+                                                    {"SLURM_TASKS_PER_NODE", "2(x2),1"}};
+  HostSelection s = select_hosts({}, env_of(alloc), files({}));
+  EXPECT_EQ(s.origin, HostOrigin::kSlurm);
+  EXPECT_EQ(s.source, "the Slurm allocation (job 42)");
+  ASSERT_EQ(s.hosts.hosts.size(), 3u);
+  EXPECT_EQ(s.hosts.hosts[0].name, "node1");
+  EXPECT_EQ(s.hosts.total_slots(), 5);
+
+  auto in_step = alloc;
+  in_step["SLURM_STEP_ID"] = "0";
+  EXPECT_EQ(select_hosts({}, env_of(in_step), files({})).origin, HostOrigin::kThisHost);
+  // Hosts given on the command line win over the allocation.
+  HostOptions o;
+  o.host_list = "a:2";
+  EXPECT_EQ(select_hosts(o, env_of(alloc), files({})).origin, HostOrigin::kHostList);
+  // An allocation by nodes only: one slot per node.
+  auto nodes_only = alloc;
+  nodes_only.erase("SLURM_TASKS_PER_NODE");
+  EXPECT_EQ(select_hosts({}, env_of(nodes_only), files({})).hosts.total_slots(), 3);
+}
+
+}  // namespace
+}  // namespace tutti::launcher

@@ -122,7 +122,9 @@ std::string PmiClient::read_line(std::string_view waiting_for, Deadline deadline
       throw make_error(ErrorCode::kTimeout,
                        "rank {}: {} did not answer within the deadline (TUTTI_TIMEOUT) while rank "
                        "waited for {}; is the launcher (mpiexec, srun) still running, and did "
-                       "every rank start?",
+                       "every rank start? A rank that ended before it met the others leaves them "
+                       "waiting here: srun -K (--kill-on-bad-exit) ends the step as soon as one "
+                       "task fails",
                        rank_, where_, waiting_for);
     int ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count())));
     if (ready < 0 && errno != EINTR) throw_system_error(fmt::format("poll on {}", where_), errno);
