@@ -29,6 +29,8 @@ K8S_DIR=$SOURCE/tests/integration/k8s
 source "$PODS_DIR/pods.sh"
 # shellcheck source=../../../scripts/podman.sh
 source "$SOURCE/scripts/podman.sh"
+# shellcheck source=../k8s/bench_checks.sh
+source "$K8S_DIR/bench_checks.sh"
 [ -f "$STATE/images.ok" ] || pods_skip "the images were not built (images_build skipped or failed; see its output)"
 pods_check_possible
 podman_private "$STATE"
@@ -305,17 +307,7 @@ else
   RC=$?
   note "launcher container exited $RC after $((SECONDS - START)) s"
   [ "$RC" -eq 0 ] || fail "the launcher exited $RC"
-  grep -qE '^(\[0\] )?# Out of bounds values : 0 OK' "$WORK/out" || fail "tutti-bench's check did not report 0 wrong elements"
-  grep -qE '^(\[0\] )? +[0-9]+ +[0-9]+ +float +sum' "$WORK/out" || fail "no result rows"
-  total=$((${#WORKER_PODS[@]} * SLOTS))
-  for ((r = 0; r < total; r++)); do
-    pod=${WORKER_PODS[$((r / SLOTS))]}
-    grep -qE "^(\[0\] )?#  Rank +$r Group +0 Pid +[0-9]+ on +$pod device" "$WORK/out" ||
-      fail "rank $r did not run in container $pod: $(grep -E "#  Rank +$r " "$WORK/out")"
-  done
-  grep -qE "#  Rank +$total " "$WORK/out" && fail "more than $total ranks ran"
-  grep -E '#  Rank +[0-9]+ Group|Out of bounds' "$WORK/out"
-  note "$total ranks in ${#WORKER_PODS[@]} worker containers, allreduce results checked: 0 wrong"
+  expect_bench_in_pods "$WORK/out" "$SLOTS" "${WORKER_PODS[@]}"
 fi
 pods_expect_no_leftovers job_leftovers
 ids=$(podman inspect --format '{{.Id}}' "${CONTAINERS[@]}")

@@ -34,6 +34,8 @@ CASE=$1 K=$2 MANIFEST=$3 PREFIX=$4 MODE=${5:-run}
 
 # shellcheck source=tests/integration/pods/pods.sh
 source "$PODS_DIR/pods.sh"
+# shellcheck source=bench_checks.sh
+source "$HERE/bench_checks.sh"
 if [ -z "${TUTTI_K8S_INSIDE:-}" ]; then
   pods_check_possible
   unshare --mount --propagation private true 2>/dev/null ||
@@ -273,17 +275,7 @@ elif [ "$MODE" = run ]; then
   set -e
   note "launcher exited $RC after $(($(date +%s) - START)) s"
   [ "$RC" -eq 0 ] || fail "the launcher exited $RC"
-  grep -qE '^(\[0\] )?# Out of bounds values : 0 OK' "$WORK/out" || fail "tutti-bench's check did not report 0 wrong elements"
-  grep -qE '^(\[0\] )? +[0-9]+ +[0-9]+ +float +sum' "$WORK/out" || fail "no result rows"
-  total=$((${#WORKER_PODS[@]} * SLOTS))
-  for ((r = 0; r < total; r++)); do
-    pod=${WORKER_PODS[$((r / SLOTS))]}
-    grep -qE "^(\[0\] )?#  Rank +$r Group +0 Pid +[0-9]+ on +$pod device" "$WORK/out" ||
-      fail "rank $r did not run in pod $pod: $(grep -E "#  Rank +$r " "$WORK/out")"
-  done
-  grep -qE "#  Rank +$total " "$WORK/out" && fail "more than $total ranks ran"
-  grep -E '#  Rank +[0-9]+ Group|Out of bounds' "$WORK/out"
-  note "$total ranks in ${#WORKER_PODS[@]} pods, allreduce results checked: 0 wrong"
+  expect_bench_in_pods "$WORK/out" "$SLOTS" "${WORKER_PODS[@]}"
   expect_no_leftovers
 else
   "${LAUNCH[@]}" >"$WORK/out" 2>"$WORK/err" </dev/null &

@@ -56,6 +56,27 @@ expect_checks() {  # expect_checks N: collectives_check of N ranks passed
     fail "no passing collectives_check of $1 ranks in the output"
 }
 
+# kill_rank_and_wait LAUNCHER_PID RANK WHAT: once the 4 ranks wrote $WORK/pids/*.pid and ran a
+# second, kill -9 of rank RANK; waits (12 s at most) for the launcher WHAT to end. RC: its status,
+# TOOK: seconds from the kill to its end. Fails if it does not end, exits 0, or takes over 2 s.
+kill_rank_and_wait() {
+  local launcher=$1 rank=$2 what=$3 killed_at ended_at
+  for _ in $(seq 1 300); do [ "$(ls "$WORK/pids" | wc -l)" -ge 4 ] && break; sleep 0.1; done
+  [ "$(ls "$WORK/pids" | wc -l)" -ge 4 ] || fail "the 4 ranks never started"
+  sleep 1
+  killed_at=$(date +%s.%N)
+  kill -9 "$(cat "$WORK/pids/$rank.pid")"
+  for _ in $(seq 1 600); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.02; done
+  ended_at=$(date +%s.%N)
+  kill -0 "$launcher" 2>/dev/null && fail "$what still runs 12 s after rank $rank was killed"
+  wait "$launcher"
+  RC=$?
+  TOOK=$(awk -v s="$killed_at" -v e="$ended_at" 'BEGIN { printf "%.2f", e - s }')
+  note "$what exited $RC, $TOOK s after kill -9 of rank $rank"
+  [ "$RC" -ne 0 ] || fail "$what exited 0 although rank $rank was killed"
+  awk -v t="$TOOK" 'BEGIN { exit !(t <= 2.0) }' || fail "$what took $TOOK s to end (at most 2 s)"
+}
+
 slurm_up "$WORK/slurm" || fail "the Slurm daemons did not start"
 note "Slurm up: $(sinfo -h -N -o '%N %c CPUs %T')"
 # The tasks' transport between ranks of one host is shared memory; small counts keep it quick.
@@ -121,23 +142,8 @@ JOB
     # kill -9 of one rank: tuttirun exits non-zero within 2 s naming it; nothing is left.
     mkdir -p "$WORK/pids"
     salloc -n 4 "$TUTTIRUN" "$CHECK" --loop-seconds 120 --pid-dir "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
-    launcher=$!
-    for _ in $(seq 1 300); do [ "$(ls "$WORK/pids" | wc -l)" -ge 4 ] && break; sleep 0.1; done
-    [ "$(ls "$WORK/pids" | wc -l)" -ge 4 ] || fail "the 4 ranks never started"
-    sleep 1
-    victim=$(cat "$WORK/pids/2.pid")
-    killed_at=$(date +%s.%N)
-    kill -9 "$victim"
-    for _ in $(seq 1 600); do kill -0 $launcher 2>/dev/null || break; sleep 0.02; done
-    ended_at=$(date +%s.%N)
-    kill -0 $launcher 2>/dev/null && fail "tuttirun still runs 12 s after rank 2 was killed"
-    wait $launcher
-    RC=$?
-    took=$(awk -v s="$killed_at" -v e="$ended_at" 'BEGIN { printf "%.2f", e - s }')
-    note "salloc tuttirun exited $RC, $took s after kill -9 of rank 2"
-    [ "$RC" -ne 0 ] || fail "tuttirun exited 0 although rank 2 was killed"
+    kill_rank_and_wait $! 2 "salloc tuttirun"
     grep -qE "rank 2 on [^ ]+ .*(status 137|signal 9|SIGKILL)" "$WORK/err" || fail "tuttirun did not name rank 2"
-    awk -v t="$took" 'BEGIN { exit !(t <= 2.0) }' || fail "tuttirun took $took s to exit (at most 2 s)"
     expect_nothing_left
     ;;
 
@@ -169,22 +175,8 @@ PAIRS
     # kill -9 of a task: srun exits non-zero, the other tasks end within 2 s naming it.
     mkdir -p "$WORK/pids"
     srun --mpi=pmi2 -n 4 "$CHECK" --loop-seconds 120 --pid-dir "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
-    step=$!
-    for _ in $(seq 1 300); do [ "$(ls "$WORK/pids" | wc -l)" -ge 4 ] && break; sleep 0.1; done
-    [ "$(ls "$WORK/pids" | wc -l)" -ge 4 ] || fail "the 4 tasks never started"
-    sleep 1
-    killed_at=$(date +%s.%N)
-    kill -9 "$(cat "$WORK/pids/1.pid")"
-    for _ in $(seq 1 600); do kill -0 $step 2>/dev/null || break; sleep 0.02; done
-    ended_at=$(date +%s.%N)
-    kill -0 $step 2>/dev/null && fail "srun still runs 12 s after task 1 was killed"
-    wait $step
-    RC=$?
-    took=$(awk -v s="$killed_at" -v e="$ended_at" 'BEGIN { printf "%.2f", e - s }')
-    note "srun exited $RC, $took s after kill -9 of task 1"
-    [ "$RC" -ne 0 ] || fail "srun exited 0 although task 1 was killed"
+    kill_rank_and_wait $! 1 srun
     grep -qE "rank 1\b|peer 1\b|task 1\b" "$WORK/err" || fail "nothing names task 1"
-    awk -v t="$took" 'BEGIN { exit !(t <= 2.0) }' || fail "the step took $took s to end (at most 2 s)"
     expect_nothing_left
     ;;
 
