@@ -69,7 +69,8 @@ ParseResult usage_error(std::string message) {
 constexpr std::string_view kDescription =
     "tuttirun: start the ranks of a tutti program on this host or on remote hosts and pods, serve\n"
     "their rendezvous store, tag their output with [rank], and stop the whole job when one rank\n"
-    "fails. Inside an MPIJob launcher pod the hosts come from /etc/mpi/hostfile by themselves.\n"
+    "fails. Inside an MPIJob launcher pod the hosts come from /etc/mpi/hostfile by themselves;\n"
+    "inside a Slurm allocation (salloc, sbatch) from the allocation, each rank a task of it.\n"
     "Ranks also get RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR and\n"
     "MASTER_PORT, so PyTorch scripts (init_process_group(\"env://\")) run without torchrun.\n";
 
