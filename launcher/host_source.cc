@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/parse.hpp"
+#include "core/slurm_lists.hpp"
 #include "hostfile/build.hpp"
 #include "hostfile/dns_name.hpp"
 #include "hostfile/parse.hpp"
@@ -111,8 +112,7 @@ HostSelection select_hosts(const HostOptions& o, const EnvLookup& env, const Fil
     std::string nodelist = *env("SLURM_JOB_NODELIST");
     std::string tasks = env("SLURM_TASKS_PER_NODE").value_or("");
     if (tasks.empty())
-      tasks = fmt::format("1(x{})",
-                          hostfile::expand_slurm_nodelist(nodelist, "SLURM_JOB_NODELIST").size());
+      tasks = fmt::format("1(x{})", slurm::expand_nodelist(nodelist, "SLURM_JOB_NODELIST").size());
     sel.hosts = hostfile::from_slurm_allocation(nodelist, tasks);
   }
   return sel;

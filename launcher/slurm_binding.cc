@@ -14,7 +14,9 @@
 
 namespace tutti::launcher {
 
-bool slurm_binds_tasks() {
+namespace {
+
+bool read_slurm_binds_tasks() {
   Environment env = Environment::from_process();
   CommandLookup scontrol =
       find_executable("scontrol", env.get("PATH").value_or("/usr/local/bin:/usr/bin:/bin"));
@@ -39,6 +41,14 @@ bool slurm_binds_tasks() {
   if (at == std::string::npos) return true;
   std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
   return line.find("affinity") != std::string::npos || line.find("cgroup") != std::string::npos;
+}
+
+}  // namespace
+
+bool slurm_binds_tasks() {
+  // The probe's backend and the job's ask alike; the cluster's configuration does not change.
+  static const bool binds = read_slurm_binds_tasks();
+  return binds;
 }
 
 }  // namespace tutti::launcher

@@ -7,7 +7,7 @@
 
 namespace tutti::launcher {
 
-// From `scontrol show config` (5 s at most); true when that cannot be read, so that binding is
+// From `scontrol show config` (5 s at most, read once per process); true when that cannot be read, so that binding is
 // turned off wherever it might be on.
 bool slurm_binds_tasks();
 

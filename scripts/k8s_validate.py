@@ -94,9 +94,9 @@ def load_images(docker_dir):
     list, and the text of the stages it is made of without it."""
     path = os.path.join(docker_dir, "Dockerfile")
     images = {}
-    for name in stages(path):
+    for name, (_, stage_text) in stages(path).items():
         text = target_text(path, name)
-        m = re.search(r'^ARG TUTTI_IMAGE_PROVIDES="([^"]*)"', stages(path)[name][1], re.M)
+        m = re.search(r'^ARG TUTTI_IMAGE_PROVIDES="([^"]*)"', stage_text, re.M)
         if m:
             images[name] = {"provides": set(m.group(1).split()), "rest": text.replace(m.group(0), ""),
                             "file": f"the {name} image"}

@@ -16,6 +16,7 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/parse.hpp"
+#include "core/slurm_lists.hpp"
 #include "net/socket.hpp"
 
 namespace tutti::bootstrap {
@@ -174,37 +175,13 @@ std::optional<Reading> from_torchrun() {
   return r;
 }
 
-// A count inside SLURM_TASKS_PER_NODE; nullopt when it is not one (the local size then stays
-// unknown, as for a spec tutti does not understand).
-std::optional<int64_t> slurm_count(std::string_view text) {
-  try {
-    return parse::integer(text, "SLURM_TASKS_PER_NODE", kCount.min, kCount.max);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-}
-
-// SLURM_TASKS_PER_NODE looks like "2(x3),1": node 0..2 run 2 tasks, node 3 runs 1.
+// The tasks Slurm placed on node `node`, from SLURM_TASKS_PER_NODE ("2(x3),1"); nullopt for a spec
+// tutti does not understand (the local size then stays unknown) or a node it does not list.
 std::optional<int> slurm_tasks_on_node(const std::string& spec, int node) {
-  size_t pos = 0;
-  int64_t first_node = 0;
-  while (pos < spec.size()) {
-    size_t comma = spec.find(',', pos);
-    if (comma == std::string::npos) comma = spec.size();
-    std::string_view item(spec.data() + pos, comma - pos);
-    int64_t repeat = 1;
-    size_t paren = item.find("(x");
-    if (paren != std::string_view::npos && item.back() == ')') {
-      auto r = slurm_count(item.substr(paren + 2, item.size() - paren - 3));
-      if (!r) return std::nullopt;
-      repeat = *r;
-      item = item.substr(0, paren);
-    }
-    auto tasks = slurm_count(item);
-    if (!tasks) return std::nullopt;
-    if (node < first_node + repeat) return static_cast<int>(*tasks);
-    first_node += repeat;
-    pos = comma + 1;
+  try {
+    std::vector<int> tasks = slurm::expand_tasks_per_node(spec, "SLURM_TASKS_PER_NODE");
+    if (node >= 0 && static_cast<size_t>(node) < tasks.size()) return tasks[node];
+  } catch (const Error&) {
   }
   return std::nullopt;
 }

@@ -59,11 +59,6 @@ for name in launcher worker; do
   # header, every program and library of tutti's finds its libraries.
   out=$(podman run --rm --network none "tutti-$name:test" /usr/local/share/tutti/check-image 2>&1) ||
     fail "tutti-$name fails its check: $out"
-  for c in gcc g++ cc c++ make cmake; do
-    if podman run --rm --network none "tutti-$name:test" sh -c "command -v $c" >/dev/null 2>&1; then
-      fail "tutti-$name has $c"
-    fi
-  done
 done
 touch "$STATE/images.ok"
 echo PASS
