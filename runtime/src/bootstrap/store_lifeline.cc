@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -27,6 +28,8 @@ namespace {
 // A beat a second: cheap (a byte), and ten to one under tuttirun's default --hang-timeout, so that
 // a process starved of CPU for a while is not taken for a stopped one.
 constexpr std::chrono::seconds kHeartbeatInterval{1};
+// How often the thread looks at its stop flag when the wake-up pipe cannot be used.
+constexpr int kStopCheckMs = 100;
 
 // Shared with the watcher thread so that an on_lost which ends up destroying the lifeline (e.g.
 // via a chain of owners) does not pull the state out from under the running thread.
@@ -36,6 +39,7 @@ struct Watch {
   std::function<void()> on_lost;
   std::string peer;
   int64_t launch_id = -1;
+  std::atomic<bool> stopping{false};  // set by the destructor before it writes to the pipe
 
   // One heartbeat (the first says who beats). Best effort: a full send buffer means the server
   // is not reading, which its own silence watch judges; a broken connection shows as POLLIN.
@@ -50,11 +54,13 @@ struct Watch {
   bool wait_for_loss() {
     std::array<pollfd, 2> fds{pollfd{connection.get(), POLLIN, 0},
                               pollfd{wake_read.get(), POLLIN, 0}};
+    nfds_t watched = fds.size();
     std::array<std::byte, 64> sink{};
     const bool beating = launch_id >= 0;
     if (beating) beat(true);
     auto next_beat = std::chrono::steady_clock::now() + kHeartbeatInterval;
     for (;;) {
+      if (stopping.load()) return false;
       int timeout_ms = -1;
       if (beating) {
         const auto now = std::chrono::steady_clock::now();
@@ -65,7 +71,9 @@ struct Watch {
         timeout_ms =
             static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(next_beat - now).count());
       }
-      int n = ::poll(fds.data(), fds.size(), timeout_ms);
+      // Without the wake-up pipe the stop flag is all there is: look at it often.
+      if (watched == 1 && (timeout_ms < 0 || timeout_ms > kStopCheckMs)) timeout_ms = kStopCheckMs;
+      int n = ::poll(fds.data(), watched, timeout_ms);
       if (n == 0) continue;
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
@@ -73,8 +81,27 @@ struct Watch {
                    std::strerror(errno));
         return false;
       }
-      if (fds[1].revents != 0) return false;
+      if (watched == 2 && fds[1].revents != 0) {
+        if (stopping.load()) return false;
+        // Not the destructor's byte: another part of the process closed (and maybe reused) the
+        // pipe's descriptor. Beating goes on without the pipe, rather than the thread ending
+        // silently and the launcher taking a working rank for hung.
+        log::error(
+            "lifeline to {}: its wake-up pipe (fd {}) was closed by another part of this process "
+            "(a descriptor closed twice?); heartbeats go on",
+            peer, fds[1].fd);
+        watched = 1;
+        continue;
+      }
       if (fds[0].revents == 0) continue;
+      if ((fds[0].revents & POLLNVAL) != 0) {
+        log::error(
+            "lifeline to {}: its connection (fd {}) was closed by another part of this process (a "
+            "descriptor closed twice?): no heartbeats from here on, so a launcher watching them "
+            "(tuttirun --hang-timeout) will end this rank",
+            peer, fds[0].fd);
+        return false;
+      }
       ssize_t got = ::recv(connection.get(), sink.data(), sink.size(), MSG_DONTWAIT);
       if (got > 0) continue;  // the protocol says nothing comes; ignore rather than misjudge
       if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
@@ -123,6 +150,7 @@ StoreLifeline::StoreLifeline(const net::Endpoint& server, const std::string& job
 }
 
 StoreLifeline::~StoreLifeline() {
+  state_->watch->stopping.store(true);
   char byte = 1;
   (void)!::write(state_->watch->wake_write.get(), &byte, 1);
   if (state_->thread.get_id() == std::this_thread::get_id()) {

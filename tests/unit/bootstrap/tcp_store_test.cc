@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <filesystem>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -322,6 +324,40 @@ TEST(StoreLifeline, FiresWhenTheServerProcessIsKilled) {
   ::kill(pid, SIGKILL);
   EXPECT_EQ(wait_child(pid, Deadline::after(20s)), 128 + SIGKILL);
   EXPECT_EQ(lost.get_future().wait_for(20s), std::future_status::ready);
+}
+
+// The pipes this process holds, by descriptor.
+std::vector<int> open_pipes() {
+  std::vector<int> fds;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (!ec && target.starts_with("pipe:")) fds.push_back(std::stoi(entry.path().filename()));
+  }
+  std::sort(fds.begin(), fds.end());
+  return fds;
+}
+
+TEST(StoreLifeline, BeatsOnWhenAnotherPartOfTheProcessClosesItsWakeUpPipe) {
+  // A descriptor closed twice elsewhere in a rank can be the lifeline's wake-up pipe: the
+  // heartbeats must go on (the thread used to end silently and the launcher then took the working
+  // rank for hung), and destroying the lifeline must still stop the thread promptly.
+  TcpStoreServer server("127.0.0.1", 0, "tok");
+  std::atomic<int> silent{0};
+  server.watch_heartbeats(std::chrono::milliseconds(2500),
+                          [&](int64_t, int32_t, double) { ++silent; });
+  const std::vector<int> before = open_pipes();
+  auto lifeline = std::make_unique<StoreLifeline>(
+      at(server.port()), "tok", 1, Deadline::after(10s), [] {}, 7);
+  int closed = 0;
+  for (int fd : open_pipes())
+    if (!std::binary_search(before.begin(), before.end(), fd)) closed += ::close(fd) == 0 ? 1 : 0;
+  ASSERT_EQ(closed, 2) << "the lifeline's wake-up pipe was not found";
+  std::this_thread::sleep_for(4s);
+  EXPECT_EQ(silent.load(), 0) << "the heartbeats stopped when the pipe went";
+  const auto t0 = std::chrono::steady_clock::now();
+  lifeline.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
 }
 
 TEST(StoreLifeline, WrongTokenIsRefused) {
