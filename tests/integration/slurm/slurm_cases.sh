@@ -35,8 +35,11 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-# The job's processes: any process running the check or the demo, or a rank agent.
-job_pids() { pgrep -f -- "^($CHECK|$DEMO)( |\$)|tuttirun'? --rank-agent" || true; }
+# The job's processes: those whose environment holds this case's mark. Every job is started with
+# it (run, and the two started in the background) and Slurm and tuttirun hand the environment on,
+# so other tests' ranks running beside this one (the same programs) are never counted.
+MARK="TUTTI_SLURM_CASE=$$.$RANDOM"
+job_pids() { grep -lsaF -- "$MARK" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true; }
 expect_nothing_left() {
   slurm_wait_idle || fail "jobs are left in the queue: $(squeue -h 2>&1)"
   for _ in $(seq 1 50); do [ -z "$(job_pids)" ] && return 0; sleep 0.1; done
@@ -46,7 +49,7 @@ expect_nothing_left() {
 run() {
   local limit=$1
   shift
-  timeout -k 5 "$limit" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
+  timeout -k 5 "$limit" env "$MARK" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
   RC=$?
   [ "$RC" -eq 124 ] && fail "timed out after ${limit}s: $*"
   return 0
@@ -64,6 +67,9 @@ kill_rank_and_wait() {
   for _ in $(seq 1 300); do [ "$(ls "$WORK/pids" | wc -l)" -ge 4 ] && break; sleep 0.1; done
   [ "$(ls "$WORK/pids" | wc -l)" -ge 4 ] || fail "the 4 ranks never started"
   sleep 1
+  # The leftover check below finds the job's processes by their mark: they must carry it.
+  grep -qsaF -- "$MARK" "/proc/$(cat "$WORK/pids/$rank.pid")/environ" ||
+    fail "rank $rank's process does not carry the case's mark ($MARK): the leftover check would miss it"
   killed_at=$(date +%s.%N)
   kill -9 "$(cat "$WORK/pids/$rank.pid")"
   for _ in $(seq 1 600); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.02; done
@@ -141,7 +147,7 @@ JOB
     note "salloc -n 4 tuttirun: 4 ranks, 0 failed"
     # kill -9 of one rank: tuttirun exits non-zero within 2 s naming it; nothing is left.
     mkdir -p "$WORK/pids"
-    salloc -n 4 "$TUTTIRUN" "$CHECK" --loop-seconds 120 --pid-dir "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
+    env "$MARK" salloc -n 4 "$TUTTIRUN" "$CHECK" --loop-seconds 120 --pid-dir "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
     kill_rank_and_wait $! 2 "salloc tuttirun"
     grep -qE "rank 2 on [^ ]+ .*(status 137|signal 9|SIGKILL)" "$WORK/err" || fail "tuttirun did not name rank 2"
     expect_nothing_left
@@ -174,7 +180,7 @@ PAIRS
   slurm_kill)
     # kill -9 of a task: srun exits non-zero, the other tasks end within 2 s naming it.
     mkdir -p "$WORK/pids"
-    srun --mpi=pmi2 -n 4 "$CHECK" --loop-seconds 120 --pid-dir "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
+    env "$MARK" srun --mpi=pmi2 -n 4 "$CHECK" --loop-seconds 120 --pid-dir "$WORK/pids" >"$WORK/out" 2>"$WORK/err" </dev/null &
     kill_rank_and_wait $! 1 srun
     grep -qE "rank 1\b|peer 1\b|task 1\b" "$WORK/err" || fail "nothing names task 1"
     expect_nothing_left
