@@ -12,11 +12,13 @@ FUZZ_SECONDS ?= 30
 
 # Debian's packages, then PyPI's torch 2.x in a venv of its own (scripts/install-torch2.sh; exit 2,
 # PyPI out of reach, leaves the build without torch 2.x and says so; TUTTI_TORCH2=skip for none),
-# and TensorFlow (CPU) in another for the Python API's tests (scripts/install-tf.sh; TUTTI_TF=skip).
+# and TensorFlow (CPU) in another for the Python API's tests (scripts/install-tf.sh; TUTTI_TF=skip),
+# and Open MPI 5, MPICH 5 and Intel MPI in one venv each (scripts/install-mpis.sh; TUTTI_MPIS=skip).
 deps:
 	@bash scripts/install-deps.sh
 	@bash scripts/install-torch2.sh || [ $$? -eq 2 ]
 	@bash scripts/install-tf.sh || [ $$? -eq 2 ]
+	@bash scripts/install-mpis.sh || [ $$? -eq 2 ]
 
 configure: deps
 	@cmake --preset $(PRESET) >/dev/null

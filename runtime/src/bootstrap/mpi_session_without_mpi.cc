@@ -22,6 +22,10 @@ bool MpiSession::available() {
   return false;
 }
 
+bool MpiSession::serves_pmi_launcher() {
+  return false;
+}
+
 std::shared_ptr<MpiSession> MpiSession::world() {
   unavailable();
 }

@@ -162,26 +162,32 @@ Rendezvous rendezvous(WorldInfo& info, bool need_mpi, Deadline deadline,
                       std::chrono::seconds etcd_lease_ttl) {
   const bool store_given = !info.store_address.empty();
   Rendezvous r;
-  if (need_mpi && !info.mpi_launcher)
+  // A PMI launcher (MPICH's or Intel MPI's Hydra mpiexec, srun --mpi=pmi2) serves the MPI library
+  // too: with TUTTI_TRANSPORT=mpi, MPI_Init speaks PMI and tutti's own PMI client stays unused.
+  const bool pmi_launcher = info.pmi_fd >= 0 || !info.pmi_port.empty();
+  if (need_mpi && !info.mpi_launcher && !pmi_launcher)
     throw make_error(ErrorCode::kConfig,
-                     "rank {}: TUTTI_TRANSPORT=mpi needs a job started by Open MPI's mpirun "
-                     "(this one was started by the {} launcher); use tcp or shm, or start it with "
-                     "mpirun",
+                     "rank {}: TUTTI_TRANSPORT=mpi needs a job started by an MPI launcher (mpirun, "
+                     "mpiexec, srun --mpi=pmix|pmi2) of the MPI libtutti was built with (this one "
+                     "was started by the {} launcher); use tcp or shm, or start it with mpirun",
                      info.rank, info.source);
-  if (need_mpi || (info.mpi_launcher && !store_given)) {
+  const bool mpi_meets = info.mpi_launcher || (pmi_launcher && MpiSession::serves_pmi_launcher());
+  if (need_mpi || (mpi_meets && !store_given)) {
     if (!MpiSession::available())
-      throw make_error(ErrorCode::kConfig,
-                       "rank {}: {}, but this libtutti was built without MPI "
-                       "(TUTTI_WITH_MPI): rebuild it with Open MPI (libopenmpi-dev), or give a "
-                       "store (TUTTI_STORE, or MASTER_ADDR and MASTER_PORT with mpirun -x)",
-                       info.rank,
-                       need_mpi ? "TUTTI_TRANSPORT=mpi" : "the job was started by mpirun");
+      throw make_error(
+          ErrorCode::kConfig,
+          "rank {}: {}, but this libtutti was built without MPI "
+          "(TUTTI_WITH_MPI): rebuild it with an MPI (Open MPI, MPICH or Intel MPI), or give a "
+          "store (TUTTI_STORE, or MASTER_ADDR and MASTER_PORT with mpirun -x)",
+          info.rank, need_mpi ? "TUTTI_TRANSPORT=mpi" : "the job was started by mpirun");
     r.mpi = MpiSession::world();
     // Before the store: a rank that fails here must not leave the others waiting for its store.
     if (need_mpi) r.mpi->require_transport_thread_level(r.mpi->rank());
-    if (info.source == "default") {
-      // Only PMIX_RANK was set (a PMIx launcher other than Open MPI's mpirun): MPI numbers us.
-      info.source = "pmix";
+    if (info.source == "default" || info.numbered_at_rendezvous) {
+      // Only PMIX_RANK was set (a PMIx launcher other than Open MPI's mpirun), or Hydra's
+      // -pmi-port mode, which numbers a process only in its PMI answers: MPI numbers us.
+      if (info.source == "default") info.source = "pmix";
+      info.numbered_at_rendezvous = false;
       info.rank = r.mpi->rank();
       info.size = r.mpi->size();
       info.local_rank = r.mpi->local_rank();

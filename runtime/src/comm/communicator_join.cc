@@ -383,12 +383,16 @@ std::shared_ptr<Communicator> Communicator::create(const bootstrap::WorldInfo& l
     throw;
   }
   const Topology& topology = world->topology();
-  if (info.local_rank >= 0 &&
-      (info.local_rank != topology.local_rank || info.local_size != topology.local_size))
+  // A launcher may number a host's ranks in its own order (Open MPI 5 maps round-robin over
+  // packages): only a different count means the two disagree on who shares this host.
+  if (info.local_rank >= 0 && info.local_size != topology.local_size)
     log::warn(
         "launcher says local rank {}/{} but host ids say {}/{}; using the host ids (set TUTTI_HOST "
         "to override)",
         info.local_rank, info.local_size, topology.local_rank, topology.local_size);
+  else if (info.local_rank >= 0 && info.local_rank != topology.local_rank)
+    log::debug("launcher numbers this rank {} of {} on its host, host ids {}; using the host ids",
+               info.local_rank, info.local_size, topology.local_rank);
 
   // (An etcd store is not the launcher's: tuttirun --store leaves the ranks without a lifeline.)
   if (info.launcher_lifeline && !info.store_address.empty() &&

@@ -11,6 +11,10 @@
 // comes from MPI_COMM_WORLD (tutti/tutti_mpi.h) instead of tutti::init(). Exit 0 when all agree.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -154,6 +158,12 @@ bool check(const tutti::Communicator& comm, size_t count, DataType type, ReduceO
   return true;
 }
 
+std::string host_name() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return "?";
+  return name.data();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,6 +187,7 @@ int main(int argc, char** argv) {
     }
   }
   int failures = 0, checks = 0;
+  std::string library;
   try {
     if (app_init) {
       int provided = 0;
@@ -194,6 +205,11 @@ int main(int argc, char** argv) {
         comm = tutti::world();
       }
       g_rank = comm.rank();
+      // Which MPI this run used (the MPI matrix's tests check the name): its version line.
+      std::string text(MPI_MAX_LIBRARY_VERSION_STRING, '\0');
+      int length = 0;
+      MPI_Get_library_version(text.data(), &length);
+      library = text.substr(0, std::min(text.find_first_of("\n,"), static_cast<size_t>(length)));
       int initialized = 0;
       MPI_Initialized(&initialized);
       if (!initialized) {
@@ -226,6 +242,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (failures == 0)
-    fmt::print("rank {}: {} allreduces agree with MPI_Allreduce\n", g_rank, checks);
+    fmt::print("rank {}: {} allreduces agree with MPI_Allreduce ({}) on {}\n", g_rank, checks,
+               library, host_name());
   return failures == 0 ? 0 : 1;
 }

@@ -132,6 +132,14 @@ bool MpiSession::available() {
   return true;
 }
 
+bool MpiSession::serves_pmi_launcher() {
+#if defined(MPICH) || defined(MPICH_VERSION) || defined(I_MPI_VERSION)
+  return true;
+#else
+  return mpi_initialized();
+#endif
+}
+
 std::shared_ptr<MpiSession> MpiSession::world() {
   std::lock_guard lock(g_world_mutex);
   if (auto live = g_world.lock()) return live;
