@@ -309,9 +309,9 @@ if [ "$deps_first" = 1 ]; then
 fi
 phase=commands
 if [ "$mode" = configure ]; then
-  # Without PyPI's torch 2.x and TensorFlow (3.5 and 0.6 GB downloads that the full mode makes):
+  # Without PyPI's torch 2.x, TensorFlow and MPIs (3.5, 0.6 and 0.15 GB that the full mode fetches):
   # the configure of the tutti build is what this mode checks.
-  run_step "TUTTI_TORCH2=skip TUTTI_TF=skip make configure"
+  run_step "TUTTI_TORCH2=skip TUTTI_TF=skip TUTTI_MPIS=skip make configure"
   # make configure discards cmake's own output; show what it found (a second, quick configure).
   in_root "cmake build 2>&1 | grep -E '^-- tutti:'" || true
 else
