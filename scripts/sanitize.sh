@@ -116,8 +116,10 @@ run_asan() {
   # ranks, a membership abandoned as the job grows: elastic_chaos_grow_abandon_*).
   # The images tests are left out: the images hold a release build of the sources, whatever
   # build ctest runs from, so under ASan they would build and run the same images again.
+  # The MPI matrix (label mpis) is left out: its other MPIs are built against only by the release
+  # build, and Open MPI 4's paths under ASan are the mpi label's (the same bootstrap and transport).
   local e2e='^(KubexecCli|Words/HostileCommand|Names/HostilePod|SshStyle/LeadingOptions)\.|kubexec_cli_e2e'
-  (cd build-dev && ctest -L integration -LE images -E "^launcher_killed_by_signal$|^shm_scale_128_ranks$|_np[5-8]$|^elastic_chaos_cpp$|^elastic_chaos_python$|$e2e" --output-on-failure \
+  (cd build-dev && ctest -L integration -LE 'images|mpis' -E "^launcher_killed_by_signal$|^shm_scale_128_ranks$|_np[5-8]$|^elastic_chaos_cpp$|^elastic_chaos_python$|$e2e" --output-on-failure \
     -j "$jobs" --timeout 600) || status=1
   (cd build-dev && ASAN_OPTIONS="$ASAN_OPTIONS:handle_segv=0" ctest -R '^launcher_killed_by_signal$' \
     --output-on-failure --timeout 300) || status=1
@@ -134,8 +136,11 @@ run_tsan() {
   local status=0
   # Only the subset's executables were built: ctest would fail the others as not found.
   # --no-tests=error: a pattern ctest cannot compile selects nothing, which must not pass as clean.
-  (cd build-tsan && ctest -R "$TSAN_TESTS" --no-tests=error --output-on-failure -j "$jobs" \
-    --timeout 600) || status=1
+  # Left out: StoreLifeline.BeatsOnWhenAnotherPartOfTheProcessClosesItsWakeUpPipe closes, on
+  # purpose, descriptors another thread polls (the fault it proves the lifeline survives), which is
+  # exactly the race TSan's descriptor tracking reports.
+  (cd build-tsan && ctest -R "$TSAN_TESTS" -E '^StoreLifeline\.BeatsOnWhen' --no-tests=error \
+    --output-on-failure -j "$jobs" --timeout 600) || status=1
   check_logs "TSan subset" || status=1
   return $status
 }
