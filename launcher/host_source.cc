@@ -24,7 +24,9 @@ std::string read_pods_file(const std::string& path) {
 }  // namespace
 
 std::optional<std::string> mpijob_hostfile(const EnvLookup& env, const FileExists& exists) {
-  for (const char* var : {"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile"})
+  // What mpi-operator sets per mpiImplementation (OpenMPI; Open MPI 5's name; Intel; MPICH).
+  for (const char* var : {"OMPI_MCA_orte_default_hostfile", "PRTE_MCA_prte_default_hostfile",
+                          "I_MPI_HYDRA_HOST_FILE", "HYDRA_HOST_FILE"})
     if (auto path = env(var); path && !path->empty()) return *path;
   if (exists("/etc/mpi/hostfile")) return std::string("/etc/mpi/hostfile");
   return std::nullopt;

@@ -11,7 +11,9 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <vector>
 
+#include "core/error.hpp"
 #include "net/fd.hpp"
 
 namespace tutti::launcher {
@@ -29,6 +31,31 @@ std::string ipv4_text(const in_addr& a) {
   return text;
 }
 
+// Whether `host` resolves to an address of one of this machine's interfaces.
+bool resolves_to_this_machine(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, &::freeaddrinfo);
+  std::vector<net::InterfaceAddress> mine;
+  try {
+    mine = net::host_interface_addresses();
+  } catch (const Error&) {
+    return false;
+  }
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[NI_MAXHOST] = {};
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) !=
+        0)
+      continue;
+    for (const net::InterfaceAddress& m : mine)
+      if (m.address == text) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool is_this_host(const std::string& host) {
@@ -36,7 +63,12 @@ bool is_this_host(const std::string& host) {
   std::string me = own_hostname();
   if (me.empty()) return false;
   std::string me_short = me.substr(0, me.find('.'));
-  return host == me || host == me_short;
+  if (host == me || host == me_short) return true;
+  // A pod's DNS name (an MPIJob launcher that runs ranks too lists itself as
+  // JOB-launcher.JOB.NS.svc while its hostname is JOB-launcher): the first label must be our
+  // hostname and the name must lead here.
+  return host.substr(0, host.find('.')) == me_short && host.find('.') != std::string::npos &&
+         resolves_to_this_machine(host);
 }
 
 std::optional<std::string> default_route_address() {

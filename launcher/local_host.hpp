@@ -12,8 +12,10 @@ namespace tutti::launcher {
 
 using net::address_on_route_to;
 
-// "localhost", a loopback address, or this machine's hostname (short or full). No DNS lookup: a
-// name that merely resolves to one of our addresses still counts as another host, as in mpirun.
+// "localhost", a loopback address, this machine's hostname (short or full), or a longer DNS name
+// whose first label is our hostname and that resolves to one of our addresses (a pod's
+// POD.SUBDOMAIN.NS.svc). A name that merely resolves here, under another first label, still
+// counts as another host.
 bool is_this_host(const std::string& host);
 
 // The address of the interface that carries the default route (from /proc/net/route): in a pod,

@@ -1,5 +1,6 @@
 // The ssh, kubexec and srun backends. Every rank is a local helper process (ssh, kubexec, or srun
-// starting a one-task job step of the allocation on the rank's node) in one
+// starting a one-task job step of the allocation on the rank's node; /bin/sh for a rank on this
+// machine itself under ssh or kubexec) in one
 // process group; what runs on the host is the rank agent, which gets the rank's request over the
 // helper's stdin. Stopping the job closes those stdins: each agent then stops its rank with SIGTERM
 // and, after the grace period, SIGKILL. SIGKILL to the helpers is the last step, for a stream that
@@ -14,6 +15,7 @@
 #include "core/error.hpp"
 #include "launcher/command_lookup.hpp"
 #include "launcher/exec_backend.hpp"
+#include "launcher/local_host.hpp"
 #include "launcher/process_tree.hpp"
 #include "launcher/rank_agent.hpp"
 
@@ -49,6 +51,8 @@ void write_request(int fd, const std::string& text, const RankSlot& slot) {
                      slot.rank, slot.host);
   }
 }
+
+constexpr const char* kShell = "/bin/sh";
 
 class RemoteBackend : public ExecBackend {
  public:
@@ -91,16 +95,16 @@ class RemoteBackend : public ExecBackend {
     // only hide that state for longer.
     env.set("KUBEXEC_RETRIES", "0");
     // `tuttirun --version` rather than `true`: it also proves the rank agent can run there.
-    SpawnRequest req{program(),
-                     helper_argv(host, shell_quote(options_.remote_tuttirun) + " --version"),
-                     env.to_strings(), 0};
+    const std::string remote = shell_quote(options_.remote_tuttirun) + " --version";
+    SpawnRequest req{executable(host), helper_argv(host, remote), env.to_strings(), 0};
     return ChildProcess::spawn(req);
   }
 
   ChildProcess start(const RankSlot& slot, const std::vector<std::string>& command,
                      const Environment& env) override {
     std::string agent = shell_quote(options_.remote_tuttirun) + " --rank-agent";
-    SpawnRequest req{program(), helper_argv(slot.host, agent), helper_env_.to_strings(), group_};
+    SpawnRequest req{executable(slot.host), helper_argv(slot.host, agent), helper_env_.to_strings(),
+                     group_};
     req.pipe_stdin = true;
     ChildProcess child = ChildProcess::spawn(req);
     if (group_ == 0) group_ = child.pid();
@@ -143,7 +147,18 @@ class RemoteBackend : public ExecBackend {
     return program_;
   }
 
+  // A host that is this machine (an MPIJob launcher that runs ranks too lists itself) gets its
+  // agent started here: no ssh to ourselves (a launcher pod runs no sshd) and no kubectl exec into
+  // our own pod. Under srun every rank stays a step of the allocation.
+  bool here(const std::string& host) const {
+    return options_.shell != RemoteShell::kSrun && is_this_host(host);
+  }
+  std::string executable(const std::string& host) {
+    return here(host) ? std::string(kShell) : program();
+  }
+
   std::vector<std::string> helper_argv(const std::string& host, const std::string& remote) const {
+    if (here(host)) return {kShell, "-c", remote};
     if (options_.shell == RemoteShell::kKubexec) return {options_.program, host, remote};
     if (options_.shell == RemoteShell::kSrun) {
       // One task on the host's node as a step of the allocation, so that Slurm accounts, signals

@@ -11,6 +11,10 @@ Prints, for `source`:
   WORKER_PODS    pod names, in hostfile order (<job>-worker-<i>, or <trainjob>-node-0-<i>)
   WORKER_HOSTS   the hostfile's host names (mpi-operator: <job>-worker-<i>.<job>.<ns>.svc;
                  Trainer: <trainjob>-node-0-<i>.<trainjob>)
+  MPI_IMPLEMENTATION  the MPIJob's mpiImplementation (OpenMPI, Intel, MPICH), which sets the
+                 hostfile's format and the env the operator adds
+  LAUNCHER_HOST  runLauncherAsWorker: the launcher's name at the hostfile's head (<job>-launcher.
+                 <job>.<ns>.svc), whose slots it runs itself; else empty
   HOSTFILE       /etc/mpi/hostfile's text, exactly as the operator writes it
   LAUNCHER_ARGV  the launcher container's command + args
   LAUNCHER_ENV   its env (NAME=VALUE), then what the operator adds to it
@@ -94,14 +98,31 @@ def openmpi_env(slots):
             f"OMPI_MCA_orte_set_default_slots={slots}"]
 
 
+def operator_env(implementation, slots):
+    """mpi-operator v2beta1's launcher env per mpiImplementation (its controller's
+    ompiEnvVars, intelEnvVars and mpichEnvVars, and the slots variable of the first two)."""
+    if implementation == "OpenMPI":
+        return openmpi_env(slots)
+    if implementation == "Intel":
+        return ["I_MPI_HYDRA_HOST_FILE=/etc/mpi/hostfile",
+                "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS=-o ConnectionAttempts=10",
+                f"I_MPI_PERHOST={slots}"]
+    if implementation == "MPICH":
+        return ["HYDRA_HOST_FILE=/etc/mpi/hostfile",
+                "HYDRA_LAUNCH_EXTRA_ARGS=-o ConnectionAttempts=10"]
+    fail(f"mpiImplementation {implementation!r} is none of OpenMPI, Intel, MPICH")
+
+
+def hostfile_line(implementation, host, slots):
+    """The operator's hostfile: Open MPI's `host slots=N`, Hydra's `host:N`."""
+    return f"{host} slots={slots}\n" if implementation == "OpenMPI" else f"{host}:{slots}\n"
+
+
 def plan_mpijob(job):
     spec = job["spec"]
     name = job["metadata"]["name"]
     ns = job["metadata"].get("namespace", "default")
-    if spec.get("mpiImplementation", "OpenMPI") != "OpenMPI":
-        fail("only mpiImplementation OpenMPI is run here")
-    if spec.get("runLauncherAsWorker"):
-        fail("runLauncherAsWorker is not run here")
+    implementation = spec.get("mpiImplementation", "OpenMPI")
     slots = spec.get("slotsPerWorker", 1)
     replicas = spec["mpiReplicaSpecs"]
     workers = replicas["Worker"].get("replicas", 1)
@@ -111,8 +132,12 @@ def plan_mpijob(job):
     hosts = [f"{pod}.{name}.{ns}.svc" for pod in pods]
     env = list(launcher.get("env") or []) + [{"name": "K_MPI_JOB_ROLE", "value": "launcher"}]
     return dict(JOB=name, NAMESPACE=ns, KIND="MPIJob", SLOTS=slots, pods=pods, hosts=hosts,
+                implementation=implementation,
+                # runLauncherAsWorker: the launcher pod heads the hostfile and runs ranks too.
+                launcher_host=(f"{name}-launcher.{name}.{ns}.svc"
+                               if spec.get("runLauncherAsWorker") else ""),
                 launcher_argv=list(launcher.get("command") or []) + list(launcher.get("args") or []),
-                launcher_env=env, operator_env=openmpi_env(slots),
+                launcher_env=env, operator_env=operator_env(implementation, slots),
                 worker_argv=list(worker.get("command") or []) + list(worker.get("args") or []),
                 SSH_PORT=ssh_port(worker))
 
@@ -141,6 +166,7 @@ def plan_trainjob(trainjob, runtimes):
     args = trainer.get("args") or launcher.get("args") or []
     env = list(launcher.get("env") or []) + list(trainer.get("env") or [])
     return dict(JOB=name, NAMESPACE=ns, KIND="TrainJob", SLOTS=slots, pods=pods, hosts=hosts,
+                implementation="OpenMPI", launcher_host="",
                 launcher_argv=list(command) + list(args), launcher_env=env,
                 operator_env=openmpi_env(slots),
                 worker_argv=list(node.get("command") or []) + list(node.get("args") or []),
@@ -159,10 +185,13 @@ def main():
     runtimes = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ClusterTrainingRuntime"}
     job = jobs[0]
     plan = plan_mpijob(job) if job["kind"] == "MPIJob" else plan_trainjob(job, runtimes)
-    hostfile = "".join(f"{h} slots={plan['SLOTS']}\n" for h in plan["hosts"])
+    rank_hosts = ([plan["launcher_host"]] if plan["launcher_host"] else []) + plan["hosts"]
+    hostfile = "".join(hostfile_line(plan["implementation"], h, plan["SLOTS"]) for h in rank_hosts)
     out = []
     for key in ("JOB", "NAMESPACE", "KIND", "SLOTS", "SSH_PORT"):
         out.append(f"{key}={shlex.quote(str(plan[key]))}")
+    out.append(f"MPI_IMPLEMENTATION={shlex.quote(plan['implementation'])}")
+    out.append(f"LAUNCHER_HOST={shlex.quote(plan['launcher_host'])}")
     out.append(f"HOSTFILE={shlex.quote(hostfile)}")
     arrays = {
         "WORKER_PODS": plan["pods"],

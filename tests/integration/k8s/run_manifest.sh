@@ -96,7 +96,7 @@ done
 if [ $MPIRUN = 1 ]; then
   command -v mpirun >/dev/null 2>&1 || pods_skip "no mpirun on PATH (Debian package openmpi-bin; make deps installs it)"
 fi
-note "$KIND $JOB: ${#WORKER_PODS[@]} workers x $SLOTS slots, $STYLE style$([ $MPIRUN = 1 ] && echo ', --mpirun')"
+note "$KIND $JOB ($MPI_IMPLEMENTATION): ${#WORKER_PODS[@]} workers x $SLOTS slots$([ -n "$LAUNCHER_HOST" ] && echo ' and the launcher'), $STYLE style$([ $MPIRUN = 1 ] && echo ', --mpirun')"
 
 pods_private_etc "$WORK" || fail "cannot mount a private /etc (tmpfs + overlay)"
 
@@ -122,7 +122,8 @@ done
   for i in "${!WORKER_PODS[@]}"; do
     echo "$(pod_ip "$K" $((i + 1))) ${WORKER_HOSTS[$i]} ${WORKER_PODS[$i]}"
   done
-  echo "$(pod_ip "$K" 0) $LAUNCHER_POD"
+  # runLauncherAsWorker: the launcher's own name heads the hostfile.
+  echo "$(pod_ip "$K" 0) ${LAUNCHER_HOST:+$LAUNCHER_HOST }$LAUNCHER_POD"
 } >/etc/hosts
 mkdir -p /etc/mpi
 printf '%s' "$HOSTFILE" >/etc/mpi/hostfile
@@ -275,7 +276,10 @@ elif [ "$MODE" = run ]; then
   set -e
   note "launcher exited $RC after $(($(date +%s) - START)) s"
   [ "$RC" -eq 0 ] || fail "the launcher exited $RC"
-  expect_bench_in_pods "$WORK/out" "$SLOTS" "${WORKER_PODS[@]}"
+  # The pods that run ranks, in hostfile order (runLauncherAsWorker: the launcher's first).
+  RANK_PODS=("${WORKER_PODS[@]}")
+  [ -n "$LAUNCHER_HOST" ] && RANK_PODS=("$LAUNCHER_POD" "${WORKER_PODS[@]}")
+  expect_bench_in_pods "$WORK/out" "$SLOTS" "${RANK_PODS[@]}"
   expect_no_leftovers
 else
   "${LAUNCH[@]}" >"$WORK/out" 2>"$WORK/err" </dev/null &

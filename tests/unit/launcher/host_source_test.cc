@@ -101,6 +101,9 @@ TEST(SelectHosts, MpiJobHostfileFromTheEnvironmentOrEtcMpi) {
   EXPECT_EQ(s.mpijob_agent, "/etc/mpi/kubexec.sh");
 
   EXPECT_EQ(mpijob_hostfile(env_of({{"PRTE_MCA_prte_default_hostfile", "/x"}}), files({})), "/x");
+  // mpiImplementation Intel and MPICH: the operator names its hostfile with Hydra's variables.
+  EXPECT_EQ(mpijob_hostfile(env_of({{"I_MPI_HYDRA_HOST_FILE", "/i"}}), files({})), "/i");
+  EXPECT_EQ(mpijob_hostfile(env_of({{"HYDRA_HOST_FILE", "/m"}}), files({})), "/m");
   EXPECT_EQ(mpijob_hostfile(env_of({}), files({"/etc/mpi/hostfile"})), "/etc/mpi/hostfile");
   EXPECT_EQ(mpijob_hostfile(env_of({}), files({})), std::nullopt);
   std::remove(path.c_str());

@@ -1,6 +1,7 @@
 // The pieces of the remote modes that need no remote host: the rank agent's request format, shell
 // quoting for the remote command, the mpirun command line, and this machine's addresses.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "launcher/exec_backend.hpp"
 #include "launcher/local_host.hpp"
@@ -127,6 +128,13 @@ TEST(LocalHost, LoopbackAndOwnNameAreThisHost) {
   EXPECT_TRUE(is_this_host("127.0.0.1"));
   EXPECT_FALSE(is_this_host("job-worker-0"));
   EXPECT_FALSE(is_this_host("198.18.0.2"));
+  // A longer DNS name counts only when its first label is our hostname and it leads here.
+  char name[256] = {};
+  ASSERT_EQ(::gethostname(name, sizeof name - 1), 0);
+  const std::string me = std::string(name).substr(0, std::string(name).find('.'));
+  EXPECT_TRUE(is_this_host(me));
+  EXPECT_FALSE(is_this_host(me + ".no-such-domain.invalid"));  // does not resolve
+  EXPECT_FALSE(is_this_host("not-" + me + ".localhost"));      // resolves here, another name
   EXPECT_EQ(address_on_route_to("127.0.0.1"), "127.0.0.1");
   EXPECT_EQ(address_on_route_to("localhost"), "127.0.0.1");
   EXPECT_EQ(address_on_route_to("no-such-host.invalid"), std::nullopt);
