@@ -182,13 +182,22 @@ pods_expect_no_leftovers() {
   fail "processes of the job remain in the pods: $(ps -o pid=,args= -p "$("$1" | tr '\n' ',' | sed 's/,$//')")"
 }
 
+# pods_bridge_mac KIND K: a locally administered address of its own for bridge KIND (0: tpbK,
+# 1: tpdK) of subnet K.
+pods_bridge_mac() { printf '02:70:75:%02x:%02x:01' "$1" "$2"; }
+
 pods_bridge_up() {
   local k=$1 br="tpb$1"
   if ip link show "$br" >/dev/null 2>&1; then
     # A leftover of an earlier, killed run of the same case: start clean.
     ip link del "$br" 2>/dev/null
   fi
-  ip link add "$br" type bridge || { echo "pods: cannot create bridge $br" >&2; return 1; }
+  # A fixed address: a bridge whose address was never set takes its lowest port's, so a pod
+  # deleted (a lost worker, a shrink) can move it, and the other pods' ARP entries for the host then
+  # name an address nobody has: tuttirun's store and the ranks' heartbeats to it are unreachable
+  # from them until those entries are probed again (seconds).
+  ip link add "$br" address "$(pods_bridge_mac 0 "$k")" type bridge ||
+    { echo "pods: cannot create bridge $br" >&2; return 1; }
   PODS_BRIDGES+=("$br")
   ip addr add "198.18.$k.1/24" dev "$br" || return 1
   ip link set "$br" up || return 1
@@ -207,6 +216,11 @@ pod_add() {
   ip link add "$host_if" type veth peer name "$pod_if" || return 1
   ip link set "$host_if" master "tpb$k" || return 1
   ip link set "$host_if" up || return 1
+  # The host's address on the bridge must not move as pods come and go (see pods_bridge_up).
+  if [ "$(ip -br link show "tpb$k" | awk '{ print $3 }')" != "$(pods_bridge_mac 0 "$k")" ]; then
+    echo "pods: bridge tpb$k changed its address when $name joined" >&2
+    return 1
+  fi
   ip link set "$pod_if" netns "$name" || return 1
   ip -n "$name" link set "$pod_if" name eth0 || return 1
   ip -n "$name" addr add "$(pod_ip "$k" "$i")/24" dev eth0 || return 1
@@ -227,7 +241,8 @@ pod_data_ip() { echo "198.19.$1.$((10 + $2))"; }
 pods_data_net_up() {
   local k=$1 br="tpd$1"
   ip link del "$br" 2>/dev/null  # a leftover of an earlier, killed run
-  ip link add "$br" type bridge || { echo "pods: cannot create bridge $br" >&2; return 1; }
+  ip link add "$br" address "$(pods_bridge_mac 1 "$k")" type bridge ||
+    { echo "pods: cannot create bridge $br" >&2; return 1; }
   PODS_BRIDGES+=("$br")
   ip link set "$br" up
 }
