@@ -36,6 +36,14 @@ for arg in "$@"; do
 done
 CASE=mpis_${MPI}_$CASE_NAME
 CHECK=
+case $MPI in
+  openmpi4 | mpich4 | openmpi5 | mpich | impi) ;;
+  *) echo "mpis_cases.sh: unknown MPI '$MPI' (openmpi4, mpich4, openmpi5, mpich or impi)" >&2; exit 2 ;;
+esac
+case $CASE_NAME in
+  boot | transport | pods) ;;
+  *) echo "mpis_cases.sh: unknown case '$CASE_NAME' (boot, transport or pods)" >&2; exit 2 ;;
+esac
 if [ "$MPI" = openmpi4 ]; then
   # Debian's, called by its own names (Debian's mpirun/mpicc alternatives may be MPICH's).
   command -v mpirun.openmpi >/dev/null 2>&1 || { echo "SKIP [$CASE]: no mpirun.openmpi (libopenmpi-dev)"; exit 77; }
