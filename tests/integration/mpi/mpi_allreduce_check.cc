@@ -10,7 +10,6 @@
 // MPI_Init, whose MPI_THREAD_SINGLE the MPI transport must refuse). --from-mpi: the communicator
 // comes from MPI_COMM_WORLD (tutti/tutti_mpi.h) instead of tutti::init(). Exit 0 when all agree.
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>
