@@ -95,16 +95,14 @@ class RemoteBackend : public ExecBackend {
     // only hide that state for longer.
     env.set("KUBEXEC_RETRIES", "0");
     // `tuttirun --version` rather than `true`: it also proves the rank agent can run there.
-    const std::string remote = shell_quote(options_.remote_tuttirun) + " --version";
-    SpawnRequest req{executable(host), helper_argv(host, remote), env.to_strings(), 0};
-    return ChildProcess::spawn(req);
+    return ChildProcess::spawn(
+        helper_request(host, shell_quote(options_.remote_tuttirun) + " --version", env, 0));
   }
 
   ChildProcess start(const RankSlot& slot, const std::vector<std::string>& command,
                      const Environment& env) override {
     std::string agent = shell_quote(options_.remote_tuttirun) + " --rank-agent";
-    SpawnRequest req{executable(slot.host), helper_argv(slot.host, agent), helper_env_.to_strings(),
-                     group_};
+    SpawnRequest req = helper_request(slot.host, agent, helper_env_, group_);
     req.pipe_stdin = true;
     ChildProcess child = ChildProcess::spawn(req);
     if (group_ == 0) group_ = child.pid();
@@ -147,18 +145,18 @@ class RemoteBackend : public ExecBackend {
     return program_;
   }
 
-  // A host that is this machine (an MPIJob launcher that runs ranks too lists itself) gets its
-  // agent started here: no ssh to ourselves (a launcher pod runs no sshd) and no kubectl exec into
-  // our own pod. Under srun every rank stays a step of the allocation.
-  bool here(const std::string& host) const {
-    return options_.shell != RemoteShell::kSrun && is_this_host(host);
-  }
-  std::string executable(const std::string& host) {
-    return here(host) ? std::string(kShell) : program();
+  // The local process that runs `remote` on `host`. A host that is this machine (an MPIJob
+  // launcher that runs ranks too lists itself) gets it started here: no ssh to ourselves (a
+  // launcher pod runs no sshd) and no kubectl exec into our own pod. Under srun every rank stays a
+  // step of the allocation. (is_this_host may ask DNS: once per process started.)
+  SpawnRequest helper_request(const std::string& host, const std::string& remote,
+                              const Environment& env, pid_t group) {
+    if (options_.shell != RemoteShell::kSrun && is_this_host(host))
+      return SpawnRequest{kShell, {kShell, "-c", remote}, env.to_strings(), group};
+    return SpawnRequest{program(), helper_argv(host, remote), env.to_strings(), group};
   }
 
   std::vector<std::string> helper_argv(const std::string& host, const std::string& remote) const {
-    if (here(host)) return {kShell, "-c", remote};
     if (options_.shell == RemoteShell::kKubexec) return {options_.program, host, remote};
     if (options_.shell == RemoteShell::kSrun) {
       // One task on the host's node as a step of the allocation, so that Slurm accounts, signals

@@ -18,10 +18,10 @@ class MpiSession {
  public:
   // Whether this libtutti was built with MPI.
   static bool available();
-  // Whether this MPI, not tutti's own PMI client, should meet the others of a job that a PMI
-  // launcher started (Hydra's mpiexec, srun --mpi=pmi2): the application initialized MPI already
-  // (the launcher's PMI connection is MPI's then; a second client on it breaks both), or MPI is of
-  // the MPICH family (MPICH, Intel MPI), whose MPI_Init speaks that PMI. Open MPI's does not.
+  // Whether this MPI, not tutti's own PMI client, meets the others of a job that a PMI launcher
+  // started (Hydra's mpiexec, srun --mpi=pmi2): true for the MPICH family (MPICH, Intel MPI), whose
+  // MPI_Init speaks that PMI (and then owns the launcher's connection: a second client on it breaks
+  // both). Open MPI's does not: it would come up as a world of one.
   static bool serves_pmi_launcher();
 
   // The session of MPI_COMM_WORLD, shared by every user in the process: MPI_Init_thread (asking for

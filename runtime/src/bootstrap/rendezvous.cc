@@ -162,16 +162,22 @@ Rendezvous rendezvous(WorldInfo& info, bool need_mpi, Deadline deadline,
                       std::chrono::seconds etcd_lease_ttl) {
   const bool store_given = !info.store_address.empty();
   Rendezvous r;
-  // A PMI launcher (MPICH's or Intel MPI's Hydra mpiexec, srun --mpi=pmi2) serves the MPI library
-  // too: with TUTTI_TRANSPORT=mpi, MPI_Init speaks PMI and tutti's own PMI client stays unused.
+  // A PMI launcher (Hydra's mpiexec, srun --mpi=pmi2) serves an MPICH-family MPI too: its MPI_Init
+  // speaks that PMI, and tutti's own PMI client stays off the connection MPI uses. Another MPI
+  // would come up as a world of one there (Hydra's -pmi-port numbers no one but through PMI), so
+  // it meets through tutti's PMI client, and TUTTI_TRANSPORT=mpi is refused.
   const bool pmi_launcher = info.pmi_fd >= 0 || !info.pmi_port.empty();
-  if (need_mpi && !info.mpi_launcher && !pmi_launcher)
-    throw make_error(ErrorCode::kConfig,
-                     "rank {}: TUTTI_TRANSPORT=mpi needs a job started by an MPI launcher (mpirun, "
-                     "mpiexec, srun --mpi=pmix|pmi2) of the MPI libtutti was built with (this one "
-                     "was started by the {} launcher); use tcp or shm, or start it with mpirun",
-                     info.rank, info.source);
   const bool mpi_meets = info.mpi_launcher || (pmi_launcher && MpiSession::serves_pmi_launcher());
+  if (need_mpi && !mpi_meets)
+    throw make_error(ErrorCode::kConfig,
+                     "rank {}: TUTTI_TRANSPORT=mpi needs a job started by an MPI launcher of the "
+                     "MPI libtutti was built with (Open MPI: mpirun or srun --mpi=pmix; MPICH or "
+                     "Intel MPI: also Hydra's mpiexec or srun --mpi=pmi2); this one was started by "
+                     "the {} launcher{}; use tcp or shm, or start it with that MPI's launcher",
+                     info.rank, info.source,
+                     pmi_launcher && MpiSession::available()
+                         ? ", whose PMI this libtutti's MPI does not speak"
+                         : "");
   if (need_mpi || (mpi_meets && !store_given)) {
     if (!MpiSession::available())
       throw make_error(

@@ -136,7 +136,7 @@ bool MpiSession::serves_pmi_launcher() {
 #if defined(MPICH) || defined(MPICH_VERSION) || defined(I_MPI_VERSION)
   return true;
 #else
-  return mpi_initialized();
+  return false;
 #endif
 }
 
