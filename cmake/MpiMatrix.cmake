@@ -5,14 +5,16 @@
 # mpi_allreduce_check), in a folder beside this build's: at the same depth, every file that does not
 # include <mpi.h> is a ccache hit of this build's (about 20 s each).
 #
-# TUTTI_MPIS_BUILDS (the list of names found) and TUTTI_MPI_<name>_DIR / _BUILD_DIR for the tests.
+# The build against MPI <name> is in ${TUTTI_MPIS_BUILD_PREFIX}<name>, its MPI in
+# ${TUTTI_MPIS_DIR}/<name> (tests/integration/mpis looks there).
 set(TUTTI_MPIS_DIR "$ENV{HOME}/.cache/tutti/mpis" CACHE PATH
     "Where scripts/install-mpis.sh put the PyPI MPIs (one venv each)")
 set(TUTTI_MPI_MATRIX AUTO CACHE STRING "Build libtutti against each MPI in TUTTI_MPIS_DIR (ON|OFF|AUTO)")
 
-set(TUTTI_MPIS_BUILDS "")
-# Not in a sanitizer build (its tests run the release build's MPI matrix only through ctest -L
-# integration of the release build) nor inside one of these builds.
+set(TUTTI_MPIS_BUILD_PREFIX ${CMAKE_BINARY_DIR}-mpi-)
+set(mpis_found "")
+# Not in a sanitizer build (the matrix's tests run from the release build only), nor where it is
+# turned off (these builds themselves turn it off).
 if(TUTTI_MPI_MATRIX STREQUAL "OFF" OR TUTTI_SANITIZE)
   return()
 endif()
@@ -27,7 +29,7 @@ foreach(name openmpi5 mpich impi)
     endif()
     continue()
   endif()
-  set(build_dir ${CMAKE_BINARY_DIR}-mpi-${name})
+  set(build_dir ${TUTTI_MPIS_BUILD_PREFIX}${name})
   set(launcher "")
   if(CCACHE_PROGRAM)
     set(launcher "-DCMAKE_CXX_COMPILER_LAUNCHER:STRING=${TUTTI_CCACHE}"
@@ -59,8 +61,6 @@ foreach(name openmpi5 mpich impi)
     # After this build's libtutti: from an empty ccache, compiling beside it would miss on every
     # file instead of hitting on all but the MPI ones.
     DEPENDS tutti)
-  list(APPEND TUTTI_MPIS_BUILDS ${name})
-  set(TUTTI_MPI_${name}_DIR ${prefix})
-  set(TUTTI_MPI_${name}_BUILD_DIR ${build_dir})
+  list(APPEND mpis_found ${name})
 endforeach()
-message(STATUS "tutti: MPI matrix builds: ${TUTTI_MPIS_BUILDS} (from ${TUTTI_MPIS_DIR})")
+message(STATUS "tutti: MPI matrix builds: ${mpis_found} (from ${TUTTI_MPIS_DIR})")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The MPI matrix: tutti under each MPI that Kubeflow's MPIJob names besides Debian's Open MPI 4
-# (whose own tests are tests/integration/mpi, kubexec and pods), each from its PyPI venv
-# (scripts/install-mpis.sh) with libtutti built against it (cmake/MpiMatrix.cmake):
+# The MPI matrix: tutti under each MPI that Kubeflow's MPIJob names, each under its own launcher:
+# Debian's Open MPI 4 and MPICH 4 Hydra, and PyPI's Open MPI 5, MPICH 5 and Intel MPI, each from its
+# venv (scripts/install-mpis.sh) with libtutti built against it (cmake/MpiMatrix.cmake):
 #   mpis_cases.sh MPI CASE K prefix=DIR build=DIR plain=P kubexec=P hostfile=P
 # MPI: openmpi4 (Debian's; prefix= and build= are then unused: the release build is the one) |
 # mpich4 (Debian's Hydra 4.0 only, no MPI library to build against: the release build's
@@ -95,7 +95,6 @@ case $MPI in
     LAUNCH=(env I_MPI_ROOT="$PREFIX" "$PREFIX/bin/mpiexec")
     setenv() { echo "-genv" "$1" "$2"; }
     ;;
-  *) echo "mpis_cases.sh: unknown MPI '$MPI'" >&2; exit 2 ;;
 esac
 
 # expect_ranks N [HOSTS]: N ranks said their allreduces agree with this MPI's, each once; with
@@ -147,7 +146,8 @@ case $CASE_NAME in
     done
     # Debian's MPICH row runs the release build's collectives_check already (no MPI of its own).
     [ "$MPI" = mpich4 ] && { echo "[$CASE] ok"; exit 0; }
-    # The application initializes MPI first: the launcher's PMI connection is MPI's then.
+    # The application initializes MPI first: tutti must then meet the others through MPI, never
+    # through a PMI client of its own on the connection MPI took.
     # shellcheck disable=SC2046
     run 120 "${LAUNCH[@]}" -n 3 $(setenv TUTTI_TRANSPORT shm) "$CHECK" "${COUNTS[@]}" --app-init
     expect_rc 0
