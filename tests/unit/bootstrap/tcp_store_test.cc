@@ -355,9 +355,11 @@ TEST(StoreLifeline, BeatsOnWhenAnotherPartOfTheProcessClosesItsWakeUpPipe) {
   ASSERT_EQ(closed, 2) << "the lifeline's wake-up pipe was not found";
   std::this_thread::sleep_for(4s);
   EXPECT_EQ(silent.load(), 0) << "the heartbeats stopped when the pipe went";
-  const auto t0 = std::chrono::steady_clock::now();
-  lifeline.reset();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  // Destroying it still ends the thread, which only the stop flag can do now that the pipe is gone
+  // (a deadline against a hang, not a timing).
+  auto destroyed = std::async(std::launch::async, [&] { lifeline.reset(); });
+  ASSERT_EQ(destroyed.wait_for(20s), std::future_status::ready)
+      << "the lifeline's thread never ended";
 }
 
 TEST(StoreLifeline, WrongTokenIsRefused) {
