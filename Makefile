@@ -8,22 +8,31 @@ BENCH_FLAGS ?=
 
 FUZZ_SECONDS ?= 30
 
-.PHONY: deps configure build test demo bench fuzz sanitize format clean image
+.PHONY: deps deps-build configure build test demo bench fuzz sanitize format clean image
 
 # Debian's packages, then PyPI's torch 2.x in a venv of its own (scripts/install-torch2.sh; exit 2,
 # PyPI out of reach, leaves the build without torch 2.x and says so; TUTTI_TORCH2=skip for none),
 # and TensorFlow (CPU) in another for the Python API's tests (scripts/install-tf.sh; TUTTI_TF=skip),
 # and Open MPI 5, MPICH 5 and Intel MPI in one venv each (scripts/install-mpis.sh; TUTTI_MPIS=skip).
-deps:
-	@bash scripts/install-deps.sh
+deps: deps-build
 	@bash scripts/install-torch2.sh || [ $$? -eq 2 ]
 	@bash scripts/install-tf.sh || [ $$? -eq 2 ]
 	@bash scripts/install-mpis.sh || [ $$? -eq 2 ]
 
-configure: deps
-	@cmake --preset $(PRESET) >/dev/null
+# What the build itself needs (Debian's packages only): all `make demo` installs.
+deps-build:
+	@bash scripts/install-deps.sh
+
+# DEPS=deps-build configures with only Debian's packages (what `make demo` does).
+DEPS ?= deps
+configure: $(DEPS)
+	@echo "make: configuring $(BUILD_DIR)/ (cmake --preset $(PRESET))"
+	@mkdir -p $(BUILD_DIR)
+	@cmake --preset $(PRESET) >$(BUILD_DIR)/configure.log || { cat $(BUILD_DIR)/configure.log; exit 1; }
+	@sed -n 's/^-- tutti: /make: /p' $(BUILD_DIR)/configure.log
 
 build: configure
+	@echo "make: building with $(JOBS) jobs (from an empty ccache about 15 minutes on 2 CPUs)"
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: build
@@ -31,7 +40,10 @@ test: build
 
 # One epoch of Fashion-MNIST on NP ranks with the libtorch trainer (examples/fashion_mnist), or
 # the plain tutti-demo when libtorch was not found (no fashion_mnist was built).
-demo: build
+demo:
+	@echo "demo: the first run installs Debian's packages and builds tutti (about 15-20 minutes on"
+	@echo "demo: 2 CPUs), then trains for about a minute; later runs only train"
+	@$(MAKE) --no-print-directory build DEPS=deps-build
 	@if [ -x $(BUILD_DIR)/bin/fashion_mnist ]; then \
 	  $(BUILD_DIR)/bin/tuttirun -np $(NP) -- $(BUILD_DIR)/bin/fashion_mnist --epochs 1; \
 	else \

@@ -3,8 +3,10 @@
 #   P/lib/      libtutti.so.<version> (soname libtutti.so.0), libtutti.a
 #   P/include/  tutti/ (the whole public header folder, whatever it holds)
 #   P/lib/cmake/tutti/  find_package(tutti): tutti::tutti (shared), tutti::tutti_static (when fmt
-#                       is found, since the static archive needs it)
-#   P/lib/pkgconfig/tutti.pc   pkg-config --cflags --libs tutti (--static for libtutti.a)
+#                       is found, since the static archive needs it), tutti::tutti_torch (built
+#                       with libtorch: libtutti_torch, when the same libtorch is found)
+#   P/lib/pkgconfig/tutti.pc   pkg-config --cflags --libs tutti (--static for libtutti.a); its Libs
+#                       carry an rpath to P/lib, so a program built with them runs as built
 # Included last by the root CMakeLists.txt, so every target below already exists; the folders that
 # define them keep no install logic of their own beyond their binaries' install(TARGETS ...).
 include(GNUInstallDirs)
@@ -61,6 +63,16 @@ if(TUTTI_HAVE_CUDA)
 endif()
 install(EXPORT tuttiTargets NAMESPACE tutti:: DESTINATION ${TUTTI_CMAKE_DIR})
 install(EXPORT tuttiStaticTargets NAMESPACE tutti:: DESTINATION ${TUTTI_CMAKE_DIR})
+# libtutti_torch (runtime/torch/cpp puts it in the export set tuttiTorchTargets): tutti::tutti_torch,
+# which tuttiConfig.cmake offers only with the libtorch it was built against (its version and
+# folder, recorded here).
+set(TUTTI_TORCH_VERSION "")
+set(TUTTI_TORCH_DIR "")
+if(TARGET tutti_torch)
+  install(EXPORT tuttiTorchTargets NAMESPACE tutti:: DESTINATION ${TUTTI_CMAKE_DIR})
+  set(TUTTI_TORCH_VERSION "${Torch_VERSION}")
+  set(TUTTI_TORCH_DIR "${Torch_DIR}")
+endif()
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/tuttiConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/tuttiConfig.cmake INSTALL_DESTINATION ${TUTTI_CMAKE_DIR})
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/tuttiConfigVersion.cmake
@@ -70,6 +82,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tuttiConfig.cmake
   DESTINATION ${TUTTI_CMAKE_DIR})
 
 # pkg-config: prefix is computed from the .pc file's own place (pcfiledir), so the tree can move.
+# Libs name libdir as an rpath too (-Wl,-rpath,P/lib/pkgconfig/../../lib, wherever P then is): a
+# program built with `pkg-config --libs tutti` runs with no LD_LIBRARY_PATH, as one built with
+# find_package(tutti) does (CMake adds the rpath there).
 # With MPI, a static link also needs Open MPI's libraries (its pkg-config module is ompi-c).
 set(TUTTI_PC_REQUIRES_PRIVATE "")
 if(TUTTI_HAVE_MPI)

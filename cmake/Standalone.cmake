@@ -20,7 +20,10 @@ if(TUTTI_LIBRARY)
   set_target_properties(tutti::tutti PROPERTIES IMPORTED_LOCATION ${TUTTI_LIBRARY}
                         INTERFACE_INCLUDE_DIRECTORIES ${TUTTI_INCLUDE_DIR})
 else()
-  find_package(tutti 0.1 CONFIG REQUIRED)
+  # COMPONENTS shared: libtutti only. The installed package would otherwise also look for the
+  # libtorch its own libtutti_torch was built against, a second torch beside the one this project
+  # builds against.
+  find_package(tutti 0.1 CONFIG REQUIRED COMPONENTS shared)
 endif()
 get_target_property(tutti_library_file tutti::tutti LOCATION)
 get_filename_component(TUTTI_LIBRARY_DIR ${tutti_library_file} DIRECTORY)

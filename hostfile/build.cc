@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "hostfile/dns_name.hpp"
+#include "hostfile/lines.hpp"
 
 namespace tutti::hostfile {
 
@@ -22,15 +23,7 @@ std::vector<std::string> split_pod_list(std::string_view text) {
 
 std::vector<std::string> parse_pods_file(std::string_view text, std::string_view source) {
   std::vector<std::string> names;
-  int line_number = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_number;
-    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+  for_each_line(text, [&](std::string_view line, int line_number) {
     size_t i = 0;
     while (i < line.size()) {
       auto blank = [&](size_t k) { return line[k] == ' ' || line[k] == '\t' || line[k] == '\r'; };
@@ -45,7 +38,7 @@ std::vector<std::string> parse_pods_file(std::string_view text, std::string_view
                          line_number, printable(name), problem);
       names.emplace_back(name);
     }
-  }
+  });
   if (names.empty())
     throw make_error(ErrorCode::kConfig, "{}: no pod names (the file is empty or only comments)",
                      source);

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "hostfile/dns_name.hpp"
+#include "hostfile/lines.hpp"
 
 namespace tutti::hostfile {
 namespace {
@@ -122,18 +123,10 @@ class LineParser {
 Hostfile parse(std::string_view text, std::string_view source) {
   Hostfile result;
   std::map<std::string, int, std::less<>> first_line;  // host -> line it appeared on
-  int line_number = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_number;
-    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+  for_each_line(text, [&](std::string_view line, int line_number) {
     while (!line.empty() && is_space(line.front())) line.remove_prefix(1);
     while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
-    if (line.empty()) continue;
+    if (line.empty()) return;
     LineParser parser(source, line_number);
     Host host = parser.host_line(line);
     if (auto it = first_line.find(host.name); it != first_line.end())
@@ -141,7 +134,7 @@ Hostfile parse(std::string_view text, std::string_view source) {
                   host.name, it->second);
     first_line.emplace(host.name, line_number);
     result.hosts.push_back(std::move(host));
-  }
+  });
   if (result.hosts.empty())
     throw make_error(ErrorCode::kConfig, "{}: no hosts (the file is empty or only comments)",
                      source);

@@ -404,15 +404,18 @@ std::optional<int> wait_backoff(double seconds, SignalWatcher& signals) {
 
 int run_job(const LaunchOptions& given) {
   LaunchOptions options = given;  // an elastic job's -np and --min-np come from its hosts
-  // tuttirun logs by the ranks' TUTTI_LOG_LEVEL and passes it on to them. The logger itself falls
-  // back to warn on a bad value, so without this check a typo would pass here silently and then
-  // fail every rank's init, once per rank.
+  // The ranks get tuttirun's TUTTI_* variables: a bad value (TUTTI_ALGO=rnig, a TUTTI_LOG_LEVEL
+  // the logger would fall back from) fails here, once, before any rank starts, rather than in
+  // every rank's init; a misspelt name is named with the setting meant.
   try {
-    env::get_choice("TUTTI_LOG_LEVEL");
+    env::check_all();
   } catch (const Error& e) {
     print_error(fmt::format("tuttirun: {}; no rank was started", e.what()));
     return kExitUsage;
   }
+  for (const auto& [name, near] : env::unknown_variables())
+    if (!near.empty())
+      log::warn("tuttirun: {} is not a tutti setting and is ignored; did you mean {}?", name, near);
   if (options.verbose && !log::enabled(log::Level::kInfo)) log::set_threshold(log::Level::kInfo);
   // A reader of tuttirun's output that goes away must not kill tuttirun before it stops the job.
   ::signal(SIGPIPE, SIG_IGN);

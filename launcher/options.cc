@@ -8,6 +8,7 @@
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <sstream>
 #include <string_view>
 
 #include "bootstrap/etcd_client.hpp"
@@ -82,16 +83,60 @@ constexpr std::string_view kUsage =
     "allocation)";
 
 constexpr std::string_view kFooter =
+    "\nExamples:\n"
+    "  tuttirun -np 4 ./train                          4 ranks on this host\n"
+    "  tuttirun -H node1:8,node2:8 -- python3 train.py  16 ranks on two hosts, started over ssh\n"
+    "  tuttirun --pods worker-0,worker-1 --slots 2 ./train\n"
+    "                                                  4 ranks in two pods (through kubexec)\n"
+    "  salloc -N 2 -n 8 tuttirun ./train               8 ranks, each a task of the allocation\n"
+    "  tuttirun -np 4 --min-np 2 ./train               elastic: go on while 2 ranks are left\n"
+    "  tuttirun -np 8 --dry-run ./train                print the plan, start nothing\n"
     "\nExit status: 0 when every rank succeeded; else the first failed rank's status (128+N when\n"
     "killed by signal N); 1 when tuttirun itself failed; 2 for a usage error; 3 when hosts never\n"
     "became reachable; 127 when the command is not found (local mode); 128+N when tuttirun was\n"
-    "interrupted by signal N.\n";
+    "interrupted by signal N. Settings the ranks read (TUTTI_*): docs/ENVIRONMENT.md.\n";
+
+// Help within 100 columns: CLI11 2.1 prints each description on one line however long.
+constexpr size_t kHelpWidth = 100;
+constexpr size_t kDescriptionColumn = 30;
+
+// `text` in lines of at most `width` characters, broken at spaces.
+std::vector<std::string> wrapped(const std::string& text, size_t width) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      lines.push_back(line);
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
 
 // CLI11 2.1 would print "Usage: tuttirun [OPTIONS]"; tuttirun's three forms say more.
 class UsageFormatter : public CLI::Formatter {
  public:
   std::string make_usage(const CLI::App*, std::string) const override {
     return std::string(kUsage) + "\n";
+  }
+  std::string make_option(const CLI::Option* opt, bool positional) const override {
+    std::string left = "  " + make_option_name(opt, positional) + make_option_opts(opt);
+    std::vector<std::string> lines =
+        wrapped(make_option_desc(opt), kHelpWidth - kDescriptionColumn);
+    std::string out;
+    size_t first = 0;
+    if (left.size() + 2 <= kDescriptionColumn && !lines.empty()) {
+      out = left + std::string(kDescriptionColumn - left.size(), ' ') + lines[0] + "\n";
+      first = 1;
+    } else {
+      out = left + "\n";
+    }
+    for (size_t i = first; i < lines.size(); ++i)
+      out += std::string(kDescriptionColumn, ' ') + lines[i] + "\n";
+    return out;
   }
 };
 
@@ -168,102 +213,132 @@ ParseResult parse_options(std::span<const std::string> args) {
   app.add_flag("--version", version, "Print the version and exit");
   app.add_option("-n,--np", np_text,
                  "Number of ranks (-np N also works). Default: every slot of the hosts; required "
-                 "without hosts");
+                 "without hosts")
+      ->type_name("N");
   app.add_option("--hostfile,--machinefile", opts.hosts.hostfile,
-                 "Hosts from a file: 'host slots=N' (Open MPI), 'host:N' (MPICH/Intel) or 'host'");
-  app.add_option("-H,--host", opts.hosts.host_list, "Hosts as host[:slots],...");
-  app.add_option("--pods", opts.hosts.pods, "Kubernetes pod names, comma separated");
+                 "Hosts from a file: 'host slots=N' (Open MPI), 'host:N' (MPICH/Intel) or 'host'")
+      ->type_name("FILE");
+  app.add_option("-H,--host", opts.hosts.host_list, "Hosts as host[:slots],...")
+      ->type_name("HOST[:SLOTS],...");
+  app.add_option("--pods", opts.hosts.pods, "Kubernetes pod names, comma separated")
+      ->type_name("POD,...");
   app.add_option("--pods-file", opts.hosts.pods_file,
-                 "Pod names from a file (one per line; 'kubectl get pods -o name' output works)");
+                 "Pod names from a file (one per line; 'kubectl get pods -o name' output works)")
+      ->type_name("FILE");
   app.add_option("--slots", slots_text,
-                 "Slots per host for --pods and for -H entries without :N (default 1)");
+                 "Slots per host for --pods and for -H entries without :N (default 1)")
+      ->type_name("N");
   app.add_option("--exec", exec_text,
                  "How ranks start: local, ssh, kubexec or srun. Default: srun in a Slurm "
                  "allocation; local when every host is this host; kubexec for pods and "
                  "kubexec-style MPIJobs; ssh otherwise")
+      ->type_name("HOW")
       ->check(CLI::IsMember(exec_names));
   app.add_option("--kubexec", opts.kubexec,
                  "The kubexec shim (default: kubexec beside tuttirun, else on PATH); it reads "
-                 "KUBEXEC_NAMESPACE, KUBEXEC_CONTAINER, ... from this environment");
+                 "KUBEXEC_NAMESPACE, KUBEXEC_CONTAINER, ... from this environment")
+      ->type_name("PATH");
   app.add_option("--ssh", opts.ssh,
                  "ssh program (default ssh; run with BatchMode and a 10s "
-                 "connect timeout)");
+                 "connect timeout)")
+      ->type_name("PROGRAM");
   app.add_option("--remote-tuttirun", opts.remote_tuttirun,
                  "tuttirun's path on the hosts, which runs each remote rank (default: this "
-                 "tuttirun's path)");
+                 "tuttirun's path)")
+      ->type_name("PATH");
   app.add_option("--probe-timeout", probe_text,
                  "Before launch, wait this long for every host to answer (default 120s; 0 skips "
-                 "the wait)");
+                 "the wait)")
+      ->type_name("SECONDS");
   app.add_option("--store-addr", opts.store_addr,
                  "Address the ranks dial for the rendezvous store (default: this machine's address "
-                 "on the route to the first host)");
+                 "on the route to the first host)")
+      ->type_name("ADDR");
   app.add_option(
-      "--store", opts.store_url,
-      "etcd://HOST:PORT[,HOST:PORT][/PREFIX]: keep the job's rendezvous keys in that etcd "
-      "(v3.4+) instead of a store tuttirun serves, under PREFIX/JOB-ID/ATTEMPT, removed "
-      "when the job ends (docs/ELASTIC.md)");
+         "--store", opts.store_url,
+         "etcd://HOST:PORT[,HOST:PORT][/PREFIX]: keep the job's rendezvous keys in that etcd "
+         "(v3.4+) instead of a store tuttirun serves, under PREFIX/JOB-ID/ATTEMPT, removed "
+         "when the job ends (docs/ELASTIC.md)")
+      ->type_name("URL");
   app.add_option("--output-dir", opts.output_dir,
-                 "Also write each rank's output to DIR/rank.N/stdout and DIR/rank.N/stderr");
+                 "Also write each rank's output to DIR/rank.N/stdout and DIR/rank.N/stderr")
+      ->type_name("DIR");
   app.add_option("--restarts", restarts_text,
                  "Relaunch the whole job after a failure, up to K times (default 0); ranks read "
-                 "the attempt from TUTTI_RESTART_COUNT");
-  app.add_option("--restart-backoff", backoff_text, "Seconds between attempts (default 10)");
+                 "the attempt from TUTTI_RESTART_COUNT")
+      ->type_name("K");
+  app.add_option("--restart-backoff", backoff_text, "Seconds between attempts (default 10)")
+      ->type_name("SECONDS");
   app.add_option("--min-np", min_np_text,
                  "Elastic: a failed rank does not stop the job while at least N ranks still run; "
                  "the survivors go on (Communicator::shrink, docs/ELASTIC.md). Exit status 0 when "
                  "every rank that ran to the end succeeded. Default: the job stops at the first "
-                 "failure");
+                 "failure")
+      ->type_name("N");
   app.add_option("--host-discovery-script", opts.host_discovery_script,
                  "Elastic: hosts come from this script (run with sh -c), which prints one "
                  "host:slots (or host) per line; it runs again every --discovery-interval, and "
                  "free slots get new ranks that join the running job at its next elastic commit "
-                 "(tutti::elastic::run). Instead of --hostfile/-H/--pods");
+                 "(tutti::elastic::run). Instead of --hostfile/-H/--pods")
+      ->type_name("SCRIPT");
   app.add_option("--pods-selector", opts.pods_selector,
                  "Elastic: the hosts are the Running pods with these labels (k=v,k=v; kubectl get "
                  "pods -l, with KUBEXEC_KUBECTL and KUBEXEC_NAMESPACE as kubexec reads them), "
                  "--slots each (default 1), polled like --host-discovery-script; ranks start "
-                 "through kubexec");
+                 "through kubexec")
+      ->type_name("K=V,...");
   app.add_option("--max-np", max_np_text,
-                 "Elastic: at most N ranks at once (default: as many as the hosts' slots)");
+                 "Elastic: at most N ranks at once (default: as many as the hosts' slots)")
+      ->type_name("N");
   app.add_option("--discovery-interval", interval_text,
-                 "Elastic: seconds between runs of the discovery script (default 1)");
+                 "Elastic: seconds between runs of the discovery script (default 1)")
+      ->type_name("SECONDS");
   app.add_option("--blacklist-after", blacklist_text,
-                 "Elastic: a host whose ranks failed K times gets no new ranks (default 1)");
+                 "Elastic: a host whose ranks failed K times gets no new ranks (default 1)")
+      ->type_name("K");
   std::string elastic_timeout_text = "600";
   app.add_option(
-      "--elastic-timeout", elastic_timeout_text,
-      "Elastic: when deaths leave fewer than --min-np ranks, wait this long (seconds, "
-      "default 600) for the discovery script to give hosts for new ranks before stopping "
-      "the job; the survivors wait in elastic::run");
+         "--elastic-timeout", elastic_timeout_text,
+         "Elastic: when deaths leave fewer than --min-np ranks, wait this long (seconds, "
+         "default 600) for the discovery script to give hosts for new ranks before stopping "
+         "the job; the survivors wait in elastic::run")
+      ->type_name("SECONDS");
   std::string hang_timeout_text;
   app.add_option(
-      "--hang-timeout", hang_timeout_text,
-      fmt::format(
-          "Seconds a rank's heartbeat (one a second, from a thread of its own) may stop "
-          "before tuttirun takes the rank for stopped or hung, kills it and counts it as "
-          "failed, so that the survivors of an elastic job shrink it away (default {:g} "
-          "with --min-np, else 0: off; at least 2; ranks started into tuttirun's own store)",
-          kDefaultHangTimeoutSeconds));
+         "--hang-timeout", hang_timeout_text,
+         fmt::format(
+             "Seconds a rank's heartbeat (one a second, from a thread of its own) may stop "
+             "before tuttirun takes the rank for stopped or hung, kills it and counts it as "
+             "failed, so that the survivors of an elastic job shrink it away (default {:g} "
+             "with --min-np, else 0: off; at least 2; ranks started into tuttirun's own store)",
+             kDefaultHangTimeoutSeconds))
+      ->type_name("SECONDS");
   app.add_flag("--mpirun", opts.mpirun,
                "Hand the job to Open MPI's mpirun with a hostfile and kubexec/ssh as its remote "
                "shell");
-  app.add_option("--mpirun-path", opts.mpirun_path, "mpirun to run with --mpirun (default mpirun)");
+  app.add_option("--mpirun-path", opts.mpirun_path, "mpirun to run with --mpirun (default mpirun)")
+      ->type_name("PATH");
   app.add_flag("--dry-run", opts.dry_run, "Print the plan (ranks, hosts, store) and start nothing");
   app.add_option("--timeout", timeout_text,
-                 "Init deadline for the ranks, passed on as TUTTI_TIMEOUT (e.g. 30, 2.5s, 5m)");
+                 "Init deadline for the ranks, passed on as TUTTI_TIMEOUT (e.g. 30, 2.5s, 5m)")
+      ->type_name("SECONDS");
   app.add_option(
-      "--grace", grace_text,
-      "After the first failure: seconds the other ranks get to exit by themselves before "
-      "SIGTERM, and again before SIGKILL (default 5)");
+         "--grace", grace_text,
+         "After the first failure: seconds the other ranks get to exit by themselves before "
+         "SIGTERM, and again before SIGKILL (default 5)")
+      ->type_name("SECONDS");
   app.add_flag("--tag-output,!--no-tag-output", opts.tag_output,
                "Prefix each output line with [rank] (default on)");
   app.add_option("-x", opts.exports,
                  "VAR or VAR=VALUE: pass VAR from this environment, or set it, for every rank "
                  "(repeatable)")
+      ->type_name("VAR[=VALUE]")
       ->allow_extra_args(false);
-  app.add_option("--job-id", opts.job_id, "Job name (default tuttirun-<random>)");
+  app.add_option("--job-id", opts.job_id, "Job name (default tuttirun-<random>)")
+      ->type_name("NAME");
   app.add_option("--store-port", store_port_text,
-                 "Port of the rendezvous store (default: any free port)");
+                 "Port of the rendezvous store (default: any free port)")
+      ->type_name("PORT");
   app.add_flag("--verbose", opts.verbose, "Say what tuttirun does");
 
   try {

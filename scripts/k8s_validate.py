@@ -5,8 +5,9 @@
 
 Every YAML document must be a kind this script knows. Kubeflow kinds (MPIJob v2beta1, PyTorchJob v1,
 TrainJob and ClusterTrainingRuntime v1alpha1) are checked against the openAPIV3Schema of the real
-CRDs in --crds, strictly: a field the schema does not list is an error, as `kubectl apply
---validate=strict` makes it. A PyTorchJob is also checked against what training-operator v1.9's
+CRDs in --crds (default tests/integration/k8s/crds, where they are kept xz-compressed; a CRD file
+there is NAME.yaml or NAME.yaml.xz), strictly: a field the schema does not list is an error, as
+`kubectl apply --validate=strict` makes it. A PyTorchJob is also checked against what training-operator v1.9's
 admission webhook and controller refuse but its CRD does not say: a DNS-1035 job name, only Master
 and Worker replicas, exactly one Master, a container named `pytorch` in each, a known
 restartPolicy, and a numeric nprocPerNode or one of auto/cpu/gpu. Core kinds (ServiceAccount, Role, RoleBinding, PersistentVolumeClaim)
@@ -30,6 +31,7 @@ Then what the manifests promise about the images:
 Exit status 0 when every document passes, 1 otherwise (each problem printed on its own line).
 """
 import argparse
+import lzma
 import os
 import re
 import sys
@@ -67,9 +69,14 @@ def strict(schema):
 def load_crd_schemas(crd_dir):
     schemas = {}
     for name in sorted(os.listdir(crd_dir)):
-        if not name.endswith((".yaml", ".yml")):
+        path = os.path.join(crd_dir, name)
+        if name.endswith((".yaml.xz", ".yml.xz")):
+            opener = lzma.open
+        elif name.endswith((".yaml", ".yml")):
+            opener = open
+        else:
             continue
-        with open(os.path.join(crd_dir, name)) as f:
+        with opener(path, "rt", encoding="utf-8") as f:
             crd = yaml.load(f, Loader=SAFE_LOADER)
         if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
             continue
@@ -388,7 +395,7 @@ class Checker:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--crds", default=os.path.join(os.path.dirname(ROOT), "shared", "k8s", "crds"))
+    parser.add_argument("--crds", default=os.path.join(ROOT, "tests", "integration", "k8s", "crds"))
     parser.add_argument("--docker", default=os.path.join(ROOT, "docker"))
     parser.add_argument("--cmake", default=os.path.join(ROOT, "CMakeLists.txt"))
     parser.add_argument("--source", default=ROOT, help="the tutti source tree (env names)")

@@ -185,6 +185,9 @@ int train(const Args& args) {
     fmt::print("fashion_mnist: {} ranks, model {}, {} epoch(s) of {} steps, batch {} per rank{}\n",
                size, args.model, args.epochs, steps_per_epoch, per_step,
                args.checkpoint.empty() ? "" : ", checkpoint " + args.checkpoint);
+  // At once, not with the first progress line: under tuttirun stdout is a pipe, which the C
+  // library buffers, and the first 50 steps take tens of seconds on a small machine.
+  std::fflush(stdout);
 
   using Clock = std::chrono::steady_clock;
   auto window_start = Clock::now();

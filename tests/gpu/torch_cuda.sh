@@ -6,15 +6,16 @@
 #
 #   tests/gpu/torch_cuda.sh LIBTUTTI_DIR [NPROC] [-- check arguments]
 #
-# LIBTUTTI_DIR holds libtutti.so: a CUDA build's lib/ (build/lib) or a pack's (.gpu-pack/lib). With
-# one GPU and NPROC 2, pass --pretend-hosts to the check (each rank its own host, as run-checks
-# does); --cpu runs the check on CPU tensors (where no GPU is). PYTHON names another Python
-# (default python3); the package is built in $TMPDIR, or kept in TORCH_CUDA_BUILD_DIR and reused
-# (--build-only stops there). The package holds tutti._core too (import tutti). TORCH_CUDA_CHECK
-# names another script of tests/gpu to run (torch_cuda_train.py, dlpack_cuda_check.py).
+# LIBTUTTI_DIR holds libtutti.so: a CUDA build's lib/ (build/lib) or any folder with a CUDA
+# build's libtutti.so. With one GPU and NPROC 2, pass --pretend-hosts to the check (each rank its
+# own host: NCCL refuses two ranks on one device of one host); --cpu runs the check on CPU tensors
+# (where no GPU is). PYTHON names another Python (default python3); the package is built in
+# $TMPDIR, or kept in TORCH_CUDA_BUILD_DIR and reused (--build-only stops there). The package holds
+# tutti._core too (import tutti). TORCH_CUDA_CHECK names another script of tests/gpu to run
+# (torch_cuda_train.py, dlpack_cuda_check.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-[ -d "$root/runtime/torch" ] || { echo "torch_cuda.sh: no runtime/torch under $root: run it from the source tree (a pack's tests/ sits in one)" >&2; exit 1; }
+[ -d "$root/runtime/torch" ] || { echo "torch_cuda.sh: no runtime/torch under $root: run it from tutti's source tree (it builds runtime/torch's sources)" >&2; exit 1; }
 lib=${1:?usage: torch_cuda.sh LIBTUTTI_DIR [NPROC] [-- check arguments]}; shift
 nproc=${1:-2}; [ $# -gt 0 ] && shift; [ "${1:-}" = -- ] && shift
 lib=$(cd "$lib" && pwd)

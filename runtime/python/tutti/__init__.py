@@ -65,15 +65,16 @@ def _op(op):
     if isinstance(op, str):
         name = _OPS.get(op.lower())
         if name is None:
-            raise Error_(f"unknown reduction {op!r}; use one of {', '.join(sorted(_OPS))} "
-                         "(or tutti.SUM, ...)")
+            raise _invalid_argument(f"unknown reduction {op!r}; use one of "
+                                    f"{', '.join(sorted(_OPS))} (or tutti.SUM, ...)")
         return getattr(ReduceOp, name)
     if isinstance(op, ReduceOp):
         return op
-    raise Error_(f"op must be a tutti.ReduceOp or a name like 'sum', not {type(op).__name__}")
+    raise _invalid_argument(f"op must be a tutti.ReduceOp or a name like 'sum', not "
+                            f"{type(op).__name__}")
 
 
-def Error_(message):
+def _invalid_argument(message):
     """A tutti.Error with code INVALID_ARGUMENT (the checks made here, before any rank is asked)."""
     error = Error(message)
     error.code = ErrorCode.INVALID_ARGUMENT
@@ -130,7 +131,8 @@ def _empty_like(x, shape):
         return np.empty(shape, dtype=x.dtype)
     _, dtype = _shape_dtype(x)
     if dtype is None:
-        raise Error_(f"cannot make an array like a {type(x).__name__} (it has no dtype); pass out=")
+        raise _invalid_argument(f"cannot make an array like a {type(x).__name__} (it has no "
+                                "dtype); pass out=")
     dtype = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))  # TensorFlow's DType names numpy's
     if dtype.name == "bfloat16":
         return _Bits(np.empty(shape, dtype=np.uint16), dtype)
@@ -362,9 +364,9 @@ class Communicator:
     def _blocks(self, x, name):
         shape, _ = _shape_dtype(x)
         if not shape or shape[0] != self.size:
-            raise Error_(f"{name} on rank {self.rank}: the input's first axis must hold one block "
-                         f"per rank ({self.size}), its shape is {shape}; reshape a flat array "
-                         f"with x.reshape({self.size}, -1)")
+            raise _invalid_argument(f"{name} on rank {self.rank}: the input's first axis must hold "
+                                    f"one block per rank ({self.size}), its shape is {shape}; "
+                                    f"reshape a flat array with x.reshape({self.size}, -1)")
         return shape
 
     def gather(self, x, root=0, *, out=None, timeout=None):
@@ -389,8 +391,8 @@ class Communicator:
             self._impl.scatter(_plain(x), _plain(target), root, _timeout(timeout))
             return self._result(target, returned, x)
         if out is None and x is None:
-            raise Error_(f"scatter on rank {self.rank}: give out= (the block to receive) or a "
-                         "template x of its shape and type")
+            raise _invalid_argument(f"scatter on rank {self.rank}: give out= (the block to "
+                                    "receive) or a template x of its shape and type")
         if out is not None:
             self._impl.scatter(None, _plain(out), root, _timeout(timeout))
             return out

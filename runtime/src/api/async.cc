@@ -19,19 +19,10 @@ namespace tutti {
 namespace {
 
 engine::EngineSettings settings_from(const Options& o) {
-  engine::EngineSettings s;
-  s.cycle_time = o.cycle_time;
-  s.fusion_threshold = o.fusion_threshold;
-  s.cache_capacity = o.cache_capacity;
-  s.stall_warning = o.stall_warning;
-  s.stall_timeout = o.stall_timeout;
-  s.shutdown_timeout = o.timeout;
+  engine::EngineSettings s{.options = o, .shutdown_timeout = o.timeout};
   // An idle rank must enter a cycle well within the collective timeout that its peers' cycle
   // collective waits for it.
   s.heartbeat = std::min(std::chrono::milliseconds(1000), o.timeout / 4);
-  s.autotune = o.autotune;
-  s.autotune_file = o.autotune_file;
-  s.autotune_window = o.autotune_window;
   return s;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/parse.hpp"
 #include "core/slurm_lists.hpp"
 #include "net/socket.hpp"
@@ -317,6 +318,16 @@ std::string default_host_id() {
   return id;
 }
 
+// TUTTI_* variables the settings table lacks: a typo's warning names the setting meant.
+void warn_unknown_variables() {
+  for (const auto& [name, near] : env::unknown_variables()) {
+    if (!near.empty())
+      log::warn("{} is not a tutti setting and is ignored; did you mean {}?", name, near);
+    else
+      log::info("{} is not a tutti setting and is ignored (docs/ENVIRONMENT.md lists them)", name);
+  }
+}
+
 WorldInfo world_info_from_env() {
   // Init is where a bad TUTTI_* value must surface, not whenever something first reads it.
   env::check_all();
@@ -381,6 +392,8 @@ WorldInfo world_info_from_env() {
   } else {
     info.job_id = derive_job_id(info);
   }
+  // tuttirun names them before it starts any rank; without it, rank 0 does (once, not per rank).
+  if (!info.launcher_lifeline && info.rank == 0) warn_unknown_variables();
   return info;
 }
 

@@ -49,6 +49,11 @@ struct WorldInfo {
 // inconsistent values.
 WorldInfo world_info_from_env();
 
+// Logs each TUTTI_* variable of the environment that tutti does not read: a warning naming the
+// setting meant where one is near (TUTTI_ALOG: TUTTI_ALGO), else at info level (other tools'
+// variables share the prefix). world_info_from_env calls it on rank 0 when tuttirun did not.
+void warn_unknown_variables();
+
 // The default host identity: hostname plus the kernel boot id (so that two containers with the same
 // hostname on different machines never try shared memory with each other).
 std::string default_host_id();

@@ -9,19 +9,29 @@
 #include "reduce/reduce.hpp"
 
 namespace tutti::collectives {
+namespace {
+
+// Whether the call scales, once its prescale and postscale are checked: only a floating sum or
+// average can be scaled. kAvg's division then joins the postscale, so that it happens inside the
+// last reduce loop instead of in a pass of its own.
+bool take_scales(Context& ctx, DataType type, ReduceOp op) {
+  if (!ctx.scaled()) return false;
+  if (!is_floating(type) || (op != ReduceOp::kSum && op != ReduceOp::kAvg))
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "allreduce on rank {}: prescale {} / postscale {} need a floating type and "
+                     "sum or avg, not {} {}; scale integers yourself",
+                     ctx.rank, ctx.prescale, ctx.postscale, to_string(type), to_string(op));
+  if (op == ReduceOp::kAvg) ctx.postscale /= ctx.size;
+  return true;
+}
+
+}  // namespace
 
 void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, size_t count,
                DataType type, ReduceOp op) {
   const size_t bytes = check_buffers(ctx, "allreduce", send, recv, count, type);
   check_op(ctx, "allreduce", op, type);
-  const bool scaled = ctx.scaled();
-  if (scaled && (!is_floating(type) || (op != ReduceOp::kSum && op != ReduceOp::kAvg))) {
-    throw make_error(ErrorCode::kInvalidArgument,
-                     "allreduce on rank {}: prescale {} / postscale {} need a floating type and "
-                     "sum or avg, not {} {}; scale integers yourself",
-                     ctx.rank, ctx.prescale, ctx.postscale, to_string(type), to_string(op));
-  }
-  if (scaled && op == ReduceOp::kAvg) ctx.postscale /= ctx.size;
+  const bool scaled = take_scales(ctx, type, op);
   bound_segment(ctx, bytes);
   // A count of 0 still meets the peers (an empty barrier under this call's signature), so a rank
   // that passed 0 while the others passed more fails with kMismatch instead of leaving them
@@ -118,13 +128,7 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
     return run;
   }
   check_op(ctx, "allreduce", op, type);
-  const bool scaled = ctx.scaled();
-  if (scaled && (!is_floating(type) || (op != ReduceOp::kSum && op != ReduceOp::kAvg)))
-    throw make_error(ErrorCode::kInvalidArgument,
-                     "allreduce on rank {}: prescale {} / postscale {} need a floating type and "
-                     "sum or avg, not {} {}",
-                     ctx.rank, ctx.prescale, ctx.postscale, to_string(type), to_string(op));
-  if (scaled && op == ReduceOp::kAvg) ctx.postscale /= ctx.size;
+  const bool scaled = take_scales(ctx, type, op);
   bound_segment(ctx, bytes);
   ctx.transport.set_call_algorithm(static_cast<uint8_t>(algorithm));
   const ReduceOp reduce_op = op == ReduceOp::kAvg ? ReduceOp::kSum : op;

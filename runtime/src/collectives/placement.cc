@@ -4,6 +4,7 @@
 
 #include "collectives/selection_cache.hpp"
 #include "collectives/settings.hpp"
+#include "core/env.hpp"
 
 namespace tutti::collectives {
 
@@ -33,12 +34,13 @@ Placement placement_of(const Context& ctx) {
   for (int peer = 0; peer < ctx.size && !any_tcp; ++peer)
     any_tcp = peer != ctx.rank && (ctx.transport.channel(peer).kind() == "tcp" ||
                                    ctx.transport.channel(peer).kind() == "mpi");
-  const std::string& transport = settings_of(ctx).transport;
+  const TransportKind transport = settings_of(ctx).options.transport;
   p.flat = any_tcp ? Link::kTcp : Link::kShm;
   // From the setting, not from this rank's channels: a rank alone on its host has no local
   // channel to look at, and every rank must price the same way.
-  p.local = transport == "tcp" || transport == "mpi" ? Link::kTcp : Link::kShm;
-  p.transport = transport;
+  p.local = transport == TransportKind::kTcp || transport == TransportKind::kMpi ? Link::kTcp
+                                                                                 : Link::kShm;
+  p.transport = env::choice_name("TUTTI_TRANSPORT", static_cast<int>(transport));
   p.cpu_share = ctx.cpu_share.ranks;
   p.leaders_cpu_share = ctx.cpu_share.leaders;
   return p;
@@ -66,7 +68,7 @@ size_t ring_slab_bytes(const Context& ctx) {
   constexpr size_t kSegmentsPerSlab = 16;
   // Measured only for 2 ranks: at 3 and 4 ranks on 2 vCPUs slabs of 4-8 MiB changed a 64 MiB
   // call by -2% to +7%, and those rings grow their segments instead (ring_segment_bytes).
-  if (ctx.size != 2 || settings_of(ctx).transport == "mpi") return 0;
+  if (ctx.size != 2 || settings_of(ctx).options.transport == TransportKind::kMpi) return 0;
   Placement scratch;
   return known_placement(ctx, scratch).flat == Link::kTcp ? kSegmentsPerSlab * ctx.segment_bytes
                                                           : 0;
@@ -79,7 +81,7 @@ size_t ring_segment_bytes(const Context& ctx, size_t block_bytes) {
   if (ctx.size <= 2) return ctx.segment_bytes;
   const size_t grown = std::min(ctx.tcp_segment_max_bytes, block_bytes / kSegmentsPerBlock);
   if (grown <= ctx.segment_bytes) return ctx.segment_bytes;
-  if (settings_of(ctx).transport == "mpi") return ctx.segment_bytes;
+  if (settings_of(ctx).options.transport == TransportKind::kMpi) return ctx.segment_bytes;
   Placement scratch;
   return known_placement(ctx, scratch).flat == Link::kTcp ? grown : ctx.segment_bytes;
 }

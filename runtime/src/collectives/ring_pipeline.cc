@@ -17,8 +17,9 @@
 namespace tutti::collectives {
 namespace {
 
-// Receives posted ahead of the one being reduced. Two is the minimum for overlap; four hides the
-// jitter of a busy peer without holding much scratch.
+// Receives posted ahead of the one being reduced: at most sixteen (two is the minimum for
+// overlap). More in flight hide a busy peer's jitter; their scratch stays within kStagingBudget,
+// since window_for shrinks the window for large segments.
 constexpr size_t kWindow = 16;
 // Segments of step 0 sent before anything arrived from the previous rank. Two keep the link busy
 // while the first incoming segment travels; more only land in a late peer's stash (a copy each):

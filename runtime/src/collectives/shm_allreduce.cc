@@ -58,7 +58,7 @@ struct ShmState {
 ShmState& state_of(transport::LocalWindow& window, const Settings& settings) {
   auto& slot = window.collective_state();
   if (!slot) {
-    const std::string& m = settings.shm_stores;
+    const std::string& m = settings.options.shm_stores;
     const auto mode = m == "cached"      ? ShmStoreTuner::Mode::kCached
                       : m == "streaming" ? ShmStoreTuner::Mode::kStreaming
                                          : ShmStoreTuner::Mode::kAuto;

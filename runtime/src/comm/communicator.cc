@@ -19,12 +19,6 @@ static_assert(static_cast<int>(Algorithm::kHalvingDoubling) ==
               static_cast<int>(collectives::Algorithm::kHalvingDoubling));
 static_assert(static_cast<int>(Algorithm::kHierarchical) ==
               static_cast<int>(collectives::Algorithm::kHierarchical));
-static_assert(static_cast<int>(TransportKind::kTcp) ==
-              static_cast<int>(transport::TransportChoice::kTcp));
-static_assert(static_cast<int>(TransportKind::kShm) ==
-              static_cast<int>(transport::TransportChoice::kShm));
-static_assert(static_cast<int>(TransportKind::kMpi) ==
-              static_cast<int>(transport::TransportChoice::kMpi));
 
 transport::CallSignature signature(transport::CallKind kind, size_t count, DataType type, int op,
                                    int root) {
@@ -87,11 +81,7 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   }
   c->transport_ = job->fabric->make_transport(context, c->members_, rank);
   auto settings = std::make_shared<collectives::Settings>();
-  settings->transport = options.transport == TransportKind::kTcp   ? "tcp"
-                        : options.transport == TransportKind::kShm ? "shm"
-                        : options.transport == TransportKind::kMpi ? "mpi"
-                                                                   : "auto";
-  settings->shm_stores = options.shm_stores;
+  settings->options = options;
   settings->model = std::make_shared<const collectives::CostModel>(
       collectives::CostModel::configured(options.segment_bytes, options.tune_file));
   c->settings_ = std::move(settings);
@@ -103,11 +93,8 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   // Store keys and /dev/shm names of the window are the communicator's own.
   mesh.job_id = context == 0 ? job->job_id : fmt::format("{}-c{}", job->job_id, context);
   mesh.job_token = job->job_token;
-  mesh.choice = static_cast<transport::TransportChoice>(options.transport);
-  mesh.shm_window_bytes = options.shm_window_bytes;
-  mesh.shm_window_budget = options.shm_window_budget;
+  mesh.options = options;
   mesh.shm_window_required = context == 0;
-  mesh.shm_spin_rounds = options.shm_spin_rounds;
   if (context == 0) {
     transport::attach_local_window(mesh, *c->transport_, *job->store, deadline);
   } else {

@@ -218,16 +218,7 @@ std::shared_ptr<Job> meet(std::shared_ptr<Job> job, const Joining& j, const Opti
   mesh.job_id = job->job_id;
   mesh.job_token = j.job_token;
   mesh.listen_address = listen_address(options, j);
-  mesh.choice = static_cast<transport::TransportChoice>(options.transport);
-  mesh.shm_ring_bytes = options.shm_ring_bytes;
-  mesh.shm_ring_budget = options.shm_ring_budget;
-  mesh.shm_window_bytes = options.shm_window_bytes;
-  mesh.shm_window_budget = options.shm_window_budget;
-  mesh.shm_spin_rounds = options.shm_spin_rounds;
-  mesh.tcp_streams = options.tcp_streams;
-  mesh.tcp_buffer_bytes = options.tcp_buffer_bytes;
-  mesh.tcp_congestion = options.tcp_congestion;
-  mesh.mpi_message_bytes = options.mpi_message_bytes;
+  mesh.options = options;
   mesh.mpi = job->mpi;
   job->fabric = transport::connect_fabric(mesh, store, deadline);
   return job;

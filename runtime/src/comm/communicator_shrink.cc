@@ -13,10 +13,11 @@
 // A rank alive but late (it reaches shrink after the list was written) is not a member: its shrink
 // fails naming the members, and the members never wait for it again.
 #include <algorithm>
-#include <charconv>
+#include <optional>
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
+#include "core/id_list.hpp"
 #include "core/log.hpp"
 
 namespace tutti::comm {
@@ -27,27 +28,12 @@ constexpr std::chrono::milliseconds kShrinkSlice{20};
 // How long a caller that decided at the deadline waits for the decider's list.
 constexpr std::chrono::seconds kDecisionGrace{5};
 
-std::string list(std::span<const int> ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size(); ++i) out += fmt::format("{}{}", i ? "," : "", ranks[i]);
-  return out;
-}
-
 // The member list as the decider wrote it: ascending ranks below `size`. Anything else (another
 // program's value under our key) gives an empty list.
-std::vector<int> parse_list(std::string_view text, int size) {
-  std::vector<int> out;
-  for (size_t at = 0; at < text.size();) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    int value = -1;
-    const auto [end, error] = std::from_chars(text.data() + at, text.data() + comma, value);
-    if (error != std::errc() || end != text.data() + comma || value < 0 || value >= size ||
-        (!out.empty() && value <= out.back()))
-      return {};
-    out.push_back(value);
-    at = comma + 1;
-  }
-  return out;
+std::vector<int> parse_members(std::string_view text, int size) {
+  std::optional<std::vector<int>> ranks = parse_ids(text, size);
+  if (!ranks || !std::is_sorted(ranks->begin(), ranks->end())) return {};
+  return std::move(*ranks);
 }
 
 }  // namespace
@@ -110,9 +96,9 @@ std::shared_ptr<Communicator> Communicator::shrink() {
             log::warn(
                 "rank {}: shrink goes on without rank(s) {}, which neither called shrink nor "
                 "were seen to die within {} ms",
-                rank_, list(late), options_.init_timeout.count());
+                rank_, format_ids(late), options_.init_timeout.count());
           }
-          store.set(members_key, list(chosen));
+          store.set(members_key, format_ids(chosen));
         }
         break;
       }
@@ -126,7 +112,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
     // ends (a decision at the deadline still gets a moment to be written).
     const std::string text =
         store.get(members_key, deadline.expired() ? Deadline::after(kDecisionGrace) : deadline);
-    members = parse_list(text, size_);
+    members = parse_members(text, size_);
     if (members.empty())
       throw make_error(ErrorCode::kConfig,
                        "rank {}: store key '{}' holds '{}', not a list of ranks; another program "
@@ -138,7 +124,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
                      "shrink on rank {}: the survivors agreed on ranks {} without this rank (it "
                      "reached shrink after they had waited {} ms, the init timeout); it is no "
                      "member of the shrunk communicator",
-                     rank_, list(members), options_.init_timeout.count());
+                     rank_, format_ids(members), options_.init_timeout.count());
 
   // The new context id: the lowest member draws it, the others read it (watching that it lives).
   // A deadline of its own: the agreement may have used all of the first one (a late rank).
@@ -176,7 +162,7 @@ std::shared_ptr<Communicator> Communicator::shrink() {
   for (int r : members) fabric_ranks.push_back(members_[r]);
   auto made = make(job_, context, std::move(fabric_ranks), options_, setup);
   log::info("rank {}: shrink #{}: {} of {} ranks go on (ranks {} here), as rank {}", rank_, nth,
-            members.size(), size_, list(members), made->rank());
+            members.size(), size_, format_ids(members), made->rank());
   return made;
 }
 

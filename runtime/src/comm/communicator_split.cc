@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <charconv>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
+#include "core/id_list.hpp"
 #include "core/log.hpp"
 
 namespace tutti::comm {
@@ -15,12 +17,6 @@ namespace {
 
 // How often a wait on the store for other members looks at them (aborts, deaths).
 constexpr std::chrono::milliseconds kStoreWatchSlice{100};
-
-std::string list(std::span<const int> ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size(); ++i) out += fmt::format("{}{}", i ? "," : "", ranks[i]);
-  return out;
-}
 
 }  // namespace
 
@@ -139,8 +135,8 @@ void Communicator::agree_on_group_order(const std::string& purpose, std::span<co
   bootstrap::Store& store = *job_->store;
   const Deadline deadline = Deadline::after(options_.init_timeout);
   const std::string base = fmt::format("{}/c{}/{}/order/", job_->job_id, context_, purpose);
-  const std::string mine = list(listed);
-  const std::string set_text = list(set);
+  const std::string mine = format_ids(listed);
+  const std::string set_text = format_ids(set);
   // Which group call each rank is in ("<set> <nth> waiting|done|failed"), so that members that list
   // different sets of ranks, each waiting for the other under its own set's keys, see it and fail
   // at once naming both lists instead of both timing out.
@@ -172,16 +168,11 @@ void Communicator::agree_on_group_order(const std::string& purpose, std::span<co
       uint64_t their_nth = 0;
       std::from_chars(value.data() + first + 1, value.data() + second, their_nth);
       if (value.substr(second + 1) != "waiting" || theirs == set_text) continue;
-      std::vector<int> their_set;
-      for (size_t at = 0; at < theirs.size();) {
-        const size_t comma = std::min(theirs.find(',', at), theirs.size());
-        int member = -1;
-        std::from_chars(theirs.data() + at, theirs.data() + comma, member);
-        their_set.push_back(member);
-        at = comma + 1;
-      }
-      if (std::find(their_set.begin(), their_set.end(), rank_) == their_set.end()) continue;
-      const auto made = groups_.find(their_set);
+      // Not a set of ranks (another program wrote under our key): no disagreement to report.
+      const std::optional<std::vector<int>> their_set = parse_ids(theirs);
+      if (!their_set || std::find(their_set->begin(), their_set->end(), rank_) == their_set->end())
+        continue;
+      const auto made = groups_.find(*their_set);
       if (made != groups_.end() && made->second >= their_nth) continue;  // a call already made
       throw make_error(ErrorCode::kInvalidArgument,
                        "group on rank {}: rank {} called group with the ranks {} while this rank "
@@ -255,7 +246,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
     throw make_error(ErrorCode::kInvalidArgument,
                      "group on rank {}: this rank is not among the listed ranks ({}); only the "
                      "listed ranks may call group",
-                     rank_, list(ranks));
+                     rank_, format_ids(ranks));
   // group() is collective over the listed ranks only, so its namespace comes from what they all
   // know: the set of ranks and how often they have grouped it. The order (which gives the new
   // ranks) must agree too: every member publishes its list under the set's key and reads the
@@ -269,7 +260,7 @@ std::shared_ptr<Communicator> Communicator::group(std::span<const int> ranks) {
     // one thread at a time, like its calls.
     ExclusiveCall exclusive(busy_, rank_, "group", [&] { abort_for_second_thread("group"); });
     const uint64_t nth = ++groups_[sorted];
-    purpose = fmt::format("group/{}/{}", list(sorted), nth);
+    purpose = fmt::format("group/{}/{}", format_ids(sorted), nth);
     agree_on_group_order(purpose, sorted, listed);
   } catch (const Error&) {
     // An abort() from another thread while this rank waited: tell the peers now (an abort that

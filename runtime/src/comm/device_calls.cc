@@ -88,8 +88,7 @@ collectives::DeviceCall Communicator::device_call(const CallOptions& call) {
   d.caller_stream = call.stream;
   d.prescale = call.prescale;
   d.postscale = call.postscale;
-  d.path = options_.device_allreduce;
-  d.chunk_bytes = options_.device_chunk_bytes;
+  d.options = &options_;
   d.check_interrupt = [] { CallScope::check(); };
   return d;
 }

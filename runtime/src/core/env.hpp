@@ -4,11 +4,17 @@
 // and the range (through core/parse.hpp).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tutti/options.hpp"
 
 namespace tutti::env {
 
@@ -17,6 +23,15 @@ enum class Kind { kString, kInt, kSeconds, kBytes, kChoice, kBool };
 // The most ranks a world may have: far beyond any job tutti is meant for, small enough that rank
 // arithmetic never overflows an int.
 inline constexpr int64_t kMaxRanks = int64_t{1} << 20;
+
+// The Options member a variable sets (the public struct's fields have no initializers: this table
+// gives their defaults too). A kChoice variable bound to an enum sets the enum whose value is the
+// choice's index in `choices`; one bound to a string keeps the (lower-cased) name.
+using Field = std::variant<std::monostate, size_t Options::*, int Options::*, bool Options::*,
+                           std::string Options::*, std::optional<int> Options::*,
+                           std::chrono::seconds Options::*, std::chrono::milliseconds Options::*,
+                           std::chrono::microseconds Options::*, Algorithm Options::*,
+                           TransportKind Options::*, DeviceAllreduce Options::*>;
 
 struct Variable {
   std::string_view name;
@@ -27,6 +42,10 @@ struct Variable {
   // Allowed values of kInt, kBytes and kSeconds (inclusive); every numeric variable has one.
   double min = 0;
   double max = 0;
+  // The communicator setting it is (Options::from_env fills it); none for what is not one (the
+  // launcher's rank variables, the log level, the elastic loop's).
+  Field field = {};
+  std::string_view field_name = {};  // the member's name, for messages and tests
 };
 
 std::span<const Variable> all();
@@ -47,6 +66,8 @@ double get_seconds(std::string_view name);
 uint64_t get_bytes(std::string_view name);  // accepts 4096, 64K, 1M, 2G (powers of 1024)
 bool get_bool(std::string_view name);       // 1/0, true/false, yes/no, on/off
 std::string get_choice(std::string_view name);
+// The name of choice `index` of a kChoice variable (an enum's value: TransportKind::kShm is "shm").
+std::string_view choice_name(std::string_view name, int index);
 
 // Reads every registered variable that is set, so that init fails on a bad value (a typo in
 // TUTTI_LOG_LEVEL, a TUTTI_TCP_STREAMS out of range) even when nothing else would read it yet.
@@ -57,7 +78,20 @@ void check_all();
 uint64_t parse_bytes(std::string_view text, std::string_view what);
 double parse_seconds(std::string_view text, std::string_view what);
 
-// The README's env table, generated from the registry (tests check the README matches).
+// The docs' env table, generated from the registry (tests check docs/ENVIRONMENT.md matches).
 std::string markdown_table();
+
+// Sets every Options field the registry binds: from its variable where that is set and
+// `from_environment`, else from the registry's default. Error(kConfig) on a bad value.
+void fill(Options& options, bool from_environment);
+
+// The registered name nearest to `name` (a TUTTI_* variable the registry lacks: a typo), or ""
+// when none is close enough to be the one meant.
+std::string nearest(std::string_view name);
+
+// Every TUTTI_* variable of the process environment the registry lacks, each with its nearest
+// registered name ("" when none is near). Variables other tools own under the prefix (tuttirun's
+// own, the tests') are the caller's to skip.
+std::vector<std::pair<std::string, std::string>> unknown_variables();
 
 }  // namespace tutti::env

@@ -16,7 +16,7 @@ namespace {
 // A cached name that waited this long for its bit announces itself, so that the stall inspector
 // sees which ranks it waits for (bits say only "not everyone").
 Clock::duration cached_patience(const EngineSettings& s) {
-  return std::min<Clock::duration>(std::chrono::seconds(1), s.stall_warning / 2);
+  return std::min<Clock::duration>(std::chrono::seconds(1), s.options.stall_warning / 2);
 }
 
 double seconds(Clock::duration d) {
@@ -60,8 +60,8 @@ void Engine::classify(Announcements& out, std::vector<uint64_t>& bits) {
 
 void Engine::inspect_stalls(Announcements& out) {
   const Clock::time_point now = Clock::now();
-  const auto warning = Clock::duration(settings_.stall_warning);
-  const auto timeout = Clock::duration(settings_.stall_timeout);
+  const auto warning = Clock::duration(settings_.options.stall_warning);
+  const auto timeout = Clock::duration(settings_.options.stall_timeout);
   const auto first = timeout.count() > 0 ? std::min(warning, timeout) : warning;
   std::unordered_map<std::string, Clock::time_point> still;
   for (const Stall& s : negotiation_.stalls(now, first)) {
@@ -209,9 +209,9 @@ void Engine::autotune_after(const std::vector<Response>& responses) {
   pending_tune_ = choice;
   if (!tuner_->done()) return;
   log::info("{}: autotune chose {}", label_, tuner_->summary());
-  if (!settings_.autotune_file.empty()) {
+  if (!settings_.options.autotune_file.empty()) {
     try {
-      Autotuner::write(settings_.autotune_file, tuner_->best(), tuner_->summary());
+      Autotuner::write(settings_.options.autotune_file, tuner_->best(), tuner_->summary());
     } catch (const Error& e) {
       log::warn("{}: {}", label_, e.what());
     }

@@ -94,21 +94,22 @@ Engine::Engine(std::shared_ptr<comm::Communicator> comm, EngineSettings settings
       label_(std::move(label)),
       rank_(comm_->rank()),
       size_(comm_->size()),
-      negotiation_(rank_, size_, settings.cache_capacity, label_),
-      fusion_threshold_(settings.fusion_threshold),
-      cycle_time_(settings.cycle_time) {
+      negotiation_(rank_, size_, settings.options.cache_capacity, label_),
+      fusion_threshold_(settings.options.fusion_threshold),
+      cycle_time_(settings.options.cycle_time) {
   check_settings_agree();
   if (rank_ == 0) {
-    const Autotuner::Choice start{settings_.fusion_threshold,
-                                  static_cast<uint64_t>(settings_.cycle_time.count())};
+    const Autotuner::Choice start{settings_.options.fusion_threshold,
+                                  static_cast<uint64_t>(settings_.options.cycle_time.count())};
     std::optional<Autotuner::Choice> saved;
-    if (!settings_.autotune_file.empty()) saved = Autotuner::read(settings_.autotune_file);
+    if (!settings_.options.autotune_file.empty())
+      saved = Autotuner::read(settings_.options.autotune_file);
     if (saved) {
       pending_tune_ = saved;
       log::info("{}: fusion threshold {} and cycle time {} us from {}", label_,
-                saved->fusion_threshold, saved->cycle_time_us, settings_.autotune_file);
-    } else if (settings_.autotune) {
-      tuner_ = std::make_unique<Autotuner>(start, settings_.autotune_window);
+                saved->fusion_threshold, saved->cycle_time_us, settings_.options.autotune_file);
+    } else if (settings_.options.autotune) {
+      tuner_ = std::make_unique<Autotuner>(start, settings_.options.autotune_window);
     }
   }
   thread_ = std::thread([this] { loop(); });
@@ -118,8 +119,8 @@ Engine::Engine(std::shared_ptr<comm::Communicator> comm, EngineSettings settings
 // pair two different tensors), and different fusion thresholds would pack different batches: both
 // must be the same on every rank, so the first asynchronous call checks them.
 void Engine::check_settings_agree() {
-  const int64_t mine[2] = {static_cast<int64_t>(settings_.cache_capacity),
-                           static_cast<int64_t>(settings_.fusion_threshold)};
+  const int64_t mine[2] = {static_cast<int64_t>(settings_.options.cache_capacity),
+                           static_cast<int64_t>(settings_.options.fusion_threshold)};
   int64_t lo[2], hi[2];
   comm_->allreduce(mine, lo, 2, DataType::kInt64, ReduceOp::kMin);
   comm_->allreduce(mine, hi, 2, DataType::kInt64, ReduceOp::kMax);
@@ -153,8 +154,8 @@ Engine::~Engine() {
 std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
   check_request(request, size_);
   auto handle = std::make_shared<HandleState>();
-  handle->wait_limit =
-      2 * (Clock::duration(settings_.stall_timeout) + Clock::duration(comm_->options().timeout));
+  handle->wait_limit = 2 * (Clock::duration(settings_.options.stall_timeout) +
+                            Clock::duration(comm_->options().timeout));
   handle->runner = weak_from_this();
   bool wake = false;
   bool pace_news = false;

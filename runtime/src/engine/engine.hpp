@@ -38,6 +38,7 @@
 #include "engine/negotiation.hpp"
 #include "engine/operation.hpp"
 #include "tutti/error.hpp"
+#include "tutti/options.hpp"
 
 namespace tutti::comm {
 class Communicator;
@@ -45,17 +46,12 @@ class Communicator;
 
 namespace tutti::engine {
 
+// The engine's communicator's Options (cycle time, fusion threshold, cache, stall deadlines,
+// autotune) and the two deadlines derived from them.
 struct EngineSettings {
-  std::chrono::microseconds cycle_time{1000};
-  size_t fusion_threshold = size_t{64} << 20;  // 0: no fusion
-  size_t cache_capacity = 1024;                // 0: no response cache
-  std::chrono::milliseconds stall_warning{60'000};
-  std::chrono::milliseconds stall_timeout{600'000};  // 0: never
+  Options options;
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds shutdown_timeout{600'000};
-  bool autotune = false;
-  std::string autotune_file;  // written when tuning ends; read at start when it exists
-  std::chrono::milliseconds autotune_window{500};
 };
 
 struct EnqueueRequest {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/cpu_relax.hpp"
 #include "core/error.hpp"
 #include "transport/transport.hpp"
 
@@ -40,14 +41,6 @@ size_t round_up(size_t n, size_t to) {
 
 size_t flags_bytes(int size) {
   return round_up(static_cast<size_t>(size) * (LocalWindow::kFlags + 1) * kFlagStride, kPage);
-}
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
 }
 
 }  // namespace

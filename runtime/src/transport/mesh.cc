@@ -23,7 +23,7 @@ void validate(const MeshConfig& c) {
                      c.host_ids.size(), c.size);
   if (c.job_id.empty())
     throw make_error(ErrorCode::kInternal, "rank {}: connect_mesh needs a job id", c.rank);
-  if (c.choice == TransportChoice::kShm) {
+  if (c.options.transport == TransportKind::kShm) {
     for (int r = 0; r < c.size; ++r)
       if (c.host_ids[r] != c.host_ids[c.rank])
         throw make_error(ErrorCode::kConfig,
@@ -37,7 +37,7 @@ void validate(const MeshConfig& c) {
 constexpr size_t kMinWindowBytes = 64 << 10;
 
 size_t window_bytes(const MeshConfig& c) {
-  size_t bytes = c.shm_window_bytes;
+  size_t bytes = c.options.shm_window_bytes;
   if (bytes != 0 && bytes < kMinWindowBytes)
     throw make_error(
         ErrorCode::kConfig,
@@ -56,15 +56,15 @@ std::string why_no_window(const MeshConfig& c, size_t bytes, size_t area) {
           "rank {} (host {}) reaches rank {} (host {}) over {}, so not all ranks "
           "share memory (TUTTI_TRANSPORT={})",
           c.rank, c.host_ids[c.rank], r, c.host_ids[r],
-          c.choice == TransportChoice::kMpi ? "mpi" : "tcp",
-          c.choice == TransportChoice::kTcp   ? "tcp"
-          : c.choice == TransportChoice::kMpi ? "mpi"
-                                              : "auto");
+          c.options.transport == TransportKind::kMpi ? "mpi" : "tcp",
+          c.options.transport == TransportKind::kTcp   ? "tcp"
+          : c.options.transport == TransportKind::kMpi ? "mpi"
+                                                       : "auto");
   if (bytes == 0) return "TUTTI_SHM_WINDOW_BYTES=0 turned the shared-memory window off";
   if (area < kMinWindowBytes)
     return fmt::format(
         "TUTTI_SHM_WINDOW_BUDGET={} leaves each of {} ranks {} of window, below the {} minimum",
-        parse::bytes_text(c.shm_window_budget), c.size, parse::bytes_text(area),
+        parse::bytes_text(c.options.shm_window_budget), c.size, parse::bytes_text(area),
         parse::bytes_text(kMinWindowBytes));
   return {};
 }
@@ -75,7 +75,7 @@ std::shared_ptr<Fabric> connect_fabric(const MeshConfig& config, bootstrap::Stor
                                        Deadline deadline) {
   validate(config);
   (void)window_bytes(config);  // a bad setting fails before anything is published
-  if (config.choice == TransportChoice::kMpi)
+  if (config.options.transport == TransportKind::kMpi)
     return std::make_shared<Fabric>(config.rank, connect_mpi_links(config));
   MeshContext context{config, store, deadline};
   std::vector<int> tcp_peers, shm_peers, all_peers;
@@ -109,14 +109,14 @@ std::shared_ptr<Fabric> connect_fabric(const MeshConfig& config, bootstrap::Stor
 void attach_local_window(const MeshConfig& config, Transport& transport, bootstrap::Store& store,
                          Deadline deadline) {
   const size_t bytes = window_bytes(config);
-  const size_t area = window_area_for(config.size, bytes, config.shm_window_budget);
+  const size_t area = window_area_for(config.size, bytes, config.options.shm_window_budget);
   std::string no_window = why_no_window(config, bytes, area);
   if (!no_window.empty()) {
     transport.set_local_window(nullptr, no_window);
     return;
   }
   MeshContext context{config, store, deadline};
-  const int spin = config.shm_spin_rounds.value_or(default_spin_rounds(config.size));
+  const int spin = config.options.shm_spin_rounds.value_or(default_spin_rounds(config.size));
   auto window = connect_local_window(context, transport, area, spin, no_window);
   transport.set_local_window(std::move(window), no_window);
 }

@@ -14,11 +14,12 @@
 #include "core/deadline.hpp"
 #include "transport/fabric.hpp"
 #include "transport/transport.hpp"
+#include "tutti/options.hpp"
 
 namespace tutti::transport {
 
-enum class TransportChoice { kAuto, kTcp, kShm, kMpi };
-
+// One communicator's mesh: who it is, and its Options (which transport, the buffer sizes, the
+// TCP streams; the settings table's defaults unless the communicator's options say otherwise).
 struct MeshConfig {
   int rank = 0;
   int size = 1;
@@ -26,27 +27,12 @@ struct MeshConfig {
   std::string job_id;                 // namespaces store keys and shm segment names
   std::string job_token;
   std::string listen_address;  // address this rank's TCP listener binds and advertises
-  TransportChoice choice = TransportChoice::kAuto;
-  size_t shm_ring_bytes = 1 << 20;
-  // Most bytes of receive rings one rank owns, shared among its local peers (shm/shm_sizing.hpp).
-  size_t shm_ring_budget = 8 << 20;
-  // Bytes per rank of the shared-memory window built when all ranks share a host; 0 builds none.
-  size_t shm_window_bytes = 4 << 20;
-  // Most bytes of all the ranks' areas of one window together.
-  size_t shm_window_budget = 256 << 20;
+  Options options;
   // A window that does not fit in /dev/shm is an error when required (a world's: the job needs
   // it from the start), a warning and no window otherwise (a split's, made in the middle of a job).
   bool shm_window_required = true;
-  // Busy-wait rounds of a window wait before it yields. Unset: default_spin_rounds()
-  // (shm/shm_window.hpp).
-  std::optional<int> shm_spin_rounds;
-  int tcp_streams = 1;                  // connections per pair of ranks
-  size_t tcp_buffer_bytes = 4 << 20;    // socket buffers; 0 leaves the kernel's autotuning on
-  std::string tcp_congestion = "auto";  // auto|system|<algorithm> (net/congestion.hpp)
-  // The MPI world (MPI bootstrap) for choice kMpi: every link goes over MPI point-to-point.
+  // The MPI world (MPI bootstrap) for transport kMpi: every link goes over MPI point-to-point.
   std::shared_ptr<bootstrap::MpiSession> mpi;
-  // Largest MPI message of the MPI transport; larger payloads are cut (mpi/mpi_links.cc).
-  size_t mpi_message_bytes = 60 << 10;
 };
 
 // The links of this rank to every other (fabric.hpp), nothing more: no window.

@@ -10,13 +10,13 @@
 namespace tutti::transport {
 
 bool uses_shm(const MeshConfig& config, int a, int b) {
-  switch (config.choice) {
-    case TransportChoice::kShm:
+  switch (config.options.transport) {
+    case TransportKind::kShm:
       return true;
-    case TransportChoice::kTcp:
-    case TransportChoice::kMpi:
+    case TransportKind::kTcp:
+    case TransportKind::kMpi:
       return false;
-    case TransportChoice::kAuto:
+    case TransportKind::kAuto:
       return config.host_ids[a] == config.host_ids[b];
   }
   return false;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 
+#include "core/cpu_relax.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -37,14 +38,6 @@ constexpr long kSharedLinkMaxSleepNs = 1'000'000;
 constexpr long kInterruptCheckNs = 20'000'000;
 // How long a transport that sent abort notices keeps its connections open at the end.
 constexpr auto kAbortLinger = std::chrono::milliseconds(250);
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
 
 bool all_complete(std::span<const Request> requests) {
   return std::all_of(requests.begin(), requests.end(),

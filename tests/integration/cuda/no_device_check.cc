@@ -10,16 +10,13 @@
 #include <vector>
 
 #include "device/device_api.hpp"
+#include "integration/support/check_report.hpp"
 #include "tutti/error.hpp"
 
 namespace {
 
-int failures = 0;
-
-void fail(const std::string& what) {
-  std::printf("FAIL: %s\n", what.c_str());
-  ++failures;
-}
+using tutti::testing::fail;
+using tutti::testing::g_failures;
 
 // `call` must throw Error(code) whose message contains every one of `words`.
 void expect_error(std::string_view name, tutti::ErrorCode code,
@@ -125,7 +122,7 @@ int main() {
   std::printf("nccl_init failed after %.2f s\n", seconds);
   if (seconds > 10) fail("nccl_init took more than 10 s to fail");
 
-  if (failures > 0) return 1;
+  if (g_failures > 0) return 1;
   std::printf("no device OK\n");
   return 0;
 }

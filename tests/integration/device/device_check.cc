@@ -38,6 +38,7 @@
 #include "comm/communicator.hpp"
 #include "device/device_api.hpp"
 #include "host_device_api.hpp"
+#include "integration/support/check_report.hpp"
 #include "reduce/half.hpp"
 #include "tutti/tutti.hpp"
 
@@ -46,22 +47,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using tutti::DataType;
 using tutti::ReduceOp;
+using tutti::testing::fail;
+using tutti::testing::g_failures;
+using tutti::testing::g_rank;
 using tutti::testing::HostDeviceApi;
+using tutti::testing::ok;
 
-int g_rank = 0;
-int g_failures = 0;
 int g_device = 0;  // this rank's device: its local rank modulo the stand-in's devices
-
-void fail(const std::string& what) {
-  std::printf("FAIL: rank %d: %s\n", g_rank, what.c_str());
-  std::fflush(stdout);
-  ++g_failures;
-}
-
-void ok(const std::string& what) {
-  if (g_rank == 0) std::printf("ok: %s\n", what.c_str());
-  std::fflush(stdout);
-}
 
 // memcpy's pointers must be valid even for 0 bytes, and an empty vector's data() may be null.
 void copy_bytes(void* to, const void* from, size_t bytes) {

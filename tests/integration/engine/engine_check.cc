@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "integration/support/check_report.hpp"
 #include "tutti/tutti.hpp"
 
 namespace {
@@ -42,10 +43,12 @@ namespace {
 using tutti::DataType;
 using tutti::ReduceOp;
 using Clock = std::chrono::steady_clock;
+using tutti::testing::fail;
+using tutti::testing::g_failures;
+using tutti::testing::g_rank;
+using tutti::testing::ok;
 
-int g_rank = -1;
 int g_size = 0;
-std::atomic<int> g_failures{0};
 bool g_unbounded_waits = false;
 
 // Handle::wait, with this scenario's limit or (--unbounded-waits) none.
@@ -56,15 +59,6 @@ void await(const tutti::Handle& h, int limit_seconds) {
     h.wait(std::chrono::seconds(limit_seconds));
 }
 
-void fail(const std::string& what) {
-  std::printf("FAIL: rank %d: %s\n", g_rank, what.c_str());
-  std::fflush(stdout);
-  ++g_failures;
-}
-void ok(const std::string& what) {
-  if (g_rank == 0) std::printf("ok: %s\n", what.c_str());
-  std::fflush(stdout);
-}
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }

@@ -219,9 +219,27 @@ case "$CASE" in
     [ ! -e "$WORK/ran.0" ] || fail "a rank ran with a bad TUTTI_LOG_LEVEL"
     TUTTI_LOG_LEVEL=DEBUG run -np 1 -- true
     expect_rc 0
+    # Every setting the ranks would read is checked the same way: a bad TUTTI_ALGO fails here.
+    TUTTI_ALGO=rnig run -np 2 -- "$PROBE" touch "$WORK/ran"
+    expect_rc 2
+    expect_err "^tuttirun: TUTTI_ALGO='rnig' is not one of auto\|ring\|tree\|hd\|shm\|hier; no rank was started$"
+    [ ! -e "$WORK/ran.0" ] || fail "a rank ran with a bad TUTTI_ALGO"
+    # A misspelt name is not silently ignored: tuttirun names the setting meant, once, and the
+    # job runs (the ranks, started by tuttirun, stay quiet about it).
+    TUTTI_ALOG=ring run -np 2 -- "$PROBE" touch "$WORK/ran"
+    expect_rc 0
+    expect_err "TUTTI_ALOG is not a tutti setting and is ignored; did you mean TUTTI_ALGO\?"
+    [ "$(grep -c TUTTI_ALOG "$WORK/err")" -eq 1 ] || fail "TUTTI_ALOG named more than once: $(cat "$WORK/err")"
     run --help
     expect_rc 0
     expect_out 'Usage: tuttirun -np N'
+    # Readable in a terminal: within 100 columns, values named, examples to copy.
+    awk 'length($0) > 100 { print "too wide: " $0; bad = 1 } END { exit bad }' "$WORK/out" ||
+      fail "tuttirun --help has lines wider than 100 columns"
+    expect_out '^  -n,--np N +Number of ranks'
+    expect_out '^  --hostfile,--machinefile FILE'
+    expect_out '^Examples:$'
+    ! grep -q ' TEXT' "$WORK/out" || fail "tuttirun --help still shows a value as TEXT"
     run --version
     expect_rc 0
     expect_out '^tuttirun \(tutti\) '

@@ -26,9 +26,9 @@
 # Every script that uses pods runs in a network and mount namespace of its own: pods_check_possible
 # re-executes it there (unshare --net --mount), with loopback up and a private /run/netns. Its
 # bridges, addresses and pod namespaces are then seen by nobody else, so two test runs on one
-# machine (two trees' `make test` side by side, issue 26 item 17) never meet, although each case
-# uses fixed pod names and a fixed subnet; and whatever a killed run leaves goes with its last
-# process. The script's side of the bridges ("the host") is that namespace.
+# machine (two trees' `make test` side by side) never meet, although each case uses fixed pod
+# names and a fixed subnet; and whatever a killed run leaves goes with its last process. The
+# script's side of the bridges ("the host") is that namespace.
 
 PODS_NAMES=()     # namespaces this script created (removed by pods_down)
 PODS_BRIDGES=()   # bridges this script created

@@ -16,25 +16,16 @@
 #include <thread>
 #include <vector>
 
+#include "integration/support/check_report.hpp"
 #include "tutti/tutti.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int g_rank = -1;
-int g_failures = 0;
-
-void fail(const std::string& what) {
-  std::printf("FAIL: rank %d: %s\n", g_rank, what.c_str());
-  std::fflush(stdout);
-  ++g_failures;
-}
-
-void ok(const std::string& what) {
-  if (g_rank == 0) std::printf("ok: %s\n", what.c_str());
-  std::fflush(stdout);
-}
+using tutti::testing::fail;
+using tutti::testing::g_failures;
+using tutti::testing::g_rank;
+using tutti::testing::ok;
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();

@@ -74,7 +74,9 @@ const std::vector<std::string> kVariables = {"TUTTI_RANK",
                                              "SLURM_STEP_ID",
                                              "SLURM_STEPID",
                                              "TUTTI_LOG_LEVEL",
-                                             "TUTTI_TCP_STREAMS"};
+                                             "TUTTI_TCP_STREAMS",
+                                             "TUTTI_LAUNCHER",
+                                             "TUTTI_ALOG"};
 
 class WorldInfoTest : public ::testing::Test {
  protected:
@@ -107,6 +109,27 @@ TEST_F(WorldInfoTest, NoLauncherMeansAWorldOfOne) {
   EXPECT_FALSE(w.host_store);
   EXPECT_EQ(w.host_id, default_host_id());
   EXPECT_FALSE(w.job_id.empty());
+}
+
+// A misspelt setting is named, with the one meant, by rank 0 only when no tuttirun did it before
+// starting the ranks.
+TEST_F(WorldInfoTest, AMisspeltSettingIsNamedOnceByRankZeroWithoutTuttirun) {
+  set({{"TUTTI_ALOG", "ring"}});
+  const auto warned = [] {
+    ::testing::internal::CaptureStderr();
+    world_info_from_env();
+    return ::testing::internal::GetCapturedStderr();
+  };
+  std::string err = warned();
+  EXPECT_NE(err.find("TUTTI_ALOG is not a tutti setting and is ignored; did you mean TUTTI_ALGO?"),
+            std::string::npos)
+      << err;
+  set({{"TUTTI_RANK", "1"}, {"TUTTI_SIZE", "2"}, {"TUTTI_STORE", "127.0.0.1:1"}});
+  err = warned();
+  EXPECT_EQ(err.find("TUTTI_ALOG"), std::string::npos) << "rank 1 warned too: " << err;
+  set({{"TUTTI_RANK", "0"}, {"TUTTI_LAUNCHER", "127.0.0.1:1"}});
+  err = warned();
+  EXPECT_EQ(err.find("TUTTI_ALOG"), std::string::npos) << "warned under tuttirun: " << err;
 }
 
 TEST_F(WorldInfoTest, Tuttirun) {

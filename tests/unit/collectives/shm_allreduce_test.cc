@@ -149,7 +149,7 @@ class ShmStoresTest : public ::testing::TestWithParam<std::tuple<const char*, in
 TEST_P(ShmStoresTest, LargeMessagesMatchExactReduction) {
   const auto [stores, size] = GetParam();
   collectives::Settings settings;
-  settings.shm_stores = stores;
+  settings.options.shm_stores = stores;
   std::vector<std::string> errors(static_cast<size_t>(size));
   auto failures = testing::run_shm_world(size, 1 << 20, [&](ShmRank& rank) {
     rank.settings = &settings;

@@ -133,7 +133,7 @@ TEST_F(EnvTest, ABadLogLevelIsAnErrorNamingTheChoices) {
       << m;
 }
 
-// Every numeric variable has a range that holds its default, so the README can state it and
+// Every numeric variable has a range that holds its default, so the docs can state it and
 // no reader can get an unchecked number.
 TEST_F(EnvTest, EveryNumericVariableHasARangeHoldingItsDefault) {
   for (const auto& v : env::all()) {
@@ -169,14 +169,15 @@ TEST_F(EnvTest, UnregisteredNameIsABug) {
   }
 }
 
-// The README's env table is generated from the registry; this keeps the two from drifting apart.
+// docs/ENVIRONMENT.md's table is generated from the registry; this keeps the two from drifting
+// apart.
 TEST_F(EnvTest, ReadmeTableMatchesRegistry) {
-  std::ifstream readme(TUTTI_SOURCE_DIR "/README.md");
-  ASSERT_TRUE(readme.good()) << "README.md not found";
+  std::ifstream readme(TUTTI_SOURCE_DIR "/docs/ENVIRONMENT.md");
+  ASSERT_TRUE(readme.good()) << "docs/ENVIRONMENT.md not found";
   std::stringstream text;
   text << readme.rdbuf();
   EXPECT_NE(text.str().find(env::markdown_table()), std::string::npos)
-      << "README.md's env table is out of date; paste this:\n"
+      << "docs/ENVIRONMENT.md's env table is out of date; paste this:\n"
       << env::markdown_table();
 }
 

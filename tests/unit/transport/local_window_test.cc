@@ -31,8 +31,8 @@ constexpr size_t kAreaBytes = 64 << 10;
 MeshConfig window_config(int rank, int size, Layout layout, const std::string& job,
                          size_t area_bytes = kAreaBytes, int spin_rounds = 0) {
   MeshConfig c = test_support::mesh_config(rank, size, layout, job);
-  c.shm_window_bytes = area_bytes;
-  c.shm_spin_rounds = spin_rounds;
+  c.options.shm_window_bytes = area_bytes;
+  c.options.shm_spin_rounds = spin_rounds;
   return c;
 }
 
@@ -164,8 +164,8 @@ TEST(LocalWindowTest, SizeAndSpinningComeFromTheConfig) {
     bootstrap::MemoryStore store;
     test_support::run_ranks_or_throw(2, [&](int rank) {
       MeshConfig config = window_config(rank, 2, Layout::kShm, job);
-      config.shm_window_bytes = c.bytes;
-      config.shm_spin_rounds = c.spin;
+      config.options.shm_window_bytes = c.bytes;
+      config.options.shm_spin_rounds = c.spin;
       auto t = connect_mesh(config, store, Deadline::after_seconds(30));
       ASSERT_NE(t->local_window(), nullptr) << t->no_local_window_reason();
       EXPECT_EQ(t->local_window()->area_bytes(), c.bytes);

@@ -134,7 +134,7 @@ TEST(MeshFailure, IdleAndGarbageConnectionsOnTheDataPortDoNotHoldUpTheMesh) {
 TEST(MeshFailure, SharedMemoryAcrossHostsIsAConfigError) {
   bootstrap::MemoryStore store;
   auto config = test_support::mesh_config(0, 2, Layout::kTcp, test_support::unique_job_id("cfg"));
-  config.choice = TransportChoice::kShm;
+  config.options.transport = TransportKind::kShm;
   try {
     connect_mesh(config, store, Deadline::after_seconds(1));
     ADD_FAILURE() << "no error";
@@ -149,7 +149,7 @@ TEST(MeshFailure, TcpChoiceUsesSocketsEvenOnOneHost) {
   std::string job = test_support::unique_job_id("tcpchoice");
   test_support::run_ranks_or_throw(2, [&](int rank) {
     auto config = test_support::mesh_config(rank, 2, Layout::kShm, job);
-    config.choice = TransportChoice::kTcp;
+    config.options.transport = TransportKind::kTcp;
     auto t = connect_mesh(config, store, Deadline::after_seconds(30));
     EXPECT_EQ(t->channel(1 - rank).kind(), "tcp");
   });

@@ -21,7 +21,7 @@ using test_support::Layout;
 // A TCP mesh config with `streams` connections per pair (Options::tcp_streams).
 MeshConfig striped_config(int rank, int size, const std::string& job, int streams) {
   MeshConfig c = test_support::mesh_config(rank, size, Layout::kTcp, job);
-  c.tcp_streams = streams;
+  c.options.tcp_streams = streams;
   return c;
 }
 
@@ -119,8 +119,8 @@ TEST_P(StripedChannelTest, EverySizeArrivesWholeBetweenThreeRanks) {
 TEST_P(StripedChannelTest, SizeMismatchIsReportedNotHung) {
   std::string job = test_support::unique_job_id("stripe-mm");
   auto errors = test_support::run_ranks(2, [&](int rank) {
-    auto t = connect_mesh(striped_config(rank, 2, job, GetParam()), store_,
-                          Deadline::after_seconds(30));
+    auto t =
+        connect_mesh(striped_config(rank, 2, job, GetParam()), store_, Deadline::after_seconds(30));
     std::vector<std::byte> buf(rank == 0 ? 300000 : 200000);
     Request r = rank == 0 ? t->channel(1).isend(make_tag(3, 3), buf)
                           : t->channel(0).irecv(make_tag(3, 3), buf);
@@ -133,8 +133,8 @@ TEST_P(StripedChannelTest, SizeMismatchIsReportedNotHung) {
 TEST_P(StripedChannelTest, PeerGoneMidMessageFailsTheWaiterNamingIt) {
   std::string job = test_support::unique_job_id("stripe-gone");
   auto errors = test_support::run_ranks(2, [&](int rank) {
-    auto t = connect_mesh(striped_config(rank, 2, job, GetParam()), store_,
-                          Deadline::after_seconds(30));
+    auto t =
+        connect_mesh(striped_config(rank, 2, job, GetParam()), store_, Deadline::after_seconds(30));
     std::vector<std::byte> buf(4 << 20);
     if (rank == 1) {
       // Send a part of what rank 0 waits for, then vanish: the transport closes every stream.
@@ -155,8 +155,8 @@ TEST_P(StripedChannelTest, PeerGoneMidMessageFailsTheWaiterNamingIt) {
 TEST_P(StripedChannelTest, AbortNoticeReachesThePeer) {
   std::string job = test_support::unique_job_id("stripe-abort");
   auto errors = test_support::run_ranks(2, [&](int rank) {
-    auto t = connect_mesh(striped_config(rank, 2, job, GetParam()), store_,
-                          Deadline::after_seconds(30));
+    auto t =
+        connect_mesh(striped_config(rank, 2, job, GetParam()), store_, Deadline::after_seconds(30));
     if (rank == 1) {
       t->abort_all("rank 1 ran out of memory");
       return;
@@ -175,8 +175,7 @@ TEST(TcpStreamsConfig, OutOfRangeIsAConfigErrorNamingTheVariable) {
   bootstrap::MemoryStore store;
   std::string job = test_support::unique_job_id("stripe-bad");
   try {
-    connect_mesh(striped_config(0, 2, job, 0), store,
-                 Deadline::after_seconds(5));
+    connect_mesh(striped_config(0, 2, job, 0), store, Deadline::after_seconds(5));
     ADD_FAILURE() << "0 streams per pair were accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kConfig) << e.what();

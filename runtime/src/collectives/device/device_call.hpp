@@ -1,6 +1,7 @@
-// What a device call carries besides its buffers: the caller's stream, the scales, which allreduce
-// path the communicator's options ask for, and how to learn that the communicator was aborted
-// (the collectives layer cannot see the communicator; comm hands it a check).
+// What a device call carries besides its buffers: the caller's stream, the scales, the
+// communicator's options (which allreduce path, the ring's chunk) and how to learn that the
+// communicator was aborted (the collectives layer cannot see the communicator; comm hands it a
+// check).
 #pragma once
 
 #include <functional>
@@ -14,8 +15,9 @@ struct DeviceCall {
   device::StreamId caller_stream = nullptr;  // CallOptions::stream
   double prescale = 1.0;
   double postscale = 1.0;
-  DeviceAllreduce path = DeviceAllreduce::kAuto;
-  size_t chunk_bytes = 64 << 20;  // Options::device_chunk_bytes
+  // The communicator's (device_allreduce: the path; device_chunk_bytes: the ring's chunk); it
+  // outlives the call.
+  const Options* options = nullptr;
   // Throws the communicator's abort error once abort() was called from another thread.
   std::function<void()> check_interrupt;
 };

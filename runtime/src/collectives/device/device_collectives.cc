@@ -156,7 +156,7 @@ DeviceAllreduce DeviceCollectives::path_for(device::NcclComm& comm, Context& ctx
                                             const DeviceCall& call, DataType type,
                                             ReduceOp op) const {
   const bool nccl_reduces = comm.supports(type, op);
-  switch (call.path) {
+  switch (call.options->device_allreduce) {
     case DeviceAllreduce::kNccl:
       if (!nccl_reduces)
         throw make_error(ErrorCode::kInvalidArgument,
@@ -218,11 +218,13 @@ void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const vo
   check_buffers(ctx, "device allreduce", send, recv, count, type);
   // The signature carries the configured path (TUTTI_DEVICE_ALLREDUCE): the path taken follows
   // from it, the type and op, NCCL's abilities and the placement, which every rank shares.
-  agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase + static_cast<int>(call.path)));
+  agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase +
+                                  static_cast<int>(call.options->device_allreduce)));
   if (count == 0) return;
   if (size_ == 1) {
     // TUTTI_DEVICE_ALLREDUCE=nccl still refuses what NCCL cannot reduce, as at any size.
-    if (call.path == DeviceAllreduce::kNccl) (void)path_for(nccl(ctx), ctx, call, type, op);
+    if (call.options->device_allreduce == DeviceAllreduce::kNccl)
+      (void)path_for(nccl(ctx), ctx, call, type, op);
     allreduce_alone(call.caller_stream, call, send, recv, count, type, op);
     return;
   }
@@ -243,7 +245,8 @@ void DeviceCollectives::allreduce_segments(Context& ctx, const DeviceCall& call,
   for (const Segment& s : segments) count += s.count;
   const std::string what = fmt::format("device allreduce of {} tensors, {} x {} ({})",
                                        segments.size(), count, to_string(type), to_string(op));
-  agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase + static_cast<int>(call.path)));
+  agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase +
+                                  static_cast<int>(call.options->device_allreduce)));
   if (count == 0) return;
   device::NcclComm& comm = nccl(ctx);
   const DeviceAllreduce path = path_for(comm, ctx, call, type, op);

@@ -5,9 +5,9 @@
 // Each NCCL operation costs a fixed latency (a kernel launch and the proxy's handshake; several
 // milliseconds where NCCL goes over sockets), so a ring step moves as much as it can in one
 // grouped send/recv: a reduce-scatter step moves its whole block in chunks of up to
-// DeviceCall::chunk_bytes (TUTTI_DEVICE_CHUNK_BYTES, 64 MiB) into device scratch, each chunk then
-// reduced by one kernel; an allgather step receives its whole block straight into the output in
-// one group. The first H100 run cut every block into TUTTI_SEGMENT_BYTES (256 KiB) pieces, one
+// Options::device_chunk_bytes (TUTTI_DEVICE_CHUNK_BYTES, 64 MiB) into device scratch, each chunk
+// then reduced by one kernel; an allgather step receives its whole block straight into the output
+// in one group. The first H100 run cut every block into TUTTI_SEGMENT_BYTES (256 KiB) pieces, one
 // NCCL group each: 512 groups for 128 MiB on 2 ranks, 0.11 GB/s, 0.07x NCCL.
 //
 // Scales: every input is multiplied by prescale exactly once (the received block at the first
@@ -127,7 +127,7 @@ void DeviceCollectives::ring_allreduce(device::NcclComm& comm, const DeviceCall&
     return;
   }
 
-  const size_t segment = std::max<size_t>(1, call.chunk_bytes / element);
+  const size_t segment = std::max<size_t>(1, call.options->device_chunk_bytes / element);
   Overlap overlap(api, stream, reduce_lane());
   if (size_ == 2) {
     const int peer = 1 - rank_;

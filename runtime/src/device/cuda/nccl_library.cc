@@ -3,10 +3,10 @@
 #include <dlfcn.h>
 
 #include <mutex>
-#include <string>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/shared_library.hpp"
 
 namespace tutti::device::cuda {
 namespace {
@@ -16,66 +16,60 @@ bool already_loaded() {
   return dlsym(RTLD_DEFAULT, "ncclCommInitRankConfig") != nullptr;
 }
 
-template <typename Pointer>
-void bind(void* handle, const char* name, Pointer& slot, std::string& missing) {
-  slot = reinterpret_cast<Pointer>(dlsym(handle, name));
-  if (slot == nullptr) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", name);
+// RTLD_GLOBAL: a later library (torch's libtorch_cuda) that needs NCCL then binds to this same
+// one instead of loading a second copy.
+SharedLibrary open_nccl() {
+  if (already_loaded()) return SharedLibrary::process("the NCCL already loaded in this process");
+  static constexpr const char* kNames[] = {
+      "libnccl.so.2",
+#ifdef TUTTI_NCCL_BUILD_LIBRARY
+      TUTTI_NCCL_BUILD_LIBRARY,
+#endif
+  };
+  return SharedLibrary(kNames, SharedLibrary::Scope::kGlobal);
 }
 
 NcclLibrary load() {
-  void* handle = RTLD_DEFAULT;
-  std::string where = "the NCCL already loaded in this process";
-  if (!already_loaded()) {
-    // RTLD_GLOBAL: a later library (torch's libtorch_cuda) that needs NCCL then binds to this
-    // same one instead of loading a second copy.
-    handle = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
-    where = "libnccl.so.2";
-    std::string first_error = handle == nullptr ? dlerror() : "";
-#ifdef TUTTI_NCCL_BUILD_LIBRARY
-    if (handle == nullptr) {
-      handle = dlopen(TUTTI_NCCL_BUILD_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
-      where = TUTTI_NCCL_BUILD_LIBRARY;
-    }
-#endif
-    if (handle == nullptr)
-      throw make_error(ErrorCode::kDevice,
-                       "NCCL could not be loaded ({}): device collectives need it; install NCCL "
-                       "(a pip nvidia-nccl package or libnccl2) and put its lib folder on "
-                       "LD_LIBRARY_PATH",
-                       first_error);
-  }
+  SharedLibrary library = open_nccl();
+  if (!library.loaded())
+    throw make_error(ErrorCode::kDevice,
+                     "NCCL could not be loaded ({}): device collectives need it; install NCCL "
+                     "(a pip nvidia-nccl package or libnccl2) and put its lib folder on "
+                     "LD_LIBRARY_PATH",
+                     library.load_errors());
   NcclLibrary lib{};
-  std::string missing;
-  bind(handle, "ncclGetVersion", lib.GetVersion, missing);
-  bind(handle, "ncclGetErrorString", lib.GetErrorString, missing);
-  bind(handle, "ncclGetLastError", lib.GetLastError, missing);
-  bind(handle, "ncclGetUniqueId", lib.GetUniqueId, missing);
-  bind(handle, "ncclCommInitRankConfig", lib.CommInitRankConfig, missing);
-  bind(handle, "ncclCommSplit", lib.CommSplit, missing);
-  bind(handle, "ncclCommGetAsyncError", lib.CommGetAsyncError, missing);
-  bind(handle, "ncclCommUserRank", lib.CommUserRank, missing);
-  bind(handle, "ncclCommCount", lib.CommCount, missing);
-  bind(handle, "ncclCommFinalize", lib.CommFinalize, missing);
-  bind(handle, "ncclCommDestroy", lib.CommDestroy, missing);
-  bind(handle, "ncclCommAbort", lib.CommAbort, missing);
-  bind(handle, "ncclGroupStart", lib.GroupStart, missing);
-  bind(handle, "ncclGroupEnd", lib.GroupEnd, missing);
-  bind(handle, "ncclAllReduce", lib.AllReduce, missing);
-  bind(handle, "ncclReduceScatter", lib.ReduceScatter, missing);
-  bind(handle, "ncclAllGather", lib.AllGather, missing);
-  bind(handle, "ncclBroadcast", lib.Broadcast, missing);
-  bind(handle, "ncclSend", lib.Send, missing);
-  bind(handle, "ncclRecv", lib.Recv, missing);
-  bind(handle, "ncclRedOpCreatePreMulSum", lib.RedOpCreatePreMulSum, missing);
-  bind(handle, "ncclRedOpDestroy", lib.RedOpDestroy, missing);
-  if (!missing.empty())
+  library.bind("ncclGetVersion", lib.GetVersion);
+  library.bind("ncclGetErrorString", lib.GetErrorString);
+  library.bind("ncclGetLastError", lib.GetLastError);
+  library.bind("ncclGetUniqueId", lib.GetUniqueId);
+  library.bind("ncclCommInitRankConfig", lib.CommInitRankConfig);
+  library.bind("ncclCommSplit", lib.CommSplit);
+  library.bind("ncclCommGetAsyncError", lib.CommGetAsyncError);
+  library.bind("ncclCommUserRank", lib.CommUserRank);
+  library.bind("ncclCommCount", lib.CommCount);
+  library.bind("ncclCommFinalize", lib.CommFinalize);
+  library.bind("ncclCommDestroy", lib.CommDestroy);
+  library.bind("ncclCommAbort", lib.CommAbort);
+  library.bind("ncclGroupStart", lib.GroupStart);
+  library.bind("ncclGroupEnd", lib.GroupEnd);
+  library.bind("ncclAllReduce", lib.AllReduce);
+  library.bind("ncclReduceScatter", lib.ReduceScatter);
+  library.bind("ncclAllGather", lib.AllGather);
+  library.bind("ncclBroadcast", lib.Broadcast);
+  library.bind("ncclSend", lib.Send);
+  library.bind("ncclRecv", lib.Recv);
+  library.bind("ncclRedOpCreatePreMulSum", lib.RedOpCreatePreMulSum);
+  library.bind("ncclRedOpDestroy", lib.RedOpDestroy);
+  if (!library.missing().empty())
     throw make_error(ErrorCode::kDevice,
                      "the NCCL found ({}) lacks {}: tutti needs NCCL 2.18 or later; put a newer "
                      "one's lib folder first on LD_LIBRARY_PATH",
-                     where, missing);
+                     library.name(), library.missing());
+  library.keep_loaded();
   int version = 0;
   if (lib.GetVersion(&version) == ncclSuccess)
-    log::debug("NCCL {}.{}.{} from {}", version / 10000, version / 100 % 100, version % 100, where);
+    log::debug("NCCL {}.{}.{} from {}", version / 10000, version / 100 % 100, version % 100,
+               library.name());
   return lib;
 }
 

@@ -276,9 +276,9 @@ std::vector<std::unique_ptr<Link>> connect_mpi_links(const MeshConfig& config) {
   for (int peer = 0; peer < config.size; ++peer) {
     if (peer == config.rank) continue;
     links[peer] = std::make_unique<FramedChannel>(
-        peer,
-        std::make_unique<MpiStream>(comm, config.rank, peer,
-                                    std::clamp<size_t>(config.mpi_message_bytes, 1, kMaxMessage)));
+        peer, std::make_unique<MpiStream>(
+                  comm, config.rank, peer,
+                  std::clamp<size_t>(config.options.mpi_message_bytes, 1, kMaxMessage)));
   }
   log::debug("rank {}: {} MPI links through {}", config.rank, config.size - 1, session.library());
   return links;

@@ -16,7 +16,8 @@ namespace tutti::transport {
 ShmMesh::ShmMesh(const MeshContext& context, std::vector<int> peers)
     : context_(context), peers_(std::move(peers)) {
   const MeshConfig& c = context_.config;
-  const size_t capacity = ring_capacity_for(peers_.size(), c.shm_ring_bytes, c.shm_ring_budget);
+  const size_t capacity =
+      ring_capacity_for(peers_.size(), c.options.shm_ring_bytes, c.options.shm_ring_budget);
   SegmentPurpose purpose{fmt::format("rank {}", c.rank),
                          fmt::format("its {} receive rings of {} (one per rank on this host)",
                                      peers_.size(), parse::bytes_text(capacity)),

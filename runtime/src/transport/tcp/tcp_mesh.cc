@@ -61,10 +61,10 @@ StreamHeader encode_stream_header(uint32_t index, uint32_t count) {
 TcpMesh::TcpMesh(const MeshContext& context, std::vector<int> peers)
     : context_(context),
       peers_(std::move(peers)),
-      streams_(context.config.tcp_streams),
-      congestion_(net::parse_congestion(context.config.tcp_congestion,
+      streams_(context.config.options.tcp_streams),
+      congestion_(net::parse_congestion(context.config.options.tcp_congestion,
                                         "TUTTI_TCP_CONGESTION (Options::tcp_congestion)")),
-      buffer_bytes_(static_cast<int>(context.config.tcp_buffer_bytes)) {
+      buffer_bytes_(static_cast<int>(context.config.options.tcp_buffer_bytes)) {
   const MeshConfig& c = context_.config;
   // Bounded like TUTTI_TCP_STREAMS / TUTTI_TCP_BUFFER_BYTES: more streams only multiply sockets.
   if (streams_ < 1 || streams_ > 16)
@@ -72,9 +72,9 @@ TcpMesh::TcpMesh(const MeshContext& context, std::vector<int> peers)
                      "TCP streams per pair (TUTTI_TCP_STREAMS, Options::tcp_streams) must be 1 to "
                      "16, not {}",
                      streams_);
-  if (c.tcp_buffer_bytes > (size_t{1} << 30))
+  if (c.options.tcp_buffer_bytes > (size_t{1} << 30))
     throw make_error(ErrorCode::kConfig, "tcp buffer bytes must be at most 1G, not {}",
-                     c.tcp_buffer_bytes);
+                     c.options.tcp_buffer_bytes);
   endpoint_.host = c.listen_address.empty() ? "127.0.0.1" : c.listen_address;
   listener_ = net::listen_tcp(endpoint_.host, 0, &endpoint_.port);
   context_.store.set(context_.key("tcp", c.rank), endpoint_.to_string());

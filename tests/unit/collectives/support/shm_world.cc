@@ -15,10 +15,9 @@
 namespace tutti::testing {
 
 collectives::Context ShmRank::context(double timeout_seconds) {
-  return collectives::Context{transport, rank,    size,   ++sequence,
-                              Deadline::after_seconds(timeout_seconds),
-                              64 << 10,  scratch, {},     nullptr,
-                              settings};
+  return collectives::Context{
+      transport, rank,    size, ++sequence, Deadline::after_seconds(timeout_seconds),
+      64 << 10,  scratch, {},   nullptr,    settings};
 }
 
 std::vector<std::exception_ptr> run_shm_world(int size, size_t window_bytes,
@@ -40,8 +39,8 @@ std::vector<std::exception_ptr> run_shm_world(int size, size_t window_bytes,
         c.job_id = job;
         c.job_token = "token";
         c.listen_address = "127.0.0.1";
-        c.shm_ring_bytes = 64 << 10;
-        c.shm_window_bytes = window_bytes;
+        c.options.shm_ring_bytes = 64 << 10;
+        c.options.shm_window_bytes = window_bytes;
         t = transport::connect_mesh(c, store, Deadline::after_seconds(60));
         collectives::Scratch scratch;
         ShmRank rank{r, size, *t, scratch};

@@ -54,10 +54,10 @@ MeshConfig mesh_config(int rank, int size, Layout layout, const std::string& job
   c.job_id = job_id;
   c.job_token = "secret-token";
   c.listen_address = "127.0.0.1";
-  c.choice = TransportChoice::kAuto;
-  c.shm_ring_bytes = 64 << 10;  // small, so big messages wrap the ring many times
+  c.options.transport = TransportKind::kAuto;
+  c.options.shm_ring_bytes = 64 << 10;  // small, so big messages wrap the ring many times
   // The smallest window: these tests only need it built (and unlinked), not fast.
-  c.shm_window_bytes = 64 << 10;
+  c.options.shm_window_bytes = 64 << 10;
   return c;
 }
 
