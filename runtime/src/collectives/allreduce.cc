@@ -3,6 +3,7 @@
 // the division joins it inside the last reduce loop instead).
 #include <cstring>
 
+#include "collectives/allreduce_registry.hpp"
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
 #include "core/error.hpp"
@@ -46,32 +47,16 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
   }
   const ReduceOp reduce_op = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
   if (algorithm == Algorithm::kAuto) algorithm = select_allreduce(ctx, bytes);
-  static_assert(
-      static_cast<int>(Algorithm::kRing) == 1 && static_cast<int>(Algorithm::kHierarchical) == 5,
-      "transport/call_signature.cc names the algorithms by these numbers");
+  const AllreduceAlgorithm* entry = find_allreduce(algorithm);
+  if (entry == nullptr)
+    throw make_error(
+        ErrorCode::kInvalidArgument,
+        "allreduce on rank {}: unknown algorithm {}; pass ring, tree, hd, shm, hier or "
+        "auto",
+        ctx.rank, static_cast<int>(algorithm));
+  // transport/call_signature.cc names the algorithm by this number in a mismatch's message.
   ctx.transport.set_call_algorithm(static_cast<uint8_t>(algorithm));
-  switch (algorithm) {
-    case Algorithm::kRing:
-      ring_allreduce(ctx, send, recv, count, type, reduce_op);
-      break;
-    case Algorithm::kTree:
-      tree_allreduce(ctx, send, recv, count, type, reduce_op);
-      break;
-    case Algorithm::kHalvingDoubling:
-      halving_doubling_allreduce(ctx, send, recv, count, type, reduce_op);
-      break;
-    case Algorithm::kShm:
-      shm_allreduce(ctx, send, recv, count, type, reduce_op);
-      break;
-    case Algorithm::kHierarchical:
-      hierarchical_allreduce(ctx, send, recv, count, type, reduce_op);
-      break;
-    default:
-      throw make_error(
-          ErrorCode::kInvalidArgument,
-          "allreduce on rank {}: unknown algorithm {}; pass ring, tree, hd, shm, hier or auto",
-          ctx.rank, static_cast<int>(algorithm));
-  }
+  entry->run(ctx, send, recv, count, type, reduce_op);
   if (op == ReduceOp::kAvg && !scaled) reduce::divide(type, recv, count, ctx.size);
 }
 

@@ -10,19 +10,25 @@
 
 #include "collectives/context.hpp"
 #include "collectives/segments.hpp"
+#include "tutti/options.hpp"
 #include "tutti/types.hpp"
 
 namespace tutti::collectives {
 
-enum class Algorithm { kAuto, kRing, kTree, kHalvingDoubling, kShm, kHierarchical };
+// The public enum (Options::algorithm, TUTTI_ALGO): one numbering from the API to the wire
+// (transport/call_signature.cc names them by it). Each algorithm is one entry of
+// allreduce_registry.cc.
+using Algorithm = tutti::Algorithm;
 
+// "auto" or the algorithm's registry name.
 std::string_view to_string(Algorithm a);
-// "auto|ring|tree|hd|shm|hier"; throws Error(kConfig)
+// "auto" or a registry name, any case; throws Error(kConfig) naming them all.
 Algorithm parse_algorithm(std::string_view name);
 
-// Picks the allreduce algorithm for `bytes` on ctx's placement with the cost model
-// (cost_model.hpp, select.cc); never kAuto. With TUTTI_LOG_LEVEL=debug, rank 0 logs the decision
-// table once per placement.
+// Picks the allreduce algorithm for `bytes` on ctx's placement; never kAuto. A communicator's
+// SelectionCache holds its crossover table, computed from the cost model once (select.cc); without
+// one the model is asked. With TUTTI_LOG_LEVEL=debug, rank 0 logs the decision table once per
+// placement.
 Algorithm select_allreduce(const Context& ctx, size_t bytes);
 
 // recv = reduce over ranks of send. send == recv is in place. kAvg = sum then divide by size.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "collectives/allreduce_registry.hpp"
 #include "collectives/broadcast_shape.hpp"
 #include "collectives/shm_plan.hpp"
 #include "collectives/tune_file.hpp"
@@ -129,8 +130,6 @@ const TunedLine* tuned_line(const CostModel& m, Algorithm a, const Placement& p)
   return nullptr;
 }
 
-double model_time(const CostModel& m, Algorithm a, double bytes, const Placement& p);
-
 // Chain reduce onto the host's leader, the leaders' best flat allreduce, broadcast on the host.
 double hierarchical_time(const CostModel& m, double bytes, const Placement& p) {
   const LinkCost l = link_on(m, p.local, p.cpu_share);
@@ -159,33 +158,39 @@ double hierarchical_time(const CostModel& m, double bytes, const Placement& p) {
     leaders.window = false;
     leaders.cpu_share = p.leaders_cpu_share;
     double best = std::numeric_limits<double>::infinity();
-    for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling})
-      best = std::min(best, predict(m, a, static_cast<size_t>(bytes), leaders));
+    for (const AllreduceAlgorithm& a : allreduce_algorithms())
+      if (a.between_leaders)
+        best = std::min(best, predict(m, a.id, static_cast<size_t>(bytes), leaders));
     t += best;
   }
   return t;
 }
 
-double model_time(const CostModel& m, Algorithm a, double bytes, const Placement& p) {
-  const LinkCost l = link_on(m, p.flat, p.cpu_share);
-  switch (a) {
-    case Algorithm::kRing:
-      return ring_time(m, p.ranks, bytes, l);
-    case Algorithm::kHalvingDoubling:
-      return hd_time(m, p.ranks, bytes, l);
-    case Algorithm::kTree:
-      return tree_time(m, p.ranks, bytes, l);
-    case Algorithm::kShm:
-      return window_time(m, p.ranks, bytes);
-    case Algorithm::kHierarchical:
-      return hierarchical_time(m, bytes, p);
-    case Algorithm::kAuto:
-      break;
-  }
-  return std::numeric_limits<double>::infinity();
+}  // namespace
+
+namespace model {
+
+double ring(const CostModel& m, double bytes, const Placement& p) {
+  return ring_time(m, p.ranks, bytes, link_on(m, p.flat, p.cpu_share));
 }
 
-}  // namespace
+double tree(const CostModel& m, double bytes, const Placement& p) {
+  return tree_time(m, p.ranks, bytes, link_on(m, p.flat, p.cpu_share));
+}
+
+double halving_doubling(const CostModel& m, double bytes, const Placement& p) {
+  return hd_time(m, p.ranks, bytes, link_on(m, p.flat, p.cpu_share));
+}
+
+double window(const CostModel& m, double bytes, const Placement& p) {
+  return window_time(m, p.ranks, bytes);
+}
+
+double hierarchical(const CostModel& m, double bytes, const Placement& p) {
+  return hierarchical_time(m, bytes, p);
+}
+
+}  // namespace model
 
 std::string_view to_string(Link link) {
   return link == Link::kTcp ? "tcp" : "shm";
@@ -212,16 +217,18 @@ CostModel CostModel::configured(size_t segment_bytes, const std::string& tune_fi
 
 std::vector<Algorithm> candidates(const Placement& p) {
   if (p.ranks <= 1) return {Algorithm::kRing};
-  std::vector<Algorithm> out = {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling};
-  if (p.window) out.push_back(Algorithm::kShm);
-  if (p.hosts > 1 && p.max_local > 1) out.push_back(Algorithm::kHierarchical);
+  std::vector<Algorithm> out;
+  for (const AllreduceAlgorithm& a : allreduce_algorithms())
+    if (a.applies(p)) out.push_back(a.id);
   return out;
 }
 
 double predict(const CostModel& model, Algorithm algorithm, size_t bytes, const Placement& p) {
   if (const TunedLine* t = tuned_line(model, algorithm, p))
     return t->alpha_s + static_cast<double>(bytes) * t->beta_s_per_byte;
-  return model_time(model, algorithm, static_cast<double>(bytes), p);
+  const AllreduceAlgorithm* a = find_allreduce(algorithm);
+  return a != nullptr ? a->model_time(model, static_cast<double>(bytes), p)
+                      : std::numeric_limits<double>::infinity();
 }
 
 bool recursive_doubling_pays(const CostModel& model, size_t count, size_t element_bytes,

@@ -64,8 +64,18 @@ struct CostModel {
   static CostModel configured(size_t segment_bytes, const std::string& tune_file);
 };
 
-// The algorithms that can run on the placement: ring, tree, hd always (more than one rank), shm
-// with a window, hier with more than one host and some host holding several ranks.
+// Each algorithm's modeled seconds for `bytes` on `p` (the registry's entries point here).
+namespace model {
+double ring(const CostModel& m, double bytes, const Placement& p);
+double tree(const CostModel& m, double bytes, const Placement& p);
+double halving_doubling(const CostModel& m, double bytes, const Placement& p);
+double window(const CostModel& m, double bytes, const Placement& p);
+double hierarchical(const CostModel& m, double bytes, const Placement& p);
+}  // namespace model
+
+// The registry's algorithms that apply to the placement, in registry order (allreduce_registry.cc:
+// ring, tree, hd always with more than one rank, shm with a window, hier with more than one host
+// and some host holding several ranks).
 std::vector<Algorithm> candidates(const Placement& p);
 
 // Predicted seconds for one allreduce of `bytes` with `algorithm` (never kAuto).

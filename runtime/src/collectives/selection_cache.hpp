@@ -1,20 +1,32 @@
-// What select_allreduce learns once per communicator: its placement (which never changes) and
-// the last decision. Working it out again costs about as much as a whole 8-byte shared-memory
-// allreduce, so a communicator keeps one of these and hands it to every call's Context.
+// What select_allreduce learns once per communicator: its placement (which never changes) and,
+// from it and the cost model, the crossover table that answers every call after (as NCCL's tuning
+// tables do): asking the model per call cost about as much as a whole 8-byte shared-memory
+// allreduce.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "collectives/cost_model.hpp"
 
 namespace tutti::collectives {
 
+// The cheapest algorithm by message size: runs of sizes, each up to (and including) its first.
+struct SelectionTable {
+  std::vector<std::pair<size_t, Algorithm>> upto;
+  Algorithm pick(size_t bytes) const;
+};
+
+// cheapest() for every size from 1 byte to 1 TiB, as runs (select.cc).
+SelectionTable selection_table(const CostModel& model, const Placement& p);
+
 struct SelectionCache {
   std::optional<Placement> placement;
-  bool logged = false;  // the decision table went out (or this rank does not print it)
-  std::optional<size_t> last_bytes;
-  Algorithm last = Algorithm::kRing;
+  std::optional<SelectionTable> table;
+  uint64_t lookups = 0;  // calls the table answered (kAuto ones)
 };
 
 }  // namespace tutti::collectives

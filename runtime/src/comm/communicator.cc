@@ -12,14 +12,6 @@
 
 namespace tutti::comm {
 
-// Options' public enums are cast to the internal ones: they must agree value by value.
-static_assert(static_cast<int>(Algorithm::kRing) ==
-              static_cast<int>(collectives::Algorithm::kRing));
-static_assert(static_cast<int>(Algorithm::kHalvingDoubling) ==
-              static_cast<int>(collectives::Algorithm::kHalvingDoubling));
-static_assert(static_cast<int>(Algorithm::kHierarchical) ==
-              static_cast<int>(collectives::Algorithm::kHierarchical));
-
 transport::CallSignature signature(transport::CallKind kind, size_t count, DataType type, int op,
                                    int root) {
   return {.kind = kind,
@@ -188,8 +180,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, DataTyp
         });
     return;
   }
-  const auto algorithm =
-      static_cast<collectives::Algorithm>(call.algorithm.value_or(options_.algorithm));
+  const auto algorithm = call.algorithm.value_or(options_.algorithm);
   run("allreduce",
       signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,
       [&](collectives::Context& ctx) {
@@ -231,8 +222,7 @@ collectives::SegmentsRun Communicator::allreduce_segments(
         });
     return {};
   }
-  const auto algorithm =
-      static_cast<collectives::Algorithm>(call.algorithm.value_or(options_.algorithm));
+  const auto algorithm = call.algorithm.value_or(options_.algorithm);
   collectives::SegmentsRun result;
   run("allreduce",
       signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,

@@ -41,8 +41,8 @@ std::string_view kind_name(CallKind kind) {
   return "an unknown collective";
 }
 
-// collectives::Algorithm's numbering (a static_assert in collectives/allreduce.cc checks kRing and
-// kHierarchical against it).
+// The allreduce registry's names by tutti::Algorithm's numbering (collectives sit above this layer;
+// AllreduceRegistry.OneEntryPerAlgorithmInTheEnumsOrder checks that the two agree).
 std::string algorithm_name(int algorithm) {
   static constexpr std::string_view kNames[] = {"none", "ring", "tree", "hd", "shm", "hier"};
   static constexpr std::string_view kDeviceNames[] = {"device auto", "device nccl", "device ring",

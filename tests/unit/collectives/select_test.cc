@@ -17,12 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "collectives/allreduce_registry.hpp"
 #include "collectives/collectives.hpp"
 #include "collectives/cost_model.hpp"
 #include "collectives/placement.hpp"
 #include "collectives/selection_cache.hpp"
 #include "collectives/tune_file.hpp"
 #include "core/error.hpp"
+#include "transport/call_signature.hpp"
 #include "unit/collectives/support/thread_ranks.hpp"
 
 namespace tutti::collectives {
@@ -566,14 +568,14 @@ TEST(SelectAllreduce, AutoRunsTheTablePickAndANamedAlgorithmRunsAsNamed) {
       return static_cast<Algorithm>(rank.transport.current_call().algorithm);
     };
     EXPECT_EQ(run(Algorithm::kAuto, 8), Algorithm::kHalvingDoubling);
-    EXPECT_EQ(cache.last_bytes, 8u);
+    EXPECT_EQ(cache.lookups, 1u);
     EXPECT_EQ(run(Algorithm::kAuto, 29 * KiB), Algorithm::kHalvingDoubling);
     EXPECT_EQ(run(Algorithm::kAuto, 64 * KiB), Algorithm::kRing);
-    EXPECT_EQ(cache.last_bytes, 64 * KiB);
+    EXPECT_EQ(cache.lookups, 3u);
     for (Algorithm named : {Algorithm::kTree, Algorithm::kRing, Algorithm::kHierarchical,
                             Algorithm::kHalvingDoubling}) {
       EXPECT_EQ(run(named, 8), named) << to_string(named);
-      EXPECT_EQ(cache.last_bytes, 64 * KiB) << to_string(named) << " asked the model";
+      EXPECT_EQ(cache.lookups, 3u) << to_string(named) << " asked the table";
     }
   });
   EXPECT_EQ(testing::describe_failures(failures), "");
@@ -594,12 +596,76 @@ TEST(SelectAllreduce, TheCachedPlacementAnswers) {
           std::pair{size_t{8}, Algorithm::kHierarchical}, std::pair{1 * MiB, Algorithm::kRing},
           std::pair{1 * MiB, Algorithm::kRing}, std::pair{1 * KiB, Algorithm::kHierarchical}}) {
       EXPECT_EQ(select_allreduce(ctx, bytes), pick) << bytes;
-      EXPECT_EQ(cache.last_bytes, bytes);
+      EXPECT_TRUE(cache.table.has_value());
     }
     Context uncached = rank.context();
     EXPECT_EQ(select_allreduce(uncached, 8), Algorithm::kRing);
   });
   EXPECT_EQ(testing::describe_failures(failures), "");
+}
+
+// A communicator's crossover table answers as the cost model would for every size: exactly at the
+// sizes either side of each crossover, at the samples and between them, for the hand-worked
+// placements, pods crowding CPUs and a tuning file's lines.
+TEST(SelectionTable, AnswersAsTheModelAtEverySize) {
+  std::vector<Placement> placements;
+  for (const Expected& e : kTable) placements.push_back(e.p);
+  placements.push_back(pods(4, 2, 2));
+  placements.push_back(pods(8, 2, 2));
+  placements.push_back(hosts(3, 3));
+  CostModel tuned = kModel;
+  tuned.tuned.push_back({Algorithm::kTree, 4, 1, "auto", 2e-6, 1e-9});
+  for (const CostModel* model : {&kModel, static_cast<const CostModel*>(&tuned)}) {
+    for (const Placement& p : placements) {
+      const SelectionTable table = selection_table(*model, p);
+      ASSERT_FALSE(table.upto.empty());
+      EXPECT_EQ(table.upto.back().first, SIZE_MAX);
+      for (size_t i = 0; i + 1 < table.upto.size(); ++i) {
+        const size_t last = table.upto[i].first;
+        EXPECT_NE(table.upto[i].second, table.upto[i + 1].second) << "two runs of one pick";
+        EXPECT_EQ(cheapest(*model, last, p), table.upto[i].second) << last;
+        EXPECT_EQ(cheapest(*model, last + 1, p), table.upto[i + 1].second) << last + 1;
+      }
+      uint64_t x = 88172645463325252ull;  // xorshift: sizes spread over every power of two
+      for (int i = 0; i < 4000; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        const size_t bytes = (x >> (x % 37 + 24)) + 1;
+        EXPECT_EQ(table.pick(bytes), cheapest(*model, bytes, p))
+            << bytes << " B on " << p.ranks << " ranks, " << p.hosts << " hosts";
+      }
+    }
+  }
+}
+
+// Every allreduce algorithm is one registry entry: the enum's order, TUTTI_ALGO's names (parsed
+// back to the entry), a modeled time and a function to run; kAuto is the choice among them.
+TEST(AllreduceRegistry, OneEntryPerAlgorithmInTheEnumsOrder) {
+  int expected = 1;
+  for (const AllreduceAlgorithm& a : allreduce_algorithms()) {
+    EXPECT_EQ(static_cast<int>(a.id), expected++);
+    EXPECT_EQ(parse_algorithm(a.name), a.id);
+    EXPECT_EQ(to_string(a.id), a.name);
+    EXPECT_EQ(find_allreduce(a.id), &a);
+    EXPECT_NE(a.run, nullptr);
+    EXPECT_GT(a.model_time(kModel, 8, hosts(2, 2)), 0) << a.name;
+    // The transport names a call's algorithm in a mismatch's message by the same number.
+    transport::CallSignature call{.kind = transport::CallKind::kAllreduce, .count = 1};
+    call.algorithm = static_cast<uint8_t>(a.id);
+    EXPECT_NE(call.describe().find(fmt::format(", {})", a.name)), std::string::npos)
+        << call.describe();
+  }
+  EXPECT_EQ(find_allreduce(Algorithm::kAuto), nullptr);
+  EXPECT_EQ(find_allreduce(static_cast<Algorithm>(expected)), nullptr);
+  EXPECT_EQ(parse_algorithm("AUTO"), Algorithm::kAuto);
+  try {
+    parse_algorithm("butterfly");
+    ADD_FAILURE() << "accepted butterfly";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("auto, ring, tree, hd, shm, hier"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
