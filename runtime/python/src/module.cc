@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "buffer_view.hpp"
+#include "elastic.hpp"
+#include "py_comm.hpp"
 #include "sigint_watch.hpp"
 #include "tutti/tutti.hpp"
 
@@ -32,28 +34,6 @@ PyObject* g_error_type = nullptr;  // tutti._core.Error (a RuntimeError)
 
 [[noreturn]] void invalid(const std::string& message) {
   throw Error(ErrorCode::kInvalidArgument, message);
-}
-
-// A communicator as Python holds it: with the world it was made in (worlds this module finalized
-// before it), so that one kept past tutti.finalize() is refused as the C API refuses its handles,
-// also once a new world exists. Read and written with the GIL held.
-uint64_t g_worlds_finalized = 0;
-
-struct PyComm {
-  Communicator comm;
-  uint64_t world = 0;
-};
-
-PyComm made_now(Communicator comm) {
-  return {std::move(comm), g_worlds_finalized};
-}
-
-const Communicator& live(const PyComm& c) {
-  if (c.world != g_worlds_finalized)
-    throw Error(ErrorCode::kNotInitialized,
-                "this Communicator belongs to a world that tutti.finalize() ended; make new "
-                "communicators after tutti.init() (tutti.world(), split, dup, group)");
-  return c.comm;
 }
 
 // A Python int that tutti takes as a C int (a color, key, rank, root, peer or tag): anything else
@@ -268,6 +248,11 @@ PyMethodDef g_allreduce_buffers{
     "The plain allreduce's fast path (see tutti)."};
 
 }  // namespace
+
+PyObject* error_type() {
+  return g_error_type;
+}
+
 }  // namespace tutti::python
 
 PYBIND11_MODULE(_core, m) {
@@ -618,4 +603,6 @@ PYBIND11_MODULE(_core, m) {
         return std::make_unique<PyHandle>(std::move(handle),
                                           std::vector<std::unique_ptr<BufferView>>{});
       });
+  // tutti.elastic's State and loop: after Communicator, which they take and give.
+  bind_elastic(m);
 }

@@ -41,8 +41,9 @@ class ChaosState(tutti.elastic.State):
 
     def sync(self, comm, root=0):
         if self._victim:
-            # The sync's first broadcast, as State.sync makes it, then gone before the second.
-            comm.broadcast(self.step, root)
+            # The sync's first broadcast, as State.sync makes it (the first array's bytes), then
+            # gone before the second.
+            comm.broadcast(self.step.view(np.uint8), root)
             print("dies inside the state sync", flush=True)
             os._exit(3)
         super().sync(comm, root)
