@@ -35,6 +35,7 @@ struct TUTTI_OPTIONS_API Options {
   Algorithm algorithm;                     // TUTTI_ALGO (allreduce)
   std::chrono::milliseconds init_timeout;  // TUTTI_TIMEOUT: joining, splitting
   std::chrono::milliseconds timeout;       // TUTTI_COLLECTIVE_TIMEOUT: each call
+  std::chrono::milliseconds stall_report;  // TUTTI_STALL_REPORT (0: off)
   std::chrono::seconds etcd_lease_ttl;     // TUTTI_ETCD_LEASE_TTL (0: no lease)
   size_t segment_bytes;                    // TUTTI_SEGMENT_BYTES
   size_t tcp_segment_max_bytes;            // TUTTI_TCP_SEGMENT_MAX_BYTES (0: segment_bytes)

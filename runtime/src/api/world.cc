@@ -141,9 +141,9 @@ void Communicator::allgatherv(const void* send, void* recv, std::span<const size
                               DataType type, const CallOptions& call) const {
   get().allgatherv(send, recv, counts, type, call);
 }
-void Communicator::reduce_scatter_v(const void* send, void* recv, std::span<const size_t> counts,
+void Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts,
                                     DataType type, ReduceOp op, const CallOptions& call) const {
-  get().reduce_scatter_v(send, recv, counts, type, op, call);
+  get().reduce_scatterv(send, recv, counts, type, op, call);
 }
 void Communicator::alltoall(const void* send, void* recv, size_t count, DataType type,
                             const CallOptions& call) const {

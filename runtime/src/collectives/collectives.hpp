@@ -102,7 +102,7 @@ void allgatherv(Context& ctx, const void* send, void* recv, std::span<const size
                 DataType type);
 // send holds sum(counts) elements; rank r receives the reduction of block r (counts[r]).
 // recv may equal send + (counts before rank) (in place). kAvg divides.
-void reduce_scatter_v(Context& ctx, const void* send, void* recv, std::span<const size_t> counts,
+void reduce_scatterv(Context& ctx, const void* send, void* recv, std::span<const size_t> counts,
                       DataType type, ReduceOp op);
 // Block p of send (send_counts[p]) goes to rank p, where it lands as block `rank` of recv
 // (recv_counts[rank] there). Rank p's send_counts[q] must equal rank q's recv_counts[p]; a

@@ -1,5 +1,6 @@
-// What every collective algorithm gets: the transport, who we are, a fresh sequence number for
-// tags, the deadline, the pipeline segment size and reusable scratch memory.
+// What every collective algorithm gets: its communicator's share (the transport, who we are, the
+// pipeline segment size, scratch memory, placement, settings), made once per communicator, and
+// the call's own (a fresh sequence number for tags, the deadline, the scales).
 #pragma once
 
 #include <cstddef>
@@ -16,34 +17,46 @@ namespace tutti::collectives {
 struct SelectionCache;
 struct Settings;
 
-struct Context {
+// What every call on one communicator shares (as Gloo's Context): made once with the
+// communicator, never per call.
+struct Group {
   transport::Transport& transport;
   int rank;
   int size;
-  uint64_t sequence;  // unique per collective call; use transport::make_tag(sequence, step)
-  Deadline deadline;
   size_t segment_bytes;
   Scratch& scratch;
   // host_of_rank[r]: index of rank r's host (equal index = shared memory), hosts numbered by their
   // lowest rank. Empty when the caller does not know the placement (the hierarchical allreduce
   // then refuses and selection treats the world as flat).
   std::span<const int> host_of_rank = {};
-  // Where select_allreduce keeps its placement and last choice across this communicator's calls;
-  // null makes it work them out every call.
+  // Where select_allreduce keeps its placement and crossover table across this communicator's
+  // calls; null makes it work them out every call.
   SelectionCache* selection = nullptr;
   // The communicator's configuration; null means Settings::defaults().
   const Settings* settings = nullptr;
-  // allreduce's prescale and postscale (sum on floating types): each algorithm multiplies every
-  // rank's input by prescale where it first reduces it, and the result by postscale where it is
-  // final, inside those reduce loops (reduce::combine_scaled, reduce_many_scaled).
-  double prescale = 1.0;
-  double postscale = 1.0;
   // Options::tcp_segment_max_bytes: the most a ring's segment grows to where its links are TCP
   // (ring_segment_bytes); 0 keeps segment_bytes.
   size_t tcp_segment_max_bytes = 0;
   // How many ranks share each CPU where this call's ranks run (cpu_share.hpp): the cost model
   // prices TCP links by it. 1 (a CPU each, or unknown) unless the communicator says otherwise.
   CpuShare cpu_share = {};
+};
+
+// One call's own (as Gloo's AllreduceOptions).
+struct CallState {
+  uint64_t sequence;  // unique per collective call; use transport::make_tag(sequence, step)
+  Deadline deadline;
+  // allreduce's prescale and postscale (sum on floating types): each algorithm multiplies every
+  // rank's input by prescale where it first reduces it, and the result by postscale where it is
+  // final, inside those reduce loops (reduce::combine_scaled, reduce_many_scaled).
+  double prescale = 1.0;
+  double postscale = 1.0;
+};
+
+// What an algorithm gets: its group's state and this call's. A phase of a call that a subgroup
+// runs (the hierarchical algorithms') gets a Group of its own (group_context).
+struct Context : Group, CallState {
+  Context(const Group& group, const CallState& call) : Group(group), CallState(call) {}
 
   bool scaled() const { return prescale != 1.0 || postscale != 1.0; }
 };
@@ -57,10 +70,10 @@ const Settings& settings_of(const Context& ctx);
 // placement cache (the group's differs) and no scales (the phase sets its own).
 inline Context group_context(const Context& parent, transport::Transport& transport, int rank,
                              int size, uint64_t sequence) {
-  Context g{transport,      rank, size,    sequence,       parent.deadline, parent.segment_bytes,
-            parent.scratch, {},   nullptr, parent.settings};
+  Group g{transport,      rank, size,    parent.segment_bytes,
+          parent.scratch, {},   nullptr, parent.settings};
   g.tcp_segment_max_bytes = parent.tcp_segment_max_bytes;
-  return g;
+  return Context(g, CallState{sequence, parent.deadline});
 }
 
 }  // namespace tutti::collectives

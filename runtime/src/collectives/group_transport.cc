@@ -14,7 +14,7 @@ class ChannelView final : public transport::Channel {
 
   int peer() const override { return inner_.peer(); }
   std::string describe() const override { return inner_.describe(); }
-  std::string_view kind() const override { return inner_.kind(); }
+  TransportKind kind() const override { return inner_.kind(); }
   transport::Request isend(transport::Tag tag, std::span<const std::byte> data) override {
     return inner_.isend(tag, data);
   }

@@ -32,8 +32,7 @@ Placement placement_of(const Context& ctx) {
   // (TUTTI_TRANSPORT=mpi) is priced as a network link, like TCP.
   bool any_tcp = false;
   for (int peer = 0; peer < ctx.size && !any_tcp; ++peer)
-    any_tcp = peer != ctx.rank && (ctx.transport.channel(peer).kind() == "tcp" ||
-                                   ctx.transport.channel(peer).kind() == "mpi");
+    any_tcp = peer != ctx.rank && ctx.transport.channel(peer).kind() != TransportKind::kShm;
   const TransportKind transport = settings_of(ctx).options.transport;
   p.flat = any_tcp ? Link::kTcp : Link::kShm;
   // From the setting, not from this rank's channels: a rank alone on its host has no local

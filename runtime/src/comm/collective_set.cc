@@ -110,19 +110,19 @@ void Communicator::allgatherv(const void* send, void* recv, std::span<const size
       [&](collectives::Context& ctx) { collectives::allgatherv(ctx, send, recv, counts, type); });
 }
 
-void Communicator::reduce_scatter_v(const void* send, void* recv, std::span<const size_t> counts,
+void Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts,
                                     DataType type, ReduceOp op, const CallOptions& call) {
   if (const auto blocks = block_and_total(counts, rank_, size_))
-    refuse_overlap("reduce_scatter_v", rank_, ByteRange::of(send, blocks->second, type),
+    refuse_overlap("reduce_scatterv", rank_, ByteRange::of(send, blocks->second, type),
                    ByteRange::of(recv, counts[static_cast<size_t>(rank_)], type),
                    reinterpret_cast<uintptr_t>(recv) == ByteRange::at(send, 1, blocks->first, type),
                    "recv at this rank's block of send (in place)");
-  refuse_device("reduce_scatter_v", {send, recv});
-  run("reduce_scatter_v",
-      signature(transport::CallKind::kReduceScatterV, sum_of(counts), type, static_cast<int>(op),
+  refuse_device("reduce_scatterv", {send, recv});
+  run("reduce_scatterv",
+      signature(transport::CallKind::kReduceScatterv, sum_of(counts), type, static_cast<int>(op),
                 digest_of(counts)),
       call, [&](collectives::Context& ctx) {
-        collectives::reduce_scatter_v(ctx, send, recv, counts, type, op);
+        collectives::reduce_scatterv(ctx, send, recv, counts, type, op);
       });
 }
 

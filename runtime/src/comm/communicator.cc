@@ -77,6 +77,10 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   settings->model = std::make_shared<const collectives::CostModel>(
       collectives::CostModel::configured(options.segment_bytes, options.tune_file));
   c->settings_ = std::move(settings);
+  // What every call shares, made once here; each call adds its own (run()).
+  c->group_.emplace(collectives::Group{
+      *c->transport_, rank, c->size_, options.segment_bytes, c->scratch_, c->host_of_rank_,
+      &c->selection_, c->settings_.get(), options.tcp_segment_max_bytes, c->cpu_share_});
 
   transport::MeshConfig mesh;
   mesh.rank = rank;
@@ -101,6 +105,8 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
         });
   }
 
+  c->job_->watch_calls(StallWatch::Watched{c->progress_, context, rank, hosts},
+                       options.stall_report);
   c->transport_->set_interrupt(c->interrupt_->flag(),
                                [interrupt = c->interrupt_] { return interrupt->error(); });
   job->watch(c->interrupt_);

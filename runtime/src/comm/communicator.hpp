@@ -147,8 +147,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
                 int root, const CallOptions& call = {});
   void allgatherv(const void* send, void* recv, std::span<const size_t> counts, DataType type,
                   const CallOptions& call = {});
-  void reduce_scatter_v(const void* send, void* recv, std::span<const size_t> counts, DataType type,
-                        ReduceOp op, const CallOptions& call = {});
+  void reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DataType type,
+                       ReduceOp op, const CallOptions& call = {});
   void alltoall(const void* send, void* recv, size_t count, DataType type,
                 const CallOptions& call = {});
   void alltoallv(const void* send, std::span<const size_t> send_counts, void* recv,
@@ -258,6 +258,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   collectives::Scratch scratch_;
   collectives::SelectionCache selection_;
   std::shared_ptr<const collectives::Settings> settings_;
+  // The collectives' view of the members above (references into them), made once in make().
+  std::optional<collectives::Group> group_;
+  // The call under way, for the hang report (the job's StallWatch reads it).
+  std::shared_ptr<CallProgress> progress_ = std::make_shared<CallProgress>();
   uint64_t sequence_ = 0;
   uint64_t children_ = 0;                        // communicators made by split/dup so far
   uint64_t shrinks_ = 0;                         // shrink() calls so far
@@ -318,12 +322,14 @@ void Communicator::run(std::string_view name, transport::CallSignature call,
   guarded(name, sequence, deadline, [&] {
     sequence_ = sequence;
     call.sequence = sequence;
+    progress_->enter(call);
+    struct Leave {
+      CallProgress& progress;
+      uint64_t sequence;
+      ~Leave() { progress.leave(sequence); }
+    } leave{*progress_, sequence};
     transport_->begin_call(call);
-    collectives::Context ctx{
-        *transport_, rank_,         size_,       sequence,       deadline, options_.segment_bytes,
-        scratch_,    host_of_rank_, &selection_, settings_.get()};
-    ctx.tcp_segment_max_bytes = options_.tcp_segment_max_bytes;
-    ctx.cpu_share = cpu_share_;
+    collectives::Context ctx(*group_, {sequence, deadline});
     try {
       body(ctx);
       // Messages of this call that another thread's progress delivered are checked by now.

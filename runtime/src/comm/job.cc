@@ -5,6 +5,14 @@ namespace tutti::comm {
 Job::~Job() {
   // The lifeline's thread calls fail_all: stop it before the rest of the job goes.
   lifeline.reset();
+  stalls_.reset();
+}
+
+void Job::watch_calls(StallWatch::Watched watched, std::chrono::milliseconds threshold) {
+  if (threshold.count() <= 0 || !store) return;
+  std::lock_guard lock(mutex_);
+  if (!stalls_) stalls_ = std::make_unique<StallWatch>(store, job_id, threshold);
+  stalls_->add(std::move(watched));
 }
 
 void Job::fail_all(const Error& error) {

@@ -17,6 +17,7 @@
 #include "bootstrap/store.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "comm/interrupt.hpp"
+#include "comm/stall_watch.hpp"
 #include "transport/fabric.hpp"
 #include "tutti/error.hpp"
 
@@ -41,6 +42,9 @@ struct Job {
   void fail_all(const Error& error);
   // Registers a communicator's interrupt for fail_all; raises it at once if the job failed.
   void watch(const std::shared_ptr<Interrupt>& interrupt);
+  // Adds a communicator's calls to the hang report (stall_watch.hpp), whose thread starts with
+  // the first one; threshold: Options::stall_report of the first (0: none is watched).
+  void watch_calls(StallWatch::Watched watched, std::chrono::milliseconds threshold);
 
   ~Job();
 
@@ -48,6 +52,7 @@ struct Job {
   std::mutex mutex_;
   std::vector<std::weak_ptr<Interrupt>> interrupts_;
   std::optional<Error> failure_;
+  std::unique_ptr<StallWatch> stalls_;  // private, so it goes before the store it writes to
 };
 
 }  // namespace tutti::comm

@@ -67,6 +67,11 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_COLLECTIVE_TIMEOUT", Kind::kSeconds, "600", "",
              "Deadline for one collective call; a stalled peer is reported after it.", kMinDeadline,
              parse::kMaxSeconds, TUTTI_OPTION(timeout)},
+    Variable{"TUTTI_STALL_REPORT", Kind::kSeconds, "10", "",
+             "A collective that some ranks have been in this long while others have not called "
+             "it is reported: the lowest waiting rank names the missing ranks and their hosts, "
+             "and each missing rank says what it last called. 0 turns the report off.",
+             0, parse::kMaxSeconds, TUTTI_OPTION(stall_report)},
     Variable{"TUTTI_LOG_LEVEL", Kind::kChoice, "warn", "error|warn|info|debug|trace",
              "Logging threshold (stderr)."},
     Variable{"TUTTI_TRANSPORT", Kind::kChoice, "auto", "auto|tcp|shm|mpi",

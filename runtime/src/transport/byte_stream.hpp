@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/deadline.hpp"
+#include "tutti/options.hpp"
 #include "transport/pieces.hpp"
 
 namespace tutti::transport {
@@ -35,7 +36,7 @@ class ByteStream {
   virtual int wait_fd() const = 0;
   virtual int liveness_fd() const { return -1; }
   virtual std::string describe() const = 0;
-  virtual std::string_view kind() const = 0;
+  virtual TransportKind kind() const = 0;
 };
 
 }  // namespace tutti::transport

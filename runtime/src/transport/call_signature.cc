@@ -31,8 +31,8 @@ std::string_view kind_name(CallKind kind) {
       return "scatter";
     case CallKind::kAllgatherv:
       return "allgatherv";
-    case CallKind::kReduceScatterV:
-      return "reduce_scatter_v";
+    case CallKind::kReduceScatterv:
+      return "reduce_scatterv";
     case CallKind::kAlltoall:
       return "alltoall";
     case CallKind::kAlltoallv:
@@ -179,7 +179,7 @@ std::string CallSignature::describe() const {
     case CallKind::kScatter:
       details = fmt::format(" ({} x {} in all, root {})", count, dtype_name(dtype), root);
       break;
-    case CallKind::kReduceScatterV:
+    case CallKind::kReduceScatterv:
       details = fmt::format(" ({} x {} in all, {})", count, dtype_name(dtype), op_name(op));
       break;
     case CallKind::kAlltoall:

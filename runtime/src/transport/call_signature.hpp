@@ -24,7 +24,7 @@ enum class CallKind : uint8_t {
   kGather = 7,  // gather and gatherv: count is the sum of the counts
   kScatter = 8,
   kAllgatherv = 9,  // count: the sum of the counts; root: a digest of the counts (counts_digest)
-  kReduceScatterV = 10,
+  kReduceScatterv = 10,
   kAlltoall = 11,   // count: elements per rank
   kAlltoallv = 12,  // count: 0 (ranks' totals differ); every block's size is checked on arrival
 };
@@ -34,7 +34,7 @@ enum class CallKind : uint8_t {
 int32_t counts_digest(const uint64_t* counts, size_t n);
 // Whether `kind` keeps counts_digest in the root field.
 constexpr bool root_is_counts_digest(CallKind kind) {
-  return kind == CallKind::kAllgatherv || kind == CallKind::kReduceScatterV;
+  return kind == CallKind::kAllgatherv || kind == CallKind::kReduceScatterv;
 }
 
 struct CallSignature {

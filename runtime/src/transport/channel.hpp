@@ -13,6 +13,7 @@
 #include "transport/call_signature.hpp"
 #include "transport/pieces.hpp"
 #include "transport/tag.hpp"
+#include "tutti/options.hpp"
 
 namespace tutti::transport {
 
@@ -45,6 +46,9 @@ class Request {
   std::shared_ptr<Operation> op_;
 };
 
+// "tcp", "shm" or "mpi" (TUTTI_TRANSPORT's names), for messages.
+std::string_view kind_name(TransportKind kind);
+
 class Channel {
  public:
   virtual ~Channel() = default;
@@ -52,8 +56,8 @@ class Channel {
   virtual int peer() const = 0;
   // For error messages: "rank 3 on host worker-1 (tcp 198.18.0.3:41000)".
   virtual std::string describe() const = 0;
-  // "tcp" or "shm".
-  virtual std::string_view kind() const = 0;
+  // What carries the bytes (never kAuto); kind_name() for messages.
+  virtual TransportKind kind() const = 0;
 
   // Queues a send. `data` must stay valid and unchanged until the request completes. Sends on one
   // channel are delivered in order.

@@ -21,7 +21,7 @@ class ContextChannel final : public Channel {
 
   int peer() const override { return peer_; }
   std::string describe() const override;
-  std::string_view kind() const override { return link_.link->kind(); }
+  TransportKind kind() const override { return link_.link->kind(); }
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;
   bool takes_pieces() const override { return link_.link->takes_pieces(); }

@@ -29,7 +29,7 @@ class FramedChannel final : public Link {
 
   int peer() const override { return peer_; }
   std::string describe() const override { return stream_->describe(); }
-  std::string_view kind() const override { return stream_->kind(); }
+  TransportKind kind() const override { return stream_->kind(); }
 
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;

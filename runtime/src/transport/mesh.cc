@@ -56,10 +56,9 @@ std::string why_no_window(const MeshConfig& c, size_t bytes, size_t area) {
           "rank {} (host {}) reaches rank {} (host {}) over {}, so not all ranks "
           "share memory (TUTTI_TRANSPORT={})",
           c.rank, c.host_ids[c.rank], r, c.host_ids[r],
-          c.options.transport == TransportKind::kMpi ? "mpi" : "tcp",
-          c.options.transport == TransportKind::kTcp   ? "tcp"
-          : c.options.transport == TransportKind::kMpi ? "mpi"
-                                                       : "auto");
+          kind_name(c.options.transport == TransportKind::kMpi ? TransportKind::kMpi
+                                                               : TransportKind::kTcp),
+          kind_name(c.options.transport));
   if (bytes == 0) return "TUTTI_SHM_WINDOW_BYTES=0 turned the shared-memory window off";
   if (area < kMinWindowBytes)
     return fmt::format(

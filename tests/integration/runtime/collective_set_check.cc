@@ -1,5 +1,5 @@
 // collective_set_check: the collectives beyond allreduce/broadcast/allgather/reduce_scatter
-// (reduce, gather(v), scatter(v), allgatherv, reduce_scatter_v, alltoall(v)) and allreduce's
+// (reduce, gather(v), scatter(v), allgatherv, reduce_scatterv, alltoall(v)) and allreduce's
 // prescale/postscale through every algorithm ("scaled"), on however many ranks
 // tuttirun started, with inputs whose results are known exactly; then the misuse cases (counts
 // that disagree, ops a type does not have), which must fail with the right error and no hang.
@@ -284,16 +284,16 @@ class Checker {
         at.back(), [&](size_t k) { return std::pair(load(t, recv.data(), k), from(t, at, k)); });
   }
 
-  void reduce_scatter_v(size_t count, DataType t, ReduceOp op, bool in_place) {
+  void reduce_scatterv(size_t count, DataType t, ReduceOp op, bool in_place) {
     const auto counts = uneven(count, size_);
     const auto at = offsets(counts);
     auto send = buffer(at.back(), t);
     for (size_t k = 0; k < at.back(); ++k) store(t, send.data(), k, input(t, op, rank_, k));
     auto recv = buffer(counts[me()], t);
     std::byte* out = in_place ? send.data() + at[me()] * tutti::element_size(t) : recv.data();
-    comm_.reduce_scatter_v(send.data(), out, counts, t, op);
+    comm_.reduce_scatterv(send.data(), out, counts, t, op);
     verify(
-        fmt::format("reduce_scatter_v {} {} count {}{}", to_string(t), to_string(op), count,
+        fmt::format("reduce_scatterv {} {} count {}{}", to_string(t), to_string(op), count,
                     in_place ? " in place" : ""),
         counts[me()],
         [&](size_t i) { return std::pair(load(t, out, i), expected(t, op, size_, at[me()] + i)); },
@@ -548,8 +548,8 @@ int main(int argc, char** argv) {
             check.scaled_allreduce(count, t, op);
           for (bool in_place : {false, true}) {
             if (wants(collectives_arg, "reduce")) check.reduce(count, t, op, in_place);
-            if (wants(collectives_arg, "reduce_scatter_v"))
-              check.reduce_scatter_v(count, t, op, in_place);
+            if (wants(collectives_arg, "reduce_scatterv"))
+              check.reduce_scatterv(count, t, op, in_place);
           }
         }
         for (bool v : {false, true}) {

@@ -133,7 +133,7 @@ class SingleRank : public ::testing::Test {
     return channels;
   }
   Context context() {
-    return Context{transport_, 0, 1, 1, Deadline::after_seconds(5), 1024, scratch_};
+    return Context(Group{transport_, 0, 1, 1024, scratch_}, {1, Deadline::after_seconds(5)});
   }
   transport::Transport transport_;
   Scratch scratch_;

@@ -151,7 +151,7 @@ TEST(MeshFailure, TcpChoiceUsesSocketsEvenOnOneHost) {
     auto config = test_support::mesh_config(rank, 2, Layout::kShm, job);
     config.options.transport = TransportKind::kTcp;
     auto t = connect_mesh(config, store, Deadline::after_seconds(30));
-    EXPECT_EQ(t->channel(1 - rank).kind(), "tcp");
+    EXPECT_EQ(t->channel(1 - rank).kind(), TransportKind::kTcp);
   });
 }
 

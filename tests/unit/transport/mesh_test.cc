@@ -83,7 +83,8 @@ TEST_P(MeshTest, EveryPairExchangesAllSizes) {
     for (int p = 0; p < size; ++p) {
       if (p == rank) continue;
       bool same_host = config.host_ids[p] == config.host_ids[rank];
-      EXPECT_EQ(t->channel(p).kind(), same_host ? "shm" : "tcp") << "rank " << rank << " -> " << p;
+      EXPECT_EQ(t->channel(p).kind(), same_host ? TransportKind::kShm : TransportKind::kTcp)
+          << "rank " << rank << " -> " << p;
       EXPECT_EQ(t->channel(p).peer(), p);
     }
     built.arrive_and_wait();

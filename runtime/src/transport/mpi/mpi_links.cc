@@ -187,7 +187,7 @@ class MpiStream final : public ByteStream {
   std::string describe() const override {
     return fmt::format("rank {} (mpi, {})", peer_, comm_->session().library());
   }
-  std::string_view kind() const override { return "mpi"; }
+  TransportKind kind() const override { return TransportKind::kMpi; }
 
  private:
   struct Send {

@@ -28,7 +28,7 @@ class ShmStream final : public ByteStream {
   int wait_fd() const override { return -1; }
   int liveness_fd() const override { return pidfd_.get(); }
   std::string describe() const override;
-  std::string_view kind() const override { return "shm"; }
+  TransportKind kind() const override { return TransportKind::kShm; }
 
  private:
   // Throws Error(kPeerFailure) when the peer process has exited and left nothing more to read.

@@ -29,7 +29,7 @@ class StripedChannel final : public Link {
 
   int peer() const override { return peer_; }
   std::string describe() const override;
-  std::string_view kind() const override { return "tcp"; }
+  TransportKind kind() const override { return TransportKind::kTcp; }
 
   Request isend(Tag tag, std::span<const std::byte> data) override;
   Request irecv(Tag tag, std::span<std::byte> data) override;

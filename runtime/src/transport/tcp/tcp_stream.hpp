@@ -22,7 +22,7 @@ class TcpStream final : public ByteStream {
   void drain_before_close(Deadline deadline) override;
   int wait_fd() const override { return socket_.get(); }
   std::string describe() const override;
-  std::string_view kind() const override { return "tcp"; }
+  TransportKind kind() const override { return TransportKind::kTcp; }
 
  private:
   [[noreturn]] void throw_lost(int err) const;

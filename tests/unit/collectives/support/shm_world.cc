@@ -15,9 +15,9 @@
 namespace tutti::testing {
 
 collectives::Context ShmRank::context(double timeout_seconds) {
-  return collectives::Context{
-      transport, rank,    size, ++sequence, Deadline::after_seconds(timeout_seconds),
-      64 << 10,  scratch, {},   nullptr,    settings};
+  return collectives::Context(
+      collectives::Group{transport, rank, size, 64 << 10, scratch, {}, nullptr, settings},
+      {++sequence, Deadline::after_seconds(timeout_seconds)});
 }
 
 std::vector<std::exception_ptr> run_shm_world(int size, size_t window_bytes,

@@ -50,7 +50,8 @@ class ThreadChannel : public transport::Channel {
 
   int peer() const override { return peer_; }
   std::string describe() const override;
-  std::string_view kind() const override { return "thread"; }
+  // Memory between threads: placement treats it as shared memory.
+  TransportKind kind() const override { return TransportKind::kShm; }
   transport::Request isend(transport::Tag tag, std::span<const std::byte> data) override;
   transport::Request irecv(transport::Tag tag, std::span<std::byte> data) override;
   bool takes_pieces() const override { return takes_pieces_; }

@@ -10,9 +10,8 @@
 namespace tutti::testing {
 
 collectives::Context Rank::context(size_t segment_bytes, double timeout_seconds) {
-  return collectives::Context{
-      transport,     rank,   size, ++sequence, Deadline::after_seconds(timeout_seconds),
-      segment_bytes, scratch};
+  return collectives::Context(collectives::Group{transport, rank, size, segment_bytes, scratch},
+                              {++sequence, Deadline::after_seconds(timeout_seconds)});
 }
 
 std::vector<std::exception_ptr> run_ranks(int size, const std::function<void(Rank&)>& body) {

@@ -1,0 +1,110 @@
+"""The hang report (TUTTI_STALL_REPORT) under the real tuttirun, judged by a driver that reads
+tuttirun's output as it comes:
+
+    stall_report_test.py skip TUTTIRUN PYTHON   4 ranks; rank 2 sleeps 8 s before the third
+        allreduce while the others are in it. With TUTTI_STALL_REPORT=2, within 5 s of the others
+        entering it one line (rank 0's) names rank 2, the call and its sequence number, and rank 2
+        says that ranks 0, 1, 3 wait for it; the job then ends well.
+    stall_report_test.py long TUTTIRUN PYTHON   4 ranks over TCP in one allreduce that takes
+        seconds, every rank in it: with TUTTI_STALL_REPORT=1 the ranks look at it (an info line)
+        and report nothing.
+
+The ranks run this file too (argument "rank"). Prints "OK: ..." and exits 0, or "FAIL: ...".
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+
+
+def rank_main(mode):
+    import numpy as np
+
+    import tutti
+
+    world = tutti.init()
+    if mode == "skip":
+        x = np.ones(4, np.float32)
+        for call in range(1, 4):
+            if call == 3:
+                if world.rank == 2:
+                    time.sleep(8)
+                else:
+                    print(f"entering allreduce #{call}", flush=True)
+            world.allreduce(x, tutti.SUM)
+    else:
+        x = np.ones(64 << 20, np.float32)
+        world.barrier()
+        print("entering the long allreduce", flush=True)
+        started = time.monotonic()
+        world.allreduce(x, tutti.SUM)
+        print(f"the long allreduce took {time.monotonic() - started:.1f} s", flush=True)
+    tutti.finalize()
+
+
+def fail(message, lines):
+    print("\n".join(text for _, text in lines))
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def driver(mode, tuttirun, python):
+    env = dict(os.environ)
+    env["TUTTI_STALL_REPORT"] = "2" if mode == "skip" else "1"
+    command = [tuttirun, "-np", "4", "--", python, os.path.abspath(__file__), "rank", mode]
+    if mode == "long":
+        # Over TCP 256 MiB take seconds here; info shows the watch's look at the call.
+        env["TUTTI_TRANSPORT"] = "tcp"
+        env["TUTTI_LOG_LEVEL"] = "info"
+    start = time.monotonic()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    lines = []
+    for text in process.stdout:
+        lines.append((time.monotonic() - start, text.rstrip("\n")))
+    rc = process.wait(timeout=120)
+    if rc != 0:
+        fail(f"tuttirun exited {rc}", lines)
+    stalls = [(t, text) for t, text in lines if "stall:" in text]
+    if mode == "long":
+        # (A rank still starting while another waits in the first barrier is a real stall.)
+        took = [text for _, text in lines if "the long allreduce took" in text]
+        looked = [text for _, text in lines if "allreduce #2" in text and "not a stall" in text]
+        if [text for _, text in stalls if "allreduce #2" in text]:
+            fail("a long call that every rank was in was reported as a stall", lines)
+        if not looked:
+            fail("no rank looked at the long allreduce (it took less than TUTTI_STALL_REPORT?)",
+                 lines)
+        print("\n".join(took + looked[:1]))
+        print("OK: a long allreduce that every rank was in was looked at and not reported")
+        return
+    entered = [t for t, text in lines if "entering allreduce #3" in text]
+    if len(entered) != 3:
+        fail(f"{len(entered)} ranks said they entered allreduce #3, 3 expected", lines)
+    waiting = [(t, text) for t, text in stalls if "has waited" in text]
+    if len(waiting) != 1:
+        fail(f"{len(waiting)} lines named the missing rank, one expected", lines)
+    at, text = waiting[0]
+    if not text.startswith("[0] ") or not re.search(r"allreduce #3 .*for rank 2 \(host ", text) \
+            or "ranks 0, 1, 3 are in it" not in text:
+        fail(f"the report is not rank 0's naming allreduce #3, rank 2 and ranks 0, 1, 3: {text}",
+             lines)
+    delay = at - max(entered)
+    if delay > 5:
+        fail(f"the report came {delay:.1f} s after the last rank entered, 5 s at most", lines)
+    own = [text for _, text in stalls if text.startswith("[2] ") and "wait in allreduce #3" in text
+           and "ranks 0, 1, 3" in text and "for this rank" in text]
+    if len(own) != 1:
+        fail("rank 2 did not say once that ranks 0, 1, 3 wait for it in allreduce #3", lines)
+    print(text)
+    print(own[0])
+    print(f"OK: rank 2 named {delay:.1f} s after the others entered allreduce #3 "
+          "(TUTTI_STALL_REPORT=2), and rank 2 said the others wait for it")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "rank":
+        rank_main(sys.argv[2])
+    else:
+        driver(sys.argv[1], sys.argv[2], sys.argv[3])
