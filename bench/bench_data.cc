@@ -1,99 +1,11 @@
 #include "bench_data.hpp"
 
 #include <cmath>
-#include <cstring>
-
-#include "half_bits.hpp"
 
 namespace tutti::bench {
-namespace {
 
-template <typename T>
-T get(const void* buf, size_t i) {
-  T v;
-  std::memcpy(&v, static_cast<const std::byte*>(buf) + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-template <typename T>
-void put(void* buf, size_t i, T v) {
-  std::memcpy(static_cast<std::byte*>(buf) + i * sizeof(T), &v, sizeof(T));
-}
-
-// Integers wrap modulo their width, like the two's complement arithmetic the reduction does.
-template <typename T>
-T wrap(double v) {
-  return static_cast<T>(static_cast<uint64_t>(static_cast<int64_t>(v)));
-}
-
-// The value `v` becomes when stored in `type`.
-double as_type(DataType type, double v) {
-  std::byte scratch[8];
-  store(type, scratch, 0, v);
-  return load(type, scratch, 0);
-}
-
-}  // namespace
-
-double load(DataType type, const void* buf, size_t i) {
-  switch (type) {
-    case DataType::kFloat32:
-      return get<float>(buf, i);
-    case DataType::kFloat64:
-      return get<double>(buf, i);
-    case DataType::kFloat16:
-      return f16_to_float(get<uint16_t>(buf, i));
-    case DataType::kBFloat16:
-      return bf16_to_float(get<uint16_t>(buf, i));
-    case DataType::kInt32:
-      return get<int32_t>(buf, i);
-    case DataType::kInt64:
-      return static_cast<double>(get<int64_t>(buf, i));
-    case DataType::kUInt8:
-    case DataType::kBool:
-      return get<uint8_t>(buf, i);
-    case DataType::kInt8:
-      return get<int8_t>(buf, i);
-    case DataType::kInt16:
-      return get<int16_t>(buf, i);
-  }
-  return 0;
-}
-
-void store(DataType type, void* buf, size_t i, double value) {
-  switch (type) {
-    case DataType::kFloat32:
-      put(buf, i, static_cast<float>(value));
-      return;
-    case DataType::kFloat64:
-      put(buf, i, value);
-      return;
-    case DataType::kFloat16:
-      put(buf, i, float_to_f16(static_cast<float>(value)));
-      return;
-    case DataType::kBFloat16:
-      put(buf, i, float_to_bf16(static_cast<float>(value)));
-      return;
-    case DataType::kInt32:
-      put(buf, i, wrap<int32_t>(value));
-      return;
-    case DataType::kInt64:
-      put(buf, i, wrap<int64_t>(value));
-      return;
-    case DataType::kUInt8:
-      put(buf, i, wrap<uint8_t>(value));
-      return;
-    case DataType::kBool:
-      put(buf, i, static_cast<uint8_t>(value != 0));
-      return;
-    case DataType::kInt8:
-      put(buf, i, wrap<int8_t>(value));
-      return;
-    case DataType::kInt16:
-      put(buf, i, wrap<int16_t>(value));
-      return;
-  }
-}
+using values::as_type;
+using values::fold_ranks;
 
 double reduce_input(ReduceOp op, int rank, int nranks, size_t i) {
   switch (op) {
@@ -123,57 +35,18 @@ double reduce_input(ReduceOp op, int rank, int nranks, size_t i) {
 
 double reduce_input(DataType type, ReduceOp op, int rank, int nranks, size_t i) {
   if (type != DataType::kBool) return reduce_input(op, rank, nranks, i);
-  // 0 or 1, mostly true for the and-like ops and mostly false for the or-like ones.
-  const bool and_like = op == ReduceOp::kProd || op == ReduceOp::kMin || op == ReduceOp::kBand;
-  const bool rare = (static_cast<size_t>(rank) * 5 + i * 3) % 7 == 0;
-  return (and_like ? !rare : rare) ? 1.0 : 0.0;
+  return values::bool_input(op, rank, i);
 }
 
 double reduce_expected(DataType type, ReduceOp op, int nranks, size_t i) {
-  if (type == DataType::kBool) {
-    bool acc = reduce_input(type, op, 0, nranks, i) != 0;
-    for (int r = 1; r < nranks; ++r) {
-      const bool v = reduce_input(type, op, r, nranks, i) != 0;
-      if (op == ReduceOp::kSum || op == ReduceOp::kMax || op == ReduceOp::kBor)
-        acc = acc || v;
-      else if (op == ReduceOp::kBxor)
-        acc = acc != v;
-      else
-        acc = acc && v;
-    }
-    return acc ? 1 : 0;
-  }
+  if (type == DataType::kBool) return values::bool_expected(op, nranks, i);
   if (!is_floating(type)) {
     // Integer arithmetic in 64 bits, wrapped to the type's width at the end: the same result as
-    // wrapping after every step, whatever the order.
-    uint64_t acc = static_cast<uint64_t>(static_cast<int64_t>(reduce_input(op, 0, nranks, i)));
-    for (int r = 1; r < nranks; ++r) {
-      auto v = static_cast<uint64_t>(static_cast<int64_t>(reduce_input(op, r, nranks, i)));
-      switch (op) {
-        case ReduceOp::kSum:
-        case ReduceOp::kAvg:
-          acc += v;
-          break;
-        case ReduceOp::kProd:
-          acc *= v;
-          break;
-        case ReduceOp::kMin:
-          acc = std::min(acc, v);
-          break;  // inputs are non-negative
-        case ReduceOp::kMax:
-          acc = std::max(acc, v);
-          break;
-        case ReduceOp::kBand:
-          acc &= v;
-          break;
-        case ReduceOp::kBor:
-          acc |= v;
-          break;
-        case ReduceOp::kBxor:
-          acc ^= v;
-          break;
-      }
-    }
+    // wrapping after every step, whatever the order. (Unsigned min and max are right: the inputs
+    // are non-negative.)
+    const uint64_t acc = fold_ranks<uint64_t>(op, nranks, [&](int r) {
+      return static_cast<uint64_t>(static_cast<int64_t>(reduce_input(op, r, nranks, i)));
+    });
     double wrapped = as_type(type, static_cast<double>(static_cast<int64_t>(acc)));
     if (type == DataType::kInt64) wrapped = static_cast<double>(static_cast<int64_t>(acc));
     if (op == ReduceOp::kAvg) {
@@ -186,31 +59,11 @@ double reduce_expected(DataType type, ReduceOp op, int nranks, size_t i) {
     }
     return wrapped;
   }
-  double acc = reduce_input(op, 0, nranks, i);
-  for (int r = 1; r < nranks; ++r) {
-    double v = reduce_input(op, r, nranks, i);
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        acc += v;
-        break;
-      case ReduceOp::kProd:
-        acc *= v;
-        break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, v);
-        break;
-      case ReduceOp::kMax:
-        acc = std::max(acc, v);
-        break;
-      case ReduceOp::kBand:
-      case ReduceOp::kBor:
-      case ReduceOp::kBxor:
-        break;  // not defined on floating types: the runtime refuses the call
-    }
-  }
   // Every partial result is exact in double; a product that overflows the narrow type does so at
-  // some step in every order, and stays inf after it.
+  // some step in every order, and stays inf after it. (The bitwise ops are not defined on
+  // floating types: the runtime refuses them, and the sweep never checks them.)
+  const double acc =
+      fold_ranks<double>(op, nranks, [&](int r) { return reduce_input(op, r, nranks, i); });
   double in_type = as_type(type, acc);
   if (op == ReduceOp::kAvg) return as_type(type, in_type / nranks);
   return in_type;

@@ -12,12 +12,13 @@
 
 #include "bench_options.hpp"
 #include "tutti/types.hpp"
+#include "typed_values.hpp"
 
 namespace tutti::bench {
 
-// Element i of `buf` (of `type`) as a double / set from a double (integers wrap to their width).
-double load(DataType type, const void* buf, size_t i);
-void store(DataType type, void* buf, size_t i, double value);
+// Element access through double (integers wrap to their width), shared with the unit tests.
+using values::get_value;
+using values::set_value;
 
 // Input element i (global index into the send buffer) of `rank` for a reduction with op.
 double reduce_input(ReduceOp op, int rank, int nranks, size_t i);

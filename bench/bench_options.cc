@@ -15,20 +15,15 @@
 namespace tutti::bench {
 namespace {
 
+// Short names -d also takes, besides tutti's own (tutti::to_string) and nccl-tests' (type_name).
 struct TypeName {
   std::string_view name;
   DataType type;
 };
-constexpr std::array kTypeNames = {
-    TypeName{"float", DataType::kFloat32},   TypeName{"float32", DataType::kFloat32},
-    TypeName{"f32", DataType::kFloat32},     TypeName{"double", DataType::kFloat64},
-    TypeName{"float64", DataType::kFloat64}, TypeName{"f64", DataType::kFloat64},
-    TypeName{"half", DataType::kFloat16},    TypeName{"float16", DataType::kFloat16},
-    TypeName{"f16", DataType::kFloat16},     TypeName{"bfloat16", DataType::kBFloat16},
-    TypeName{"bf16", DataType::kBFloat16},   TypeName{"int32", DataType::kInt32},
-    TypeName{"int", DataType::kInt32},       TypeName{"int64", DataType::kInt64},
-    TypeName{"uint8", DataType::kUInt8},     TypeName{"int8", DataType::kInt8},
-    TypeName{"int16", DataType::kInt16},     TypeName{"bool", DataType::kBool},
+constexpr std::array kTypeAliases = {
+    TypeName{"f32", DataType::kFloat32}, TypeName{"f64", DataType::kFloat64},
+    TypeName{"f16", DataType::kFloat16}, TypeName{"bf16", DataType::kBFloat16},
+    TypeName{"int", DataType::kInt32},
 };
 // "all" is all of them, as nccl-tests users read it; the sweep skips the pairs a type does not
 // define (bitwise ops on floating types, avg on bool), saying so.
@@ -168,7 +163,9 @@ bool is_rooted(Collective c) {
 
 std::optional<DataType> parse_type(const std::string& name) {
   std::string n = lower(name);
-  for (const auto& t : kTypeNames)
+  for (DataType t : kAllTypes)
+    if (to_string(t) == n || type_name(t) == n) return t;
+  for (const auto& t : kTypeAliases)
     if (t.name == n) return t.type;
   return std::nullopt;
 }
@@ -181,6 +178,8 @@ std::optional<ReduceOp> parse_op(const std::string& name) {
 }
 
 std::string_view type_name(DataType t) {
+  // nccl-tests' names for the three types it names otherwise; the rest are tutti's own, so the
+  // output keeps nccl-tests' format and every other name comes from tutti/types.hpp.
   switch (t) {
     case DataType::kFloat32:
       return "float";
@@ -188,22 +187,9 @@ std::string_view type_name(DataType t) {
       return "double";
     case DataType::kFloat16:
       return "half";
-    case DataType::kBFloat16:
-      return "bfloat16";
-    case DataType::kInt32:
-      return "int32";
-    case DataType::kInt64:
-      return "int64";
-    case DataType::kUInt8:
-      return "uint8";
-    case DataType::kInt8:
-      return "int8";
-    case DataType::kInt16:
-      return "int16";
-    case DataType::kBool:
-      return "bool";
+    default:
+      return to_string(t);
   }
-  return "?";
 }
 
 std::string_view op_name(ReduceOp op) {

@@ -13,9 +13,12 @@ Layout layout_for(Collective c, size_t count, int nranks) {
   switch (c) {
     case Collective::kAllreduce:
     case Collective::kBroadcast:
+    case Collective::kReduce:
+    case Collective::kSendRecv:
       l.send_count = l.recv_count = l.param_count = count;
       break;
     case Collective::kAllgather:
+    case Collective::kGather:
       l.send_count = count / n;
       l.recv_count = (count / n) * n;
       l.param_count = count / n;
@@ -27,16 +30,6 @@ Layout layout_for(Collective c, size_t count, int nranks) {
       l.recv_count = count / n;
       l.param_count = count / n;
       l.recv_inplace_offset = count / n;
-      break;
-    case Collective::kReduce:
-    case Collective::kSendRecv:
-      l.send_count = l.recv_count = l.param_count = count;
-      break;
-    case Collective::kGather:
-      l.send_count = count / n;
-      l.recv_count = (count / n) * n;
-      l.param_count = count / n;
-      l.send_inplace_offset = count / n;
       break;
     case Collective::kAlltoall:
       l.send_count = l.recv_count = (count / n) * n;
@@ -127,32 +120,34 @@ void CollectiveRunner::fill_host(const RunSpec& s) {
     case Collective::kReduceScatter:
     case Collective::kReduce:
       for (size_t i = 0; i < s.layout.send_count; ++i)
-        store(s.type, in, i, reduce_input(s.type, s.op, rank, n, i));
+        set_value(s.type, in, i, reduce_input(s.type, s.op, rank, n, i));
       break;
     case Collective::kAllgather:
     case Collective::kGather:
     case Collective::kSendRecv:
-      for (size_t i = 0; i < s.layout.send_count; ++i) store(s.type, in, i, gather_input(rank, i));
+      for (size_t i = 0; i < s.layout.send_count; ++i)
+        set_value(s.type, in, i, gather_input(rank, i));
       break;
     case Collective::kScatter:
       // The root's send holds every rank's block: block r element i is gather_input(r, i).
       if (rank == s.root)
         for (size_t i = 0; i < s.layout.send_count; ++i)
-          store(s.type, in, i,
-                gather_input(static_cast<int>(i / s.layout.param_count), i % s.layout.param_count));
+          set_value(
+              s.type, in, i,
+              gather_input(static_cast<int>(i / s.layout.param_count), i % s.layout.param_count));
       break;
     case Collective::kAlltoall:
       // Block q, element i, goes to rank q: gather_input(rank * n + q, i).
       for (size_t i = 0; i < s.layout.send_count; ++i)
-        store(s.type, in, i,
-              gather_input(rank * n + static_cast<int>(i / s.layout.param_count),
-                           i % s.layout.param_count));
+        set_value(s.type, in, i,
+                  gather_input(rank * n + static_cast<int>(i / s.layout.param_count),
+                               i % s.layout.param_count));
       break;
     case Collective::kBroadcast:
       // The API broadcasts in place: the root's buffer is the source.
       if (rank == s.root)
         for (size_t i = 0; i < s.layout.param_count; ++i)
-          store(s.type, recv_.data(), i, broadcast_input(s.root, i));
+          set_value(s.type, recv_.data(), i, broadcast_input(s.root, i));
       break;
   }
 }
@@ -215,10 +210,8 @@ uint64_t CollectiveRunner::count_wrong_host(const RunSpec& s) const {
   auto expect = [&](size_t i, double want) {
     // The value as the type holds it (bool keeps only non-zero, narrow integers wrap), as the
     // inputs were stored.
-    std::byte held[8];
-    store(s.type, held, 0, want);
-    want = load(s.type, held, 0);
-    double got = load(s.type, out, i);
+    want = values::as_type(s.type, want);
+    double got = get_value(s.type, out, i);
     // NaN never equals: poison that decodes to NaN is wrong, as it should be.
     if (!(got == want)) ++wrong;
   };

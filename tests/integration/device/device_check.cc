@@ -16,7 +16,7 @@
 //   abort     abort() from another thread ends a pending device call
 //   split     dup/split of a communicator with NCCL split its NCCL communicator (no new init)
 //   engine    device tensors through allreduce_async (fused) complete exactly
-//   kill, kill_shrink  rank 1 is killed mid device allreduce (kill_rank_device.sh); with
+//   kill, kill_shrink  rank 1 is killed mid device allreduce (runtime/kill_rank.sh); with
 //             kill_shrink the survivors then shrink and reduce device buffers on the shrunk
 //             communicator
 // Prints "ok:" lines and exits 0, or "FAIL:" lines and exits 1.
@@ -708,12 +708,12 @@ void abort_from_thread(World& w) {
 
 // ---- kill -9 of a peer -------------------------------------------------------------------------
 
-// Rank 1 waits to be killed (kill_rank_device.sh sends SIGKILL once every rank wrote its pid);
+// Rank 1 waits to be killed (runtime/kill_rank.sh sends SIGKILL once every rank wrote its pid);
 // the others sit in a device allreduce that needs it. They must fail well before the 60 s
 // deadline, with the peer named.
 bool check_float_sum(tutti::comm::Communicator& comm, size_t count);
 
-// shrink (kill_rank_device.sh shrink): after the failure the survivors shrink, and the shrunk
+// shrink (device_kill_shrink_np3): after the failure the survivors shrink, and the shrunk
 // communicator's device side (a fresh NCCL communicator of the survivors) reduces device buffers
 // exactly.
 bool shrink_after_kill = false;

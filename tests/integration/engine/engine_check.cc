@@ -6,7 +6,7 @@
 //                                       a different order on every rank, from K threads
 //   mismatch                            one rank gives a name another size
 //   stall                               the last rank never submits one name
-//   kill --pid-dir D                    loops until a rank is killed (kill_rank_engine.sh)
+//   kill --pid-dir D                    loops until a rank is killed (runtime/kill_rank.sh)
 //   join                                rank r has r+1 batches, then joins
 //   sets                                two overlapping process sets from two threads
 //   timeline --path P                   timeline started and stopped at run time

@@ -9,8 +9,8 @@
 #include "bench_data.hpp"
 #include "bench_options.hpp"
 #include "collective_runner.hpp"
-#include "half_bits.hpp"
 #include "report.hpp"
+#include "typed_values.hpp"
 
 namespace tutti::bench {
 namespace {
@@ -132,8 +132,8 @@ class Types : public ::testing::TestWithParam<DataType> {};
 TEST_P(Types, StoreLoadRoundTripsSmallIntegers) {
   std::vector<std::byte> buf(8 * 4);
   for (double v : {0.0, 1.0, 2.0, 6.0, 97.0}) {
-    store(GetParam(), buf.data(), 3, v);
-    EXPECT_EQ(load(GetParam(), buf.data(), 3), v);
+    set_value(GetParam(), buf.data(), 3, v);
+    EXPECT_EQ(get_value(GetParam(), buf.data(), 3), v);
   }
 }
 
@@ -177,6 +177,7 @@ TEST(BenchData, WrapAndOverflowLikeTheType) {
 }
 
 TEST(BenchData, HalfConversions) {
+  using values::bf16_to_float, values::f16_to_float, values::float_to_bf16, values::float_to_f16;
   EXPECT_EQ(float_to_f16(1.0f), 0x3c00);
   EXPECT_EQ(float_to_f16(65504.0f), 0x7bff);
   EXPECT_EQ(float_to_f16(65520.0f), 0x7c00);
@@ -293,7 +294,7 @@ TEST_P(Checker, CountsExactlyTheBadElements) {
   EXPECT_EQ(runner.count_wrong(spec), 0u);
 
   // Damage three elements of the result.
-  for (size_t i : {0u, 17u, 99u}) store(type, recv.data(), i, 77.5);
+  for (size_t i : {0u, 17u, 99u}) set_value(type, recv.data(), i, 77.5);
   EXPECT_EQ(runner.count_wrong(spec), 3u);
 
   // Without the call, an out-of-place result is all poison (in place, the input is the answer

@@ -1,5 +1,7 @@
-// Typed element access for the tests, through double, with float16/bfloat16 encoded by hand so
-// the tests do not share code with the reduce kernels they check.
+// Typed element access for the tests, through double, and the data the collective tests reduce.
+// Element access (float16/bfloat16 included) and the reference reduction steps are
+// typed_values.hpp's, which tutti-bench shares and which has nothing of the reduce kernels the
+// tests check.
 #pragma once
 
 #include <cstddef>
@@ -7,24 +9,25 @@
 #include <vector>
 
 #include "tutti/types.hpp"
+#include "typed_values.hpp"
 
 namespace tutti::testing {
 
 // Every dtype and every op, which the collective tests sweep.
-inline constexpr DataType kAllTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
-                                         DataType::kBFloat16, DataType::kInt32,   DataType::kInt64,
-                                         DataType::kUInt8};
+inline constexpr DataType kAllTypes[] = {
+    DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
+    DataType::kInt32,   DataType::kInt64,   DataType::kUInt8};
 inline constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
                                        ReduceOp::kMax, ReduceOp::kAvg};
 // The types and ops added later, swept by their own tests (every pair tutti::supports).
 inline constexpr DataType kSmallIntTypes[] = {DataType::kInt8, DataType::kInt16, DataType::kBool,
                                               DataType::kUInt8, DataType::kInt32};
-inline constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum,  ReduceOp::kProd, ReduceOp::kMin,
-                                        ReduceOp::kMax,  ReduceOp::kAvg,  ReduceOp::kBand,
-                                        ReduceOp::kBor,  ReduceOp::kBxor};
+inline constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
+                                        ReduceOp::kMax, ReduceOp::kAvg,  ReduceOp::kBand,
+                                        ReduceOp::kBor, ReduceOp::kBxor};
 
-double get_value(DataType type, const void* buf, size_t index);
-void set_value(DataType type, void* buf, size_t index, double value);
+using values::get_value;
+using values::set_value;
 
 // A buffer of count elements of type, filled with value_of(i).
 template <typename F>
