@@ -167,15 +167,19 @@ void Communicator::fail(const Error& error, std::string_view name, uint64_t sequ
   failure_.emplace(error.code(), reason);
 }
 
+void Communicator::check_scales(const CallOptions& call) const {
+  if (!std::isfinite(call.prescale) || !std::isfinite(call.postscale))
+    throw make_error(ErrorCode::kInvalidArgument,
+                     "allreduce on rank {}: prescale {} and postscale {} must be finite numbers",
+                     rank_, call.prescale, call.postscale);
+}
+
 void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                              const CallOptions& call) {
   refuse_overlap("allreduce", rank_, ByteRange::of(send, count, type),
                  ByteRange::of(recv, count, type), send == recv,
                  "the same buffer as send and recv (in place)");
-  if (!std::isfinite(call.prescale) || !std::isfinite(call.postscale))
-    throw make_error(ErrorCode::kInvalidArgument,
-                     "allreduce on rank {}: prescale {} and postscale {} must be finite numbers",
-                     rank_, call.prescale, call.postscale);
+  check_scales(call);
   if (const auto device = device_of("allreduce", {send, recv})) {
     check_device_scales("allreduce", type, op, call);
     run("allreduce",
@@ -199,10 +203,7 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, DataTyp
 collectives::SegmentsRun Communicator::allreduce_segments(
     std::span<const collectives::Segment> segments, DataType type, ReduceOp op,
     const CallOptions& call, std::vector<std::byte>& pack) {
-  if (!std::isfinite(call.prescale) || !std::isfinite(call.postscale))
-    throw make_error(ErrorCode::kInvalidArgument,
-                     "allreduce on rank {}: prescale {} and postscale {} must be finite numbers",
-                     rank_, call.prescale, call.postscale);
+  check_scales(call);
   size_t count = 0;
   std::optional<int> device;
   for (const auto& s : segments) {

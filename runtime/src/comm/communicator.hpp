@@ -235,6 +235,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Error second_thread_error(std::string_view name) const;
   // Sends the abort notices of an abort() that found no call in progress.
   void deliver_abort_if_idle();
+  // Error(kInvalidArgument) for an allreduce's prescale or postscale that is not finite.
+  void check_scales(const CallOptions& call) const;
   // Fails the communicator with `error`: the peers get the notice, later calls rethrow it.
   void fail(const Error& error, std::string_view name, uint64_t sequence);
   // A new context id, the same on every rank of `members` (this communicator's ranks that call

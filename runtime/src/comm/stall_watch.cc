@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 #include "core/deadline.hpp"
@@ -78,7 +79,7 @@ void StallWatch::loop(std::stop_token stop) {
       if (!progress) return true;
       try {
         check(e, progress->snapshot(), now);
-      } catch (const Error& error) {
+      } catch (const std::exception& error) {
         // The store went away or stopped answering: the job's own calls say so; this thread
         // only stops looking at this communicator.
         log::debug("stall watch of {}: {}; no more stall reports for it",
@@ -124,6 +125,7 @@ void StallWatch::check(Entry& e, const CallProgress::Snapshot& s, Clock::time_po
                                                                                               : out)
         .push_back(r);
   if (out.empty()) {
+    if (rank != 0) return;
     log::info("{} on {}: all {} ranks have been in it for {:.1f} s; a long call, not a stall",
               s.call.describe(), communicator_name(e.watched.context), size,
               Seconds(waited).count());

@@ -9,6 +9,9 @@ tuttirun's output as it comes:
         seconds, every rank in it: with TUTTI_STALL_REPORT=1 the ranks look at it (an info line)
         and report nothing.
 
+    stall_report_test.py torchrun - PYTHON      skip's case under torchrun (PYTHON's torch 2.x,
+        `-m torch.distributed.run`) with backend "tutti" and all_reduce on tensors: the same lines.
+
 The ranks run this file too (argument "rank"). Prints "OK: ..." and exits 0, or "FAIL: ...".
 """
 import os
@@ -18,7 +21,29 @@ import sys
 import time
 
 
+def torch_rank_main():
+    import torch
+    import torch.distributed as dist
+
+    import tutti.torch  # noqa: F401  registers backend "tutti"
+
+    dist.init_process_group("tutti")
+    rank = dist.get_rank()
+    x = torch.ones(4)
+    for call in range(1, 4):
+        if call == 3:
+            if rank == 2:
+                time.sleep(8)
+            else:
+                print(f"[{rank}] entering allreduce #{call}", flush=True)
+        dist.all_reduce(x)
+    dist.destroy_process_group()
+
+
 def rank_main(mode):
+    if mode == "torchrun":
+        torch_rank_main()
+        return
     import numpy as np
 
     import tutti
@@ -51,8 +76,11 @@ def fail(message, lines):
 
 def driver(mode, tuttirun, python):
     env = dict(os.environ)
-    env["TUTTI_STALL_REPORT"] = "2" if mode == "skip" else "1"
+    env["TUTTI_STALL_REPORT"] = "1" if mode == "long" else "2"
     command = [tuttirun, "-np", "4", "--", python, os.path.abspath(__file__), "rank", mode]
+    if mode == "torchrun":
+        command = [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
+                   os.path.abspath(__file__), "rank", mode]
     if mode == "long":
         # Over TCP 256 MiB take seconds here; info shows the watch's look at the call.
         env["TUTTI_TRANSPORT"] = "tcp"
@@ -86,21 +114,24 @@ def driver(mode, tuttirun, python):
     if len(waiting) != 1:
         fail(f"{len(waiting)} lines named the missing rank, one expected", lines)
     at, text = waiting[0]
-    if not text.startswith("[0] ") or not re.search(r"allreduce #3 .*for rank 2 \(host ", text) \
+    # Under torchrun the process group's calls are numbered by the communicator (init makes some).
+    call = r"allreduce #\d+" if mode == "torchrun" else "allreduce #3"
+    if "tutti rank 0 warn" not in text or not re.search(call + r" .*for rank 2 \(host ", text) \
             or "ranks 0, 1, 3 are in it" not in text:
-        fail(f"the report is not rank 0's naming allreduce #3, rank 2 and ranks 0, 1, 3: {text}",
+        fail(f"the report is not rank 0's naming {call}, rank 2 and ranks 0, 1, 3: {text}",
              lines)
     delay = at - max(entered)
     if delay > 5:
         fail(f"the report came {delay:.1f} s after the last rank entered, 5 s at most", lines)
-    own = [text for _, text in stalls if text.startswith("[2] ") and "wait in allreduce #3" in text
-           and "ranks 0, 1, 3" in text and "for this rank" in text]
+    own = [text for _, text in stalls if "tutti rank 2 warn" in text
+           and re.search("wait in " + call, text) and "ranks 0, 1, 3" in text
+           and "for this rank" in text]
     if len(own) != 1:
         fail("rank 2 did not say once that ranks 0, 1, 3 wait for it in allreduce #3", lines)
     print(text)
     print(own[0])
     print(f"OK: rank 2 named {delay:.1f} s after the others entered allreduce #3 "
-          "(TUTTI_STALL_REPORT=2), and rank 2 said the others wait for it")
+          f"(TUTTI_STALL_REPORT=2, {mode}), and rank 2 said the others wait for it")
 
 
 if __name__ == "__main__":
