@@ -27,16 +27,18 @@ ASAN_TARGETS=(tuttirun kubexec tutti-hostfile tutti-bench tutti-demo tutti-c-all
 
 # The multi-threaded parts under TSan: the store server and its clients, the etcd store, the
 # lifeline (bootstrap unit tests), the launcher's output multiplexer and supervisor, the transports' progress and peer-death
-# paths, and the collectives over shm and tcp between real rank processes.
+# paths, the hang report's watch thread, and the collectives over shm and tcp between real rank
+# processes (each with its watch thread reading the calls' progress).
 TSAN_TARGETS=(unit_bootstrap_tcp_store_test unit_bootstrap_store_test unit_bootstrap_etcd_store_test
   unit_net_handshake_test unit_launcher_output_mux_test
   unit_launcher_supervisor_test unit_transport_mesh_failure_test unit_transport_peer_death_test
   unit_transport_striped_channel_test unit_collectives_shm_allreduce_test tuttirun collectives_check
-  communicators_check collective_set_check engine_check device_check)
+  communicators_check collective_set_check engine_check device_check unit_comm_stall_watch_test)
 # ctest names the gtest cases [Prefix/]Suite.Case[/N]: these are the suites of the binaries above.
 TSAN_TESTS='^([A-Za-z0-9_]+/)?(TcpStore|StoreLifeline|TcpStoreProcesses|Handshake|HandshakeKinds|WrongToken'
 TSAN_TESTS+='|Garbage|LineSplitter|OutputMux|SplitterChunks|MuxRanks|Supervisor|MeshFailure|MissingRankTest'
 TSAN_TESTS+='|PeerDeathTest|StripeCut|TcpStreamsConfig|StripedChannelTest|ShmAllreduce|ShmPlan'
+TSAN_TESTS+='|StallWatchTest'
 TSAN_TESTS+='|ShmAllreduceTest|ShmStoresTest)\.'
 TSAN_TESTS+='|^(sweep_(tcp_ring|shm_shm|shm_ring)_np4|pipelined_tcp_ring_np3|streams_tcp_s3_np3|kill_rank_tcp|kill_rank_shm)$'
 # Communicators driven from two threads at once over shared links, abort from a watchdog thread.

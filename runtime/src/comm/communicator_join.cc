@@ -429,6 +429,7 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<tutti::Store>
   static std::atomic<uint64_t> creates{0};
   const std::string name =
       options.name.empty() ? fmt::format("comm-{}", creates.fetch_add(1)) : options.name;
+  log::set_rank_if_unknown(rank);
   const std::string chosen_by_ifname = ifname_address(options, rank);
   const Deadline deadline = Deadline::after(options.init_timeout);
   auto job = std::make_shared<Job>();
@@ -450,6 +451,7 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<bootstrap::Mp
   check_options(options);
   const int rank = mpi->rank();
   const int size = mpi->size();
+  log::set_rank_if_unknown(rank);
   const std::string chosen_by_ifname = ifname_address(options, rank);
   const Deadline deadline = Deadline::after(options.init_timeout);
   bootstrap::Rendezvous met = bootstrap::rendezvous_over_mpi(std::move(mpi), options.job_token,

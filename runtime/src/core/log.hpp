@@ -13,6 +13,9 @@ enum class Level { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3, kTrace = 4 };
 Level threshold();
 void set_threshold(Level level);
 void set_rank(int rank);  // -1: not yet known
+// For worlds made from a user's store or an MPI communicator, where a process may make several
+// (torch's process groups): the first one's rank names the process's lines.
+void set_rank_if_unknown(int rank);
 bool enabled(Level level);
 void write(Level level, std::string_view message);
 

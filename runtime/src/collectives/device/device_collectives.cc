@@ -5,6 +5,7 @@
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
 #include "collectives/hierarchy.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -22,16 +23,7 @@ constexpr uint8_t kNoPath = transport::CallSignature::kDeviceCall;
 constexpr unsigned kUniqueIdPhase = 1;
 
 std::string_view path_name(DeviceAllreduce path) {
-  switch (path) {
-    case DeviceAllreduce::kNccl:
-      return "nccl";
-    case DeviceAllreduce::kRing:
-      return "ring";
-    case DeviceAllreduce::kHier:
-      return "hier";
-    default:
-      return "auto";
-  }
+  return env::choice_name("TUTTI_DEVICE_ALLREDUCE", static_cast<int>(path));
 }
 
 }  // namespace
@@ -152,37 +144,54 @@ void DeviceCollectives::finish_on_stream(Context& ctx, const DeviceCall& call,
   wait_on_host(ctx, call, done_.id(), what);
 }
 
-DeviceAllreduce DeviceCollectives::path_for(device::NcclComm& comm, Context& ctx,
-                                            const DeviceCall& call, DataType type,
-                                            ReduceOp op) const {
-  const bool nccl_reduces = comm.supports(type, op);
-  switch (call.options->device_allreduce) {
-    case DeviceAllreduce::kNccl:
-      if (!nccl_reduces)
-        throw make_error(ErrorCode::kInvalidArgument,
-                         "allreduce on rank {}: TUTTI_DEVICE_ALLREDUCE=nccl, but NCCL cannot "
-                         "reduce {} with {}; use TUTTI_DEVICE_ALLREDUCE=auto or ring",
-                         rank_, to_string(type), to_string(op));
-      return DeviceAllreduce::kNccl;
-    case DeviceAllreduce::kRing:
-      return DeviceAllreduce::kRing;
-    case DeviceAllreduce::kHier:
+std::span<const DeviceCollectives::Path> DeviceCollectives::paths() {
+  static constexpr Path kPaths[] = {
+      {DeviceAllreduce::kNccl, true,
+       [](const Context&, bool nccl_reduces, DataType, ReduceOp) { return nccl_reduces; },
+       "NCCL cannot reduce", &DeviceCollectives::nccl_allreduce},
+      {DeviceAllreduce::kRing, true, [](const Context&, bool, DataType, ReduceOp) { return true; },
+       nullptr, &DeviceCollectives::ring_path},
       // NCCL does the on-host steps, so the type and op must be NCCL's; integer avg would divide
-      // once per level. The host step needs the same number of ranks on every host. Anything
-      // else takes our ring, which every rank decides alike.
-      if (nccl_reduces && !(op == ReduceOp::kAvg && !is_floating(type)) &&
-          ctx.host_of_rank.size() == static_cast<size_t>(ctx.size) &&
-          hierarchy_of(ctx.host_of_rank, ctx.rank).uniform)
-        return DeviceAllreduce::kHier;
-      return DeviceAllreduce::kRing;
-    default:
-      return nccl_reduces ? DeviceAllreduce::kNccl : DeviceAllreduce::kRing;
-  }
+      // once per level. The host step needs the same number of ranks on every host.
+      {DeviceAllreduce::kHier, false,
+       [](const Context& ctx, bool nccl_reduces, DataType type, ReduceOp op) {
+         return nccl_reduces && !(op == ReduceOp::kAvg && !is_floating(type)) &&
+                ctx.host_of_rank.size() == static_cast<size_t>(ctx.size) &&
+                hierarchy_of(ctx.host_of_rank, ctx.rank).uniform;
+       },
+       nullptr, &DeviceCollectives::hierarchical_allreduce},
+  };
+  return kPaths;
 }
 
-void DeviceCollectives::nccl_allreduce(device::NcclComm& comm, const DeviceCall& call,
-                                       const void* send, void* recv, size_t count, DataType type,
-                                       ReduceOp op) {
+const DeviceCollectives::Path& DeviceCollectives::path_for(device::NcclComm& comm, Context& ctx,
+                                                           const DeviceCall& call, DataType type,
+                                                           ReduceOp op) const {
+  const bool nccl_reduces = comm.supports(type, op);
+  const DeviceAllreduce configured = call.options->device_allreduce;
+  for (const Path& p : paths()) {
+    if (configured == DeviceAllreduce::kAuto) {
+      if (p.in_auto && p.takes(ctx, nccl_reduces, type, op)) return p;
+      continue;
+    }
+    if (p.id != configured) continue;
+    if (p.takes(ctx, nccl_reduces, type, op)) return p;
+    if (p.refusal != nullptr)
+      throw make_error(ErrorCode::kInvalidArgument,
+                       "allreduce on rank {}: TUTTI_DEVICE_ALLREDUCE={}, but {} {} with {}; use "
+                       "TUTTI_DEVICE_ALLREDUCE=auto or ring",
+                       rank_, path_name(p.id), p.refusal, to_string(type), to_string(op));
+    break;  // every rank decides alike: the ring runs it
+  }
+  for (const Path& p : paths())
+    if (p.id == DeviceAllreduce::kRing) return p;
+  throw make_error(ErrorCode::kInternal, "the device paths' table lacks the ring");
+}
+
+void DeviceCollectives::nccl_allreduce(Context& ctx, const DeviceCall& call, const void* send,
+                                       void* recv, size_t count, DataType type, ReduceOp op,
+                                       const std::string&) {
+  device::NcclComm& comm = nccl(ctx);
   // Sum and avg on floating types fold prescale, postscale and avg's 1/size into one pre-multiply
   // (ncclRedOpCreatePreMulSum): one pass, exact where the factors are powers of two.
   if (is_floating(type) && (op == ReduceOp::kSum || op == ReduceOp::kAvg)) {
@@ -194,21 +203,10 @@ void DeviceCollectives::nccl_allreduce(device::NcclComm& comm, const DeviceCall&
   comm.all_reduce(send, recv, count, type, op, 1.0, stream_.id());
 }
 
-void DeviceCollectives::allreduce_on_stream(Context& ctx, const DeviceCall& call,
-                                            DeviceAllreduce path, const void* send, void* recv,
-                                            size_t count, DataType type, ReduceOp op,
-                                            const std::string& what) {
-  device::NcclComm& comm = nccl(ctx);
-  switch (path) {
-    case DeviceAllreduce::kRing:
-      ring_allreduce(comm, call, send, recv, count, type, op);
-      break;
-    case DeviceAllreduce::kHier:
-      hierarchical_allreduce(ctx, call, send, recv, count, type, op, what);
-      break;
-    default:
-      nccl_allreduce(comm, call, send, recv, count, type, op);
-  }
+void DeviceCollectives::ring_path(Context& ctx, const DeviceCall& call, const void* send,
+                                  void* recv, size_t count, DataType type, ReduceOp op,
+                                  const std::string&) {
+  ring_allreduce(nccl(ctx), call, send, recv, count, type, op);
 }
 
 void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const void* send,
@@ -230,11 +228,10 @@ void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const vo
   }
   const std::string what =
       fmt::format("device allreduce of {} x {} ({})", count, to_string(type), to_string(op));
-  device::NcclComm& comm = nccl(ctx);
-  const DeviceAllreduce path = path_for(comm, ctx, call, type, op);
-  log::trace("rank {}: {} takes the {} path", rank_, what, path_name(path));
+  const Path& path = path_for(nccl(ctx), ctx, call, type, op);
+  log::trace("rank {}: {} takes the {} path", rank_, what, path_name(path.id));
   begin_on_stream(call);
-  allreduce_on_stream(ctx, call, path, send, recv, count, type, op, what);
+  (this->*path.run)(ctx, call, send, recv, count, type, op, what);
   finish_on_stream(ctx, call, what);
 }
 
@@ -248,8 +245,7 @@ void DeviceCollectives::allreduce_segments(Context& ctx, const DeviceCall& call,
   agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase +
                                   static_cast<int>(call.options->device_allreduce)));
   if (count == 0) return;
-  device::NcclComm& comm = nccl(ctx);
-  const DeviceAllreduce path = path_for(comm, ctx, call, type, op);
+  const Path& path = path_for(nccl(ctx), ctx, call, type, op);
   const size_t element = element_size(type);
   // Slot 2 (the ring uses 0 and 1), kept between calls: growing it is the only allocation.
   auto* base = static_cast<std::byte*>(scratch(kFusionSlot, count * element));
@@ -260,7 +256,7 @@ void DeviceCollectives::allreduce_segments(Context& ctx, const DeviceCall& call,
     if (s.count > 0) api.copy_async(base + offset, s.send, s.count * element, stream_.id());
     offset += s.count * element;
   }
-  allreduce_on_stream(ctx, call, path, base, base, count, type, op, what);
+  (this->*path.run)(ctx, call, base, base, count, type, op, what);
   offset = 0;
   for (const Segment& s : segments) {
     if (s.count > 0) api.copy_async(s.recv, base + offset, s.count * element, stream_.id());

@@ -97,16 +97,30 @@ class DeviceCollectives {
   // The caller's stream waits for our work; the host waits for it too.
   void finish_on_stream(Context& ctx, const DeviceCall& call, const std::string& what);
 
-  // Which path an allreduce of (type, op) takes (TUTTI_DEVICE_ALLREDUCE, NCCL's abilities).
-  DeviceAllreduce path_for(device::NcclComm& comm, Context& ctx, const DeviceCall& call,
-                           DataType type, ReduceOp op) const;
-  // The allreduce, enqueued on our stream (already ordered after the caller's); the hierarchical
-  // path also waits on the host in its middle.
-  void allreduce_on_stream(Context& ctx, const DeviceCall& call, DeviceAllreduce path,
-                           const void* send, void* recv, size_t count, DataType type, ReduceOp op,
-                           const std::string& what);
-  void nccl_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
-                      size_t count, DataType type, ReduceOp op);
+  // One device allreduce path (a TUTTI_DEVICE_ALLREDUCE choice but auto), declared once in
+  // device_collectives.cc's table: whether it takes a call, what a call it cannot take gets when
+  // it is configured, and how it runs (enqueued on our stream, already ordered after the
+  // caller's; the hierarchical path also waits on the host in its middle).
+  struct Path {
+    DeviceAllreduce id;
+    bool in_auto;  // auto takes the first path in the table that is in_auto and takes the call
+    bool (*takes)(const Context& ctx, bool nccl_reduces, DataType type, ReduceOp op);
+    // Configured but not taking the call: refused, saying "<refusal> <type> with <op>"
+    // (nullptr: the ring runs it).
+    const char* refusal;
+    void (DeviceCollectives::*run)(Context& ctx, const DeviceCall& call, const void* send,
+                                   void* recv, size_t count, DataType type, ReduceOp op,
+                                   const std::string& what);
+  };
+  static std::span<const Path> paths();
+  // Which path an allreduce of (type, op) takes (TUTTI_DEVICE_ALLREDUCE, NCCL's abilities, the
+  // placement): the same on every rank.
+  const Path& path_for(device::NcclComm& comm, Context& ctx, const DeviceCall& call, DataType type,
+                       ReduceOp op) const;
+  void nccl_allreduce(Context& ctx, const DeviceCall& call, const void* send, void* recv,
+                      size_t count, DataType type, ReduceOp op, const std::string& what);
+  void ring_path(Context& ctx, const DeviceCall& call, const void* send, void* recv, size_t count,
+                 DataType type, ReduceOp op, const std::string& what);
   // device_alone.cc: a world of one, enqueued on `stream` (the caller's, or ours in the ring).
   void allreduce_alone(device::StreamId stream, const DeviceCall& call, const void* send,
                        void* recv, size_t count, DataType type, ReduceOp op);
