@@ -26,43 +26,17 @@ import numpy as np
 import tutti
 import tutti.elastic
 
-failures = 0
-RANK = None
+import checks
 
-
-def fail(message):
-    global failures
-    failures += 1
-    print(f"FAIL: rank {RANK}: {message}", flush=True)
-
-
-def ok(message, failures_before):
-    if RANK == 0 and failures == failures_before:
-        print(f"ok: {message}", flush=True)
-
-
-def refused(call, code, words, what):
-    try:
-        call()
-    except tutti.Error as e:
-        if e.code != code:
-            fail(f"{what}: code {e.code}, {code} expected: {e}")
-        elif not all(w in str(e) for w in words):
-            fail(f"{what}: the message lacks {words}: {e}")
-        return
-    except Exception as e:  # noqa: BLE001 - the wrong kind of exception is the failure reported
-        fail(f"{what}: raised {type(e).__name__}: {e}, tutti.Error {code} expected")
-        return
-    fail(f"{what}: not refused")
+fail, ok, refused = checks.fail, checks.ok, checks.refused
 
 
 def main():
-    global RANK
     world = tutti.init()
-    RANK = world.rank
+    checks.rank = world.rank
     E = tutti.ErrorCode
 
-    before = failures
+    before = checks.failures
     os.environ["TUTTI_ELASTIC_TIMEOUT"] = "5m"
     state = tutti.elastic.State(w=np.zeros(4, np.float32))
     state.commit()
@@ -71,7 +45,7 @@ def main():
         fail(f"run returned {done!r}")
     ok("TUTTI_ELASTIC_TIMEOUT=5m is a duration to Python as to C++", before)
 
-    before = failures
+    before = checks.failures
     raised = ValueError("the work's own bug")
 
     def buggy(comm):
@@ -97,7 +71,7 @@ def main():
             fail(f"the work's INVALID_ARGUMENT came out as {e.code} or lost its frame: {frames}")
     ok("what the loop does not handle comes out as raised, with its traceback", before)
 
-    before = failures
+    before = checks.failures
     calls, resets = [], []
 
     class Logged(tutti.elastic.State):
@@ -132,7 +106,7 @@ def main():
     ok("a TIMEOUT raised by the work: shrink, the subclass's restore and sync, on_reset, again",
        before)
 
-    before = failures
+    before = checks.failures
     state = tutti.elastic.State(a=np.zeros(3))
     refused(lambda: state.add("a", np.zeros(3)), E.INVALID_ARGUMENT, ["'a'", "already"],
             "a name used twice")
@@ -166,7 +140,7 @@ def main():
     ok("State's refusals, restore and sync", before)
 
     tutti.finalize()
-    return 1 if failures else 0
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":

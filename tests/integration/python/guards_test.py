@@ -21,38 +21,13 @@ import numpy as np
 
 import tutti
 
-failures = 0
-RANK = None
+import checks
 
-
-def fail(message):
-    global failures
-    failures += 1
-    print(f"FAIL: rank {RANK}: {message}", flush=True)
-
-
-def ok(message, failures_before):
-    """Reports a check that added no failure."""
-    if RANK == 0 and failures == failures_before:
-        print(f"ok: {message}", flush=True)
-
-
-def refused(call, code, words, what):
-    """call() must raise tutti.Error with `code` and every one of `words` in its message."""
-    try:
-        call()
-    except tutti.Error as e:
-        if e.code != code or not all(w in str(e) for w in words):
-            fail(f"{what}: raised {e.code} {e!r}, want {code} naming {words}")
-        return
-    except Exception as e:  # noqa: BLE001 - any other exception is the bug being tested
-        fail(f"{what}: raised {type(e).__name__}: {e}, want tutti.Error {code}")
-        return
-    fail(f"{what}: no error, want tutti.Error {code} naming {words}")
+fail, ok, refused = checks.fail, checks.ok, checks.refused
 
 
 def check_overlap(comm):
-    before = failures
+    before = checks.failures
     rank, size = comm.rank, comm.size
     bad = tutti.ErrorCode.INVALID_ARGUMENT
     names = lambda call: [f"{call} on rank {rank}", "send [0x", "recv [0x", "overlap"]  # noqa: E731
@@ -119,7 +94,7 @@ def check_detected_threads(world):
     refused while the other's call holds the communicator, that call must fail too. A refused
     thread reads the other's call number before and after its own call; unchanged, the other's
     call was the one that held the communicator."""
-    before = failures
+    before = checks.failures
     checked = 0
     for _ in range(400):
         more = np.array([1.0 if checked < 20 else 0.0], np.float32)
@@ -177,7 +152,7 @@ def check_detected_threads(world):
 
 
 def check_finalized_handles(world):
-    before = failures
+    before = checks.failures
     bad = tutti.ErrorCode.NOT_INITIALIZED
     x = np.ones(2, np.float32)
     copy = world.dup()
@@ -209,7 +184,7 @@ def check_finalized_handles(world):
 
 
 def check_integers(comm):
-    before = failures
+    before = checks.failures
     bad = tutti.ErrorCode.INVALID_ARGUMENT
     limits = "-2147483648..2147483647"
     x = np.ones(2, np.float32)
@@ -238,9 +213,8 @@ def check_integers(comm):
 
 
 def main():
-    global RANK
     world = tutti.init()
-    RANK = world.rank
+    checks.rank = world.rank
     for check in (check_overlap, check_detected_threads):
         try:
             check(world)
@@ -252,7 +226,7 @@ def main():
     except tutti.Error as e:
         fail(f"unexpected tutti.Error {e.code}: {e}")
     tutti.finalize()
-    return 1 if failures else 0
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":

@@ -23,23 +23,13 @@ import numpy as np
 
 import tutti
 
+import checks
+
 PEER_LATE = 4.0  # seconds rank 1 arrives after rank 0 started waiting
 SIGNAL_AFTER = 0.5
 PROMPT = 2.0  # "within about a second", with room for a loaded machine
 
-failures = 0
-RANK = None
-
-
-def fail(message):
-    global failures
-    failures += 1
-    print(f"FAIL: rank {RANK}: {message}", flush=True)
-
-
-def ok(message):
-    if RANK == 0:
-        print(f"ok: {message}", flush=True)
+fail, ok = checks.fail, checks.ok
 
 
 def interrupt_soon():
@@ -86,9 +76,8 @@ def aborted_peer(what, call):
 
 
 def main():
-    global RANK
     world = tutti.init()
-    RANK = world.rank
+    checks.rank = world.rank
     if world.size != 2:
         fail("run on 2 ranks")
         return 1
@@ -97,7 +86,7 @@ def main():
 
     # A blocking allreduce (the fast path: a numpy array, no timeout).
     plain.barrier()
-    if RANK == 0:
+    if checks.rank == 0:
         interrupted("allreduce", lambda: plain.allreduce(x))
         try:
             plain.allreduce(x)
@@ -110,7 +99,7 @@ def main():
 
     # A wait on the engine's handle (the engine is set up first, by both ranks).
     engine.allreduce_async("warm", np.ones(2, np.float32)).wait()
-    if RANK == 0:
+    if checks.rank == 0:
         handle = engine.allreduce_async("late", np.ones(2, np.float32))
         interrupted("Handle.wait", handle.wait)
     else:
@@ -123,7 +112,7 @@ def main():
     previous = signal.signal(signal.SIGINT, lambda *_: caught.append(time.monotonic()))
     try:
         y = np.ones(4, np.float32)
-        if RANK == 0:
+        if checks.rank == 0:
             timer, _ = interrupt_soon()
             own.allreduce(y)
             timer.join()
@@ -141,7 +130,7 @@ def main():
     finally:
         signal.signal(signal.SIGINT, previous)
     tutti.finalize()
-    return 1 if failures else 0
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":
