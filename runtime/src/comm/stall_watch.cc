@@ -37,12 +37,15 @@ std::string ranks_on_hosts(const std::vector<int>& ranks, const std::vector<std:
 }  // namespace
 
 StallWatch::StallWatch(std::shared_ptr<bootstrap::Store> store, std::string job_id,
-                       std::chrono::milliseconds threshold)
+                       std::chrono::milliseconds threshold, Report report)
     : store_(std::move(store)),
       job_id_(std::move(job_id)),
       threshold_(threshold),
       period_(std::clamp<std::chrono::milliseconds>(threshold / 4, std::chrono::milliseconds(50),
                                                     std::chrono::seconds(1))),
+      report_(report ? std::move(report) : Report([](log::Level level, const std::string& line) {
+        if (log::enabled(level)) log::write(level, line);
+      })),
       thread_([this](std::stop_token stop) { loop(std::move(stop)); }) {}
 
 StallWatch::~StallWatch() {
@@ -112,7 +115,6 @@ void StallWatch::check(Entry& e, const CallProgress::Snapshot& s, Clock::time_po
   if (e.keyed != sequence) {
     store_->set(key(e, sequence, rank), s.call.describe());
     e.keyed = sequence;
-    e.keyed_at = now;
   }
   if (waited < threshold_ || e.looked == sequence) return;
   e.looked = sequence;
@@ -126,20 +128,23 @@ void StallWatch::check(Entry& e, const CallProgress::Snapshot& s, Clock::time_po
         .push_back(r);
   if (out.empty()) {
     if (rank != 0) return;
-    log::info("{} on {}: all {} ranks have been in it for {:.1f} s; a long call, not a stall",
-              s.call.describe(), communicator_name(e.watched.context), size,
-              Seconds(waited).count());
+    report_(log::Level::kInfo,
+            fmt::format("{} on {}: all {} ranks have been in it for {:.1f} s; a long call, "
+                        "not a stall",
+                        s.call.describe(), communicator_name(e.watched.context), size,
+                        Seconds(waited).count()));
     return;
   }
   // One line per stall: from the lowest rank in the call.
   if (in.empty() || in.front() != rank) return;
-  log::warn(
-      "stall: {} on {} has waited {:.1f} s for rank {}, which {} not called it; ranks {} are in "
-      "it. Look at what rank {} is doing (its own output says what it last called). This is a "
-      "report (TUTTI_STALL_REPORT); the call fails at TUTTI_COLLECTIVE_TIMEOUT",
-      s.call.describe(), communicator_name(e.watched.context), Seconds(waited).count(),
-      ranks_on_hosts(out, e.watched.hosts), out.size() == 1 ? "has" : "have", fmt::join(in, ", "),
-      fmt::join(out, ", "));
+  report_(log::Level::kWarn,
+          fmt::format(
+              "stall: {} on {} has waited {:.1f} s for rank {}, which {} not called it; ranks {} "
+              "are in it. Look at what rank {} is doing (its own output says what it last called). "
+              "This is a report (TUTTI_STALL_REPORT); the call fails at TUTTI_COLLECTIVE_TIMEOUT",
+              s.call.describe(), communicator_name(e.watched.context), Seconds(waited).count(),
+              ranks_on_hosts(out, e.watched.hosts), out.size() == 1 ? "has" : "have",
+              fmt::join(in, ", "), fmt::join(out, ", ")));
 }
 
 void StallWatch::check_idle(Entry& e, const CallProgress::Snapshot& s, Clock::time_point now) {
@@ -173,10 +178,12 @@ void StallWatch::check_idle(Entry& e, const CallProgress::Snapshot& s, Clock::ti
                                     Seconds(now - s.finished_at).count())
                       : fmt::format("its last call there (#{}) returned {:.1f} s ago", s.finished,
                                     Seconds(now - s.finished_at).count());
-  log::warn(
-      "stall: ranks {} wait in {} on {} for this rank, which has not called it: {}. Every rank "
-      "must make the same collective calls in the same order",
-      fmt::join(waiting, ", "), call, communicator_name(e.watched.context), last);
+  report_(
+      log::Level::kWarn,
+      fmt::format(
+          "stall: ranks {} wait in {} on {} for this rank, which has not called it: {}. Every rank "
+          "must make the same collective calls in the same order",
+          fmt::join(waiting, ", "), call, communicator_name(e.watched.context), last));
 }
 
 }  // namespace tutti::comm

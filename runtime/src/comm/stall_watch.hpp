@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -25,6 +26,7 @@
 
 #include "bootstrap/store.hpp"
 #include "comm/call_progress.hpp"
+#include "core/log.hpp"
 
 namespace tutti::comm {
 
@@ -37,8 +39,11 @@ class StallWatch {
     std::vector<std::string> hosts;  // each member's host id, by communicator rank
   };
 
+  // Where the report's lines go: the log by default, a test's collector otherwise.
+  using Report = std::function<void(log::Level level, const std::string& line)>;
+
   StallWatch(std::shared_ptr<bootstrap::Store> store, std::string job_id,
-             std::chrono::milliseconds threshold);
+             std::chrono::milliseconds threshold, Report report = nullptr);
   ~StallWatch();
   StallWatch(const StallWatch&) = delete;
   StallWatch& operator=(const StallWatch&) = delete;
@@ -49,8 +54,7 @@ class StallWatch {
   using Clock = CallProgress::Clock;
   struct Entry {
     Watched watched;
-    uint64_t keyed = 0;  // the call this rank wrote its stall key for
-    Clock::time_point keyed_at{};
+    uint64_t keyed = 0;      // the call this rank wrote its stall key for
     uint64_t looked = 0;     // the call whose keys it read (reported or found not stalled)
     uint64_t told_idle = 0;  // the next call it said the others wait in, while idle
     Clock::time_point idle_looked_at{};
@@ -65,6 +69,7 @@ class StallWatch {
   std::string job_id_;
   std::chrono::milliseconds threshold_;
   std::chrono::milliseconds period_;
+  Report report_;
   std::mutex mutex_;
   std::condition_variable_any wake_;
   std::vector<Entry> entries_;

@@ -5,9 +5,10 @@ tuttirun's output as it comes:
         allreduce while the others are in it. With TUTTI_STALL_REPORT=2, within 5 s of the others
         entering it one line (rank 0's) names rank 2, the call and its sequence number, and rank 2
         says that ranks 0, 1, 3 wait for it; the job then ends well.
-    stall_report_test.py long TUTTIRUN PYTHON   4 ranks over TCP in one allreduce that takes
-        seconds, every rank in it: with TUTTI_STALL_REPORT=1 the ranks look at it (an info line)
-        and report nothing.
+    stall_report_test.py long TUTTIRUN PYTHON   4 ranks over TCP in one allreduce sized to take
+        about 3 s here (up to 1 GiB a rank), every rank in it: with TUTTI_STALL_REPORT=0.5 the ranks
+        look at it (an info line) and report nothing. Exit 77 (skipped) where even 1 GiB takes
+        under 1.2 s.
 
     stall_report_test.py torchrun - PYTHON      skip's case under torchrun (PYTHON's torch 2.x,
         `-m torch.distributed.run`) with backend "tutti" and all_reduce on tensors: the same lines.
@@ -59,11 +60,27 @@ def rank_main(mode):
                     print(f"entering allreduce #{call}", flush=True)
             world.allreduce(x, tutti.SUM)
     else:
-        x = np.ones(64 << 20, np.float32)
+        # A call that lasts about 3 s on this machine, whatever its speed: a 64 MiB allreduce
+        # times the link (the slowest rank's time, which all share), then the long one is sized
+        # from it, in place, up to 1 GiB a rank.
+        probe = np.ones(16 << 20, np.float32)
+        world.barrier()
+        started = time.monotonic()
+        world.allreduce(probe, tutti.SUM, out=probe)
+        took = world.allreduce(np.array([time.monotonic() - started]), tutti.MAX)[0]
+        count = int(min(3.0 / max(took, 1e-6) * probe.size, 256 << 20))
+        expected = took * count / probe.size
+        if expected < 1.2:
+            if world.rank == 0:
+                print(f"TOO FAST: 1 GiB would take {expected:.2f} s here", flush=True)
+            tutti.finalize()
+            return
+        del probe
+        x = np.ones(count, np.float32)
         world.barrier()
         print("entering the long allreduce", flush=True)
         started = time.monotonic()
-        world.allreduce(x, tutti.SUM)
+        world.allreduce(x, tutti.SUM, out=x)
         print(f"the long allreduce took {time.monotonic() - started:.1f} s", flush=True)
     tutti.finalize()
 
@@ -76,7 +93,7 @@ def fail(message, lines):
 
 def driver(mode, tuttirun, python):
     env = dict(os.environ)
-    env["TUTTI_STALL_REPORT"] = "1" if mode == "long" else "2"
+    env["TUTTI_STALL_REPORT"] = "0.5" if mode == "long" else "2"
     command = [tuttirun, "-np", "4", "--", python, os.path.abspath(__file__), "rank", mode]
     if mode == "torchrun":
         command = [python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
@@ -97,9 +114,13 @@ def driver(mode, tuttirun, python):
     stalls = [(t, text) for t, text in lines if "stall:" in text]
     if mode == "long":
         # (A rank still starting while another waits in the first barrier is a real stall.)
+        fast = [text for _, text in lines if "TOO FAST" in text]
+        if fast:
+            print(f"SKIP: no allreduce lasts long enough here to be looked at ({fast[0]})")
+            sys.exit(77)
         took = [text for _, text in lines if "the long allreduce took" in text]
-        looked = [text for _, text in lines if "allreduce #2" in text and "not a stall" in text]
-        if [text for _, text in stalls if "allreduce #2" in text]:
+        looked = [text for _, text in lines if "allreduce #5" in text and "not a stall" in text]
+        if [text for _, text in stalls if "allreduce #5" in text]:
             fail("a long call that every rank was in was reported as a stall", lines)
         if not looked:
             fail("no rank looked at the long allreduce (it took less than TUTTI_STALL_REPORT?)",
