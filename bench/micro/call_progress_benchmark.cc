@@ -1,5 +1,5 @@
-// What the hang report adds to every collective call: CallProgress::enter and leave (a clock read
-// each and a few relaxed stores), against the 0.1 us a call may spend on observability. Compared
+// What the hang report adds to every collective call: CallProgress::enter and leave (one clock read
+// and a few relaxed stores), against the 0.1 us a call may spend on observability. Compared
 // in docs/OBSERVABILITY.md with the 8 B shared-memory allreduce it rides on.
 #include <benchmark/benchmark.h>
 

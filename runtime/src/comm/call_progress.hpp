@@ -1,7 +1,8 @@
-// Where one communicator's calls are: the call under way (or the last one entered), and when the
-// last one returned. Written by the thread that runs the calls, read by the stall watch's thread
-// (stall_watch.hpp) without a lock. Entering and leaving a call cost a clock read and a few
-// relaxed stores (measured with the 8 B allreduce in docs/OBSERVABILITY.md).
+// Where one communicator's calls are: the call under way (or the last one entered), and the last
+// one that returned. Written by the thread that runs the calls, read by the stall watch's thread
+// (stall_watch.hpp) without a lock. Entering a call costs one clock read and a few relaxed stores,
+// leaving it one store (measured in docs/OBSERVABILITY.md); how long a communicator has been idle
+// the watch measures itself, to its period.
 #pragma once
 
 #include <atomic>
@@ -20,12 +21,8 @@ class CallProgress {
     transport::CallSignature call;  // the call entered last (sequence 0: none yet)
     uint64_t finished = 0;          // sequence of the last call that returned or failed
     Clock::time_point entered_at;
-    Clock::time_point finished_at;
     bool in_call() const { return call.sequence > finished; }
   };
-
-  // Idle since it was made.
-  CallProgress() : finished_at_(Clock::now().time_since_epoch().count()) {}
 
   void enter(const transport::CallSignature& call) {
     kind_.store(static_cast<uint8_t>(call.kind), std::memory_order_relaxed);
@@ -39,10 +36,7 @@ class CallProgress {
     entered_.store(call.sequence, std::memory_order_release);
   }
 
-  void leave(uint64_t sequence) {
-    finished_at_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
-    finished_.store(sequence, std::memory_order_release);
-  }
+  void leave(uint64_t sequence) { finished_.store(sequence, std::memory_order_release); }
 
   Snapshot snapshot() const {
     Snapshot s;
@@ -54,8 +48,6 @@ class CallProgress {
     s.call.root = root_.load(std::memory_order_relaxed);
     s.call.count = count_.load(std::memory_order_relaxed);
     s.entered_at = Clock::time_point(Clock::duration(entered_at_.load(std::memory_order_relaxed)));
-    s.finished_at =
-        Clock::time_point(Clock::duration(finished_at_.load(std::memory_order_relaxed)));
     return s;
   }
 
@@ -68,7 +60,6 @@ class CallProgress {
   std::atomic<int32_t> root_{-1};
   std::atomic<uint64_t> count_{0};
   std::atomic<Clock::rep> entered_at_{0};
-  std::atomic<Clock::rep> finished_at_;
 };
 
 }  // namespace tutti::comm

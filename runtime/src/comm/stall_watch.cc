@@ -150,7 +150,11 @@ void StallWatch::check(Entry& e, const CallProgress::Snapshot& s, Clock::time_po
 void StallWatch::check_idle(Entry& e, const CallProgress::Snapshot& s, Clock::time_point now) {
   // Idle for the threshold: do others wait in this communicator's next call? Asked once per
   // threshold period, and only while idle that long (a training loop never is).
-  if (now - s.finished_at < threshold_ || now - e.idle_looked_at < threshold_) return;
+  if (e.idle_after != s.finished) {
+    e.idle_after = s.finished;
+    e.idle_since = now;
+  }
+  if (now - e.idle_since < threshold_ || now - e.idle_looked_at < threshold_) return;
   e.idle_looked_at = now;
   const uint64_t next = s.finished + 1;
   if (e.told_idle == next) return;
@@ -175,9 +179,9 @@ void StallWatch::check_idle(Entry& e, const CallProgress::Snapshot& s, Clock::ti
   e.told_idle = next;
   const std::string last =
       s.finished == 0 ? fmt::format("it has made no call there in the {:.1f} s since it was made",
-                                    Seconds(now - s.finished_at).count())
-                      : fmt::format("its last call there (#{}) returned {:.1f} s ago", s.finished,
-                                    Seconds(now - s.finished_at).count());
+                                    Seconds(now - e.idle_since).count())
+                      : fmt::format("its last call there (#{}) returned {:.1f} s ago or more",
+                                    s.finished, Seconds(now - e.idle_since).count());
   report_(
       log::Level::kWarn,
       fmt::format(

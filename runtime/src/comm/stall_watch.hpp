@@ -57,6 +57,9 @@ class StallWatch {
     uint64_t keyed = 0;      // the call this rank wrote its stall key for
     uint64_t looked = 0;     // the call whose keys it read (reported or found not stalled)
     uint64_t told_idle = 0;  // the next call it said the others wait in, while idle
+    // Idle after call #idle_after (first seen so at idle_since): no clock read on the call's path.
+    uint64_t idle_after = UINT64_MAX;
+    Clock::time_point idle_since{};
     Clock::time_point idle_looked_at{};
   };
 
