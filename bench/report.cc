@@ -40,10 +40,10 @@ std::string column_header_text(std::string_view baseline) {
     titles += fmt::format("{:>32}", fmt::format("baseline: {}", baseline));
     titles += fmt::format("{:>40}", fmt::format("{} out of place", baseline));
     for (int block = 0; block < 2; ++block) {
-      names += fmt::format("  {:>7}  {:>6}  {:>6} {:>6}  {:>6}", "time", "algbw", "busbw",
-                           "#wrong", "ratio");
-      units += fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}  {:>6}", "(us)", "(GB/s)", "(GB/s)", "",
-                           "(x)");
+      names += fmt::format("  {:>7}  {:>6}  {:>6} {:>6}  {:>6}", "time", "algbw", "busbw", "#wrong",
+                           "ratio");
+      units +=
+          fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}  {:>6}", "(us)", "(GB/s)", "(GB/s)", "", "(x)");
     }
   }
   return "#\n" + titles + "\n" + names + "\n" + units + "\n";

@@ -7,8 +7,8 @@
 
 namespace tutti::launcher {
 
-// From `scontrol show config` (5 s at most, read once per process); true when that cannot be read, so that binding is
-// turned off wherever it might be on.
+// From `scontrol show config` (5 s at most, read once per process); true when that cannot be read,
+// so that binding is turned off wherever it might be on.
 bool slurm_binds_tasks();
 
 }  // namespace tutti::launcher

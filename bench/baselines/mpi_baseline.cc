@@ -71,7 +71,8 @@ MPI_Op mpi_op(ReduceOp op) {
 class MpiBaseline final : public Baseline {
  public:
   std::string description() const override {
-    return fmt::format("{}, MPI_Allreduce on MPI_COMM_WORLD (MPI_IN_PLACE for the in-place column)", library_version());
+    return fmt::format("{}, MPI_Allreduce on MPI_COMM_WORLD (MPI_IN_PLACE for the in-place column)",
+                       library_version());
   }
   bool supports(DataType type, ReduceOp op) const override {
     return mpi_type(type) != MPI_DATATYPE_NULL && mpi_op(op) != MPI_OP_NULL;

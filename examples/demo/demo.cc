@@ -23,9 +23,12 @@ int main(int argc, char** argv) {
     size_t wrong = 0;
     for (size_t i = 0; i < count; ++i)
       if (data[i] != double(i + 1) * n * (n + 1) / 2) ++wrong;
-    fmt::print("rank {} of {} (local {} of {}): allreduce of {} doubles: {} (last element {} expected {})\n",
-               comm.rank(), n, comm.local_rank(), comm.local_size(), count, wrong == 0 ? "correct" : "WRONG",
-               count ? data[count - 1] : 0.0, double(count) * n * (n + 1) / 2);
+    fmt::print(
+        "rank {} of {} (local {} of {}): allreduce of {} doubles: {} (last element {} expected "
+        "{})\n",
+        comm.rank(), n, comm.local_rank(), comm.local_size(), count,
+        wrong == 0 ? "correct" : "WRONG", count ? data[count - 1] : 0.0,
+        double(count) * n * (n + 1) / 2);
     std::fflush(stdout);
     comm.barrier();
     return wrong == 0 ? 0 : 1;

@@ -34,9 +34,9 @@ static void die(const char* what, int code) {
           tutti_error_name(code));
   exit(1);
 }
-#define CHECK(call)                 \
-  do {                              \
-    int rc_ = (call);               \
+#define CHECK(call)                \
+  do {                             \
+    int rc_ = (call);              \
     if (rc_ != 0) die(#call, rc_); \
   } while (0)
 
@@ -104,12 +104,18 @@ int main(int argc, char** argv) {
   int epochs = 3, batch = 32;
   float lr = 0.1f, target = 0.8f;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--data")) dir = argv[i + 1];
-    else if (!strcmp(argv[i], "--train")) train = strtoul(argv[i + 1], NULL, 10);
-    else if (!strcmp(argv[i], "--epochs")) epochs = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--lr")) lr = strtof(argv[i + 1], NULL);
-    else if (!strcmp(argv[i], "--target-loss")) target = strtof(argv[i + 1], NULL);
+    if (!strcmp(argv[i], "--data"))
+      dir = argv[i + 1];
+    else if (!strcmp(argv[i], "--train"))
+      train = strtoul(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--epochs"))
+      epochs = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--batch"))
+      batch = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--lr"))
+      lr = strtof(argv[i + 1], NULL);
+    else if (!strcmp(argv[i], "--target-loss"))
+      target = strtof(argv[i + 1], NULL);
     else {
       fprintf(stderr, "plain_sgd: unknown option %s\n", argv[i]);
       return 2;
@@ -181,8 +187,8 @@ int main(int argc, char** argv) {
                                   &r[1]));
       CHECK(tutti_allreduce_async("w1.grad", g->w1, g->w1, kHidden * kPixels, TUTTI_FLOAT32,
                                   TUTTI_AVG, &r[2]));
-      CHECK(tutti_allreduce_async("b1.grad", g->b1, g->b1, kHidden, TUTTI_FLOAT32, TUTTI_AVG,
-                                  &r[3]));
+      CHECK(
+          tutti_allreduce_async("b1.grad", g->b1, g->b1, kHidden, TUTTI_FLOAT32, TUTTI_AVG, &r[3]));
       for (int i = 0; i < 4; ++i) CHECK(tutti_wait(r[i]));
       float* w = (float*)m;
       const float* d = (const float*)g;
@@ -204,10 +210,11 @@ int main(int argc, char** argv) {
   CHECK(tutti_comm_free(world));
   int ok = loss < target && lo == hi;
   if (g_rank == 0)
-    printf("final loss %.4f (target < %.2f); weights %s on all %d ranks; engine: %llu tensors in "
-           "%llu collectives, %llu from the cache\n%s\n",
-           loss, target, lo == hi ? "identical" : "DIFFER", size, stats.tensors,
-           stats.collectives, stats.cache_hits, ok ? "ok: plain_sgd converged" : "FAIL: plain_sgd");
+    printf(
+        "final loss %.4f (target < %.2f); weights %s on all %d ranks; engine: %llu tensors in "
+        "%llu collectives, %llu from the cache\n%s\n",
+        loss, target, lo == hi ? "identical" : "DIFFER", size, stats.tensors, stats.collectives,
+        stats.cache_hits, ok ? "ok: plain_sgd converged" : "FAIL: plain_sgd");
   free(pixels);
   free(labels);
   free(m);

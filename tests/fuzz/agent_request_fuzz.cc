@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(!encoded.empty() && encoded.find('\n') == encoded.size() - 1, "the encoding is one line");
   AgentRequest back = decode_agent_request(std::string_view(encoded).substr(0, encoded.size() - 1));
   check(back.rank == request.rank && back.host == request.host && back.argv == request.argv &&
-            back.env == request.env && back.cwd == request.cwd && back.grace_seconds == request.grace_seconds,
+            back.env == request.env && back.cwd == request.cwd &&
+            back.grace_seconds == request.grace_seconds,
         "encode then decode gives the same request");
   return 0;
 }

@@ -19,7 +19,7 @@ enum class ErrorCode : int {
   kConfig = 8,           // bad environment variable or option
   kInternal = 9,         // a bug in tutti
   kAborted = 10,         // the communicator was aborted (abort(), or the launcher went away)
-  kDevice = 11,          // a CUDA or NCCL call failed, or a device buffer met a build or host without one
+  kDevice = 11,  // a CUDA or NCCL call failed, or a device buffer met a build or host without one
 };
 
 // Default visibility so that catch (tutti::Error&) works across the libtutti.so boundary.

@@ -94,7 +94,7 @@ TUTTI_API int tutti_scatterv(const void* send, void* recv, const size_t* counts,
 TUTTI_API int tutti_allgatherv(const void* send, void* recv, const size_t* counts,
                                tutti_dtype_t dtype);
 TUTTI_API int tutti_reduce_scatterv(const void* send, void* recv, const size_t* counts,
-                                     tutti_dtype_t dtype, tutti_op_t op);
+                                    tutti_dtype_t dtype, tutti_op_t op);
 TUTTI_API int tutti_alltoall(const void* send, void* recv, size_t count, tutti_dtype_t dtype);
 TUTTI_API int tutti_alltoallv(const void* send, const size_t* send_counts, void* recv,
                               const size_t* recv_counts, tutti_dtype_t dtype);
@@ -168,7 +168,7 @@ TUTTI_API int tutti_comm_scatterv(tutti_comm_t comm, const void* send, void* rec
 TUTTI_API int tutti_comm_allgatherv(tutti_comm_t comm, const void* send, void* recv,
                                     const size_t* counts, tutti_dtype_t dtype);
 TUTTI_API int tutti_comm_reduce_scatterv(tutti_comm_t comm, const void* send, void* recv,
-                                          const size_t* counts, tutti_dtype_t dtype, tutti_op_t op);
+                                         const size_t* counts, tutti_dtype_t dtype, tutti_op_t op);
 TUTTI_API int tutti_comm_alltoall(tutti_comm_t comm, const void* send, void* recv, size_t count,
                                   tutti_dtype_t dtype);
 TUTTI_API int tutti_comm_alltoallv(tutti_comm_t comm, const void* send, const size_t* send_counts,

@@ -173,7 +173,7 @@ class TUTTI_CXX_API Communicator {
   // send holds sum(counts) elements; this rank's recv (counts[rank]) = op over ranks of block
   // `rank`. recv may be this rank's block of send (in place).
   void reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts, DataType type,
-                        ReduceOp op, const CallOptions& call = {}) const;
+                       ReduceOp op, const CallOptions& call = {}) const;
   // Block p of send (count elements) goes to rank p, where it becomes block `rank` of recv.
   // send == recv is in place (at the cost of a copy); other overlaps are refused.
   void alltoall(const void* send, void* recv, size_t count, DataType type,

@@ -258,7 +258,7 @@ int c_allgatherv(const tutti::Communicator& c, const void* send, void* recv, con
   });
 }
 int c_reduce_scatterv(const tutti::Communicator& c, const void* send, void* recv,
-                       const size_t* counts, tutti_dtype_t dtype, tutti_op_t op) {
+                      const size_t* counts, tutti_dtype_t dtype, tutti_op_t op) {
   return guarded([&] {
     c.reduce_scatterv(send, recv, counts_of(c, counts, "counts"), to_type(dtype), to_op(op));
     return 0;
@@ -328,11 +328,11 @@ int tutti_comm_allgatherv(tutti_comm_t comm, const void* send, void* recv, const
   return guarded([&] { return c_allgatherv(comm_of(comm), send, recv, counts, dtype); });
 }
 int tutti_reduce_scatterv(const void* send, void* recv, const size_t* counts, tutti_dtype_t dtype,
-                           tutti_op_t op) {
+                          tutti_op_t op) {
   return guarded([&] { return c_reduce_scatterv(tutti::world(), send, recv, counts, dtype, op); });
 }
 int tutti_comm_reduce_scatterv(tutti_comm_t comm, const void* send, void* recv,
-                                const size_t* counts, tutti_dtype_t dtype, tutti_op_t op) {
+                               const size_t* counts, tutti_dtype_t dtype, tutti_op_t op) {
   return guarded([&] { return c_reduce_scatterv(comm_of(comm), send, recv, counts, dtype, op); });
 }
 int tutti_alltoall(const void* send, void* recv, size_t count, tutti_dtype_t dtype) {

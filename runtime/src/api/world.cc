@@ -142,7 +142,7 @@ void Communicator::allgatherv(const void* send, void* recv, std::span<const size
   get().allgatherv(send, recv, counts, type, call);
 }
 void Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts,
-                                    DataType type, ReduceOp op, const CallOptions& call) const {
+                                   DataType type, ReduceOp op, const CallOptions& call) const {
   get().reduce_scatterv(send, recv, counts, type, op, call);
 }
 void Communicator::alltoall(const void* send, void* recv, size_t count, DataType type,

@@ -103,7 +103,7 @@ void allgatherv(Context& ctx, const void* send, void* recv, std::span<const size
 // send holds sum(counts) elements; rank r receives the reduction of block r (counts[r]).
 // recv may equal send + (counts before rank) (in place). kAvg divides.
 void reduce_scatterv(Context& ctx, const void* send, void* recv, std::span<const size_t> counts,
-                      DataType type, ReduceOp op);
+                     DataType type, ReduceOp op);
 // Block p of send (send_counts[p]) goes to rank p, where it lands as block `rank` of recv
 // (recv_counts[rank] there). Rank p's send_counts[q] must equal rank q's recv_counts[p]; a
 // disagreement fails both with kMismatch. send == recv with equal counts is in place; other

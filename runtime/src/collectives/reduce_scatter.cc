@@ -44,7 +44,7 @@ void reduce_scatter(Context& ctx, const void* send, void* recv, size_t recv_coun
 namespace tutti::collectives {
 
 void reduce_scatterv(Context& ctx, const void* send, void* recv, std::span<const size_t> counts,
-                      DataType type, ReduceOp op) {
+                     DataType type, ReduceOp op) {
   constexpr std::string_view kWhat = "reduce_scatterv";
   const size_t total = check_counts(ctx, kWhat, "counts", counts, type);
   check_op(ctx, kWhat, op, type);

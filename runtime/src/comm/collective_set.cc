@@ -111,7 +111,7 @@ void Communicator::allgatherv(const void* send, void* recv, std::span<const size
 }
 
 void Communicator::reduce_scatterv(const void* send, void* recv, std::span<const size_t> counts,
-                                    DataType type, ReduceOp op, const CallOptions& call) {
+                                   DataType type, ReduceOp op, const CallOptions& call) {
   if (const auto blocks = block_and_total(counts, rank_, size_))
     refuse_overlap("reduce_scatterv", rank_, ByteRange::of(send, blocks->second, type),
                    ByteRange::of(recv, counts[static_cast<size_t>(rank_)], type),

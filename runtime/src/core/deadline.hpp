@@ -12,7 +12,8 @@ class Deadline {
 
   static Deadline after(std::chrono::nanoseconds d) { return Deadline(Clock::now() + d); }
   static Deadline after_seconds(double s) {
-    return after(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s)));
+    return after(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s)));
   }
   static Deadline never() { return Deadline(Clock::time_point::max()); }
 

@@ -33,19 +33,29 @@ constexpr std::string_view kNames[] = {"error", "warn", "info", "debug", "trace"
 
 }  // namespace
 
-Level threshold() { return static_cast<Level>(threshold_storage().load(std::memory_order_relaxed)); }
-void set_threshold(Level level) { threshold_storage().store(static_cast<int>(level)); }
-void set_rank(int rank) { g_rank.store(rank); }
+Level threshold() {
+  return static_cast<Level>(threshold_storage().load(std::memory_order_relaxed));
+}
+void set_threshold(Level level) {
+  threshold_storage().store(static_cast<int>(level));
+}
+void set_rank(int rank) {
+  g_rank.store(rank);
+}
 void set_rank_if_unknown(int rank) {
   int unknown = -1;
   g_rank.compare_exchange_strong(unknown, rank);
 }
-bool enabled(Level level) { return static_cast<int>(level) <= threshold_storage().load(std::memory_order_relaxed); }
+bool enabled(Level level) {
+  return static_cast<int>(level) <= threshold_storage().load(std::memory_order_relaxed);
+}
 
 void write(Level level, std::string_view message) {
   int rank = g_rank.load();
-  std::string line = rank >= 0 ? fmt::format("tutti rank {} {}: {}\n", rank, kNames[static_cast<int>(level)], message)
-                               : fmt::format("tutti {}: {}\n", kNames[static_cast<int>(level)], message);
+  std::string line =
+      rank >= 0
+          ? fmt::format("tutti rank {} {}: {}\n", rank, kNames[static_cast<int>(level)], message)
+          : fmt::format("tutti {}: {}\n", kNames[static_cast<int>(level)], message);
   size_t off = 0;
   while (off < line.size()) {
     ssize_t n = ::write(STDERR_FILENO, line.data() + off, line.size() - off);

@@ -1,5 +1,6 @@
 // One logger: single-line messages to stderr, prefixed with the rank once it is known, filtered by
-// TUTTI_LOG_LEVEL. Each line is written with one write(2) so lines of concurrent threads never interleave.
+// TUTTI_LOG_LEVEL. Each line is written with one write(2) so lines of concurrent threads never
+// interleave.
 #pragma once
 
 #include <fmt/format.h>

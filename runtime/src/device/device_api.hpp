@@ -77,7 +77,8 @@ class NcclComm {
   // ncclCommSplit, collective over this communicator: ranks with equal color form one, ordered
   // by key; a negative color joins none (null). Error(kTimeout) (after aborting) when the others
   // did not join within `timeout`.
-  virtual std::unique_ptr<NcclComm> split(int color, int key, std::chrono::milliseconds timeout) = 0;
+  virtual std::unique_ptr<NcclComm> split(int color, int key,
+                                          std::chrono::milliseconds timeout) = 0;
 };
 
 class DeviceApi {

@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "core/deadline.hpp"
-#include "tutti/options.hpp"
 #include "transport/pieces.hpp"
+#include "tutti/options.hpp"
 
 namespace tutti::transport {
 

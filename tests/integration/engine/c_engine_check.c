@@ -10,14 +10,14 @@
 
 static int g_rank, g_size, g_failures;
 
-#define EXPECT(cond, ...)                               \
-  do {                                                  \
-    if (!(cond)) {                                      \
+#define EXPECT(cond, ...)                                   \
+  do {                                                      \
+    if (!(cond)) {                                          \
       printf("FAIL: rank %d: line %d: ", g_rank, __LINE__); \
-      printf(__VA_ARGS__);                              \
-      printf(" (%s)\n", tutti_last_error());            \
-      ++g_failures;                                     \
-    }                                                   \
+      printf(__VA_ARGS__);                                  \
+      printf(" (%s)\n", tutti_last_error());                \
+      ++g_failures;                                         \
+    }                                                       \
   } while (0)
 
 static int g_called, g_status = 99;
@@ -50,7 +50,8 @@ int main(void) {
   int mine[3] = {g_rank, g_rank, g_rank};
   int all[64];
   size_t rows[16];
-  EXPECT(tutti_allgather_async("g", mine, (size_t)(g_rank % 3), 1, TUTTI_INT32, all, 64, rows, &r) == 0,
+  EXPECT(tutti_allgather_async("g", mine, (size_t)(g_rank % 3), 1, TUTTI_INT32, all, 64, rows,
+                               &r) == 0,
          "allgather_async");
   EXPECT(tutti_wait(r) == 0, "allgather wait");
   size_t at = 0;
@@ -79,7 +80,8 @@ int main(void) {
     send_rows[q] = 1;
     a2a_in[q] = 100 * g_rank + q;
   }
-  EXPECT(tutti_alltoall_async("a2a", a2a_in, send_rows, 1, TUTTI_INT32, a2a_out, 64, got_rows, &r) == 0,
+  EXPECT(tutti_alltoall_async("a2a", a2a_in, send_rows, 1, TUTTI_INT32, a2a_out, 64, got_rows,
+                              &r) == 0,
          "alltoall_async");
   EXPECT(tutti_wait(r) == 0, "alltoall wait");
   for (int q = 0; q < g_size; ++q)
@@ -102,7 +104,8 @@ int main(void) {
   if (evens) {
     int n = tutti_comm_size(evens);
     float s[3] = {2, 2, 2};
-    EXPECT(tutti_comm_allreduce_async(evens, "s", s, s, 3, TUTTI_FLOAT32, TUTTI_SUM, 0.5, 2.0, &r) == 0,
+    EXPECT(tutti_comm_allreduce_async(evens, "s", s, s, 3, TUTTI_FLOAT32, TUTTI_SUM, 0.5, 2.0,
+                                      &r) == 0,
            "scaled");
     EXPECT(tutti_wait(r) == 0, "scaled wait");
     EXPECT(s[2] == 2.0f * n, "scaled: %g instead of %g", s[2], 2.0 * n);
@@ -112,19 +115,23 @@ int main(void) {
   }
 
   /* Mistakes are codes with messages, never crashes. */
-  EXPECT(tutti_allreduce_async(NULL, x, x, 5, TUTTI_FLOAT64, TUTTI_SUM, &r) == TUTTI_ERR_INVALID_ARGUMENT,
+  EXPECT(tutti_allreduce_async(NULL, x, x, 5, TUTTI_FLOAT64, TUTTI_SUM, &r) ==
+             TUTTI_ERR_INVALID_ARGUMENT,
          "null name");
-  EXPECT(tutti_allreduce_async("x", x, x, 5, TUTTI_FLOAT64, TUTTI_SUM, NULL) == TUTTI_ERR_INVALID_ARGUMENT,
+  EXPECT(tutti_allreduce_async("x", x, x, 5, TUTTI_FLOAT64, TUTTI_SUM, NULL) ==
+             TUTTI_ERR_INVALID_ARGUMENT,
          "null request");
   EXPECT(tutti_wait_for(NULL, 1) == TUTTI_ERR_INVALID_ARGUMENT, "null wait_for");
   EXPECT(tutti_start_timeline("") == TUTTI_ERR_INVALID_ARGUMENT, "empty timeline path");
-  EXPECT(tutti_start_timeline("/nonexistent-dir/t.json") == TUTTI_ERR_SYSTEM, "unwritable timeline");
+  EXPECT(tutti_start_timeline("/nonexistent-dir/t.json") == TUTTI_ERR_SYSTEM,
+         "unwritable timeline");
 
   /* join: the last rank joins last. */
   if (g_rank == g_size - 1) {
     double late[2] = {1, 1};
     EXPECT(tutti_allreduce_async("late", late, late, 2, TUTTI_FLOAT64, TUTTI_SUM, &r) == 0, "late");
-    EXPECT(tutti_wait(r) == 0 && late[0] == 1.0, "late allreduce with the others joined: %g", late[0]);
+    EXPECT(tutti_wait(r) == 0 && late[0] == 1.0, "late allreduce with the others joined: %g",
+           late[0]);
   }
   int last = -1;
   EXPECT(tutti_join_async(&last, &r) == 0, "join");

@@ -120,9 +120,9 @@ int main(void) {
   EXPECT(refused(tutti_allgatherv(g_other + before + 1, g_other, counts, TUTTI_FLOAT32),
                  "allgatherv", "allgatherv with send one element into this rank's block"),
          "see above");
-  EXPECT(refused(tutti_reduce_scatterv(g_other, g_other + before + 1, counts, TUTTI_FLOAT32,
-                                        TUTTI_SUM),
-                 "reduce_scatterv", "reduce_scatterv with recv one element into its block"),
+  EXPECT(refused(
+             tutti_reduce_scatterv(g_other, g_other + before + 1, counts, TUTTI_FLOAT32, TUTTI_SUM),
+             "reduce_scatterv", "reduce_scatterv with recv one element into its block"),
          "see above");
   EXPECT(refused(tutti_alltoallv(g_other, counts, g_other + 1, counts, TUTTI_FLOAT32), "alltoallv",
                  "alltoallv(x, x + 1)"),

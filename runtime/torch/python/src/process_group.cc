@@ -484,7 +484,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
         const at::Tensor flat = on_host(flat_concat(ins));
         Staged out(output, Staged::kHost);
         comm.reduce_scatterv(flat.data_ptr(), out.data(), counts_of(ins), data_type_of(output),
-                              r.op, r.call);
+                             r.op, r.call);
         out.write_back();
       },
       ins);
