@@ -2,6 +2,7 @@
 // opens one), so a get() blocked waiting for a key never holds up another thread's set().
 #include "bootstrap/tcp_store.hpp"
 
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -35,11 +36,17 @@ struct TcpStore::State {
   std::string local_address;
   std::mutex mutex;
   std::vector<net::Fd> idle;
+  // Set once the server has answered: from then on a refused connection means it has ended (the
+  // rank hosting it is gone), and the call fails at once instead of retrying to its deadline.
+  std::atomic<bool> reached{false};
 
   net::Fd open_connection(Deadline deadline) {
-    net::Fd fd = net::connect_tcp(server, deadline);
+    net::Fd fd =
+        net::connect_tcp(server, deadline,
+                         reached ? net::RefusedConnection::kFinal : net::RefusedConnection::kRetry);
     net::client_handshake(fd.get(), net::Hello{net::ConnectionKind::kStore, rank, token}, deadline,
                           peer);
+    reached = true;
     return fd;
   }
 

@@ -275,7 +275,7 @@ Fd accept_tcp(int listen_fd, Deadline deadline, std::string* peer_address) {
   }
 }
 
-Fd connect_tcp(const Endpoint& endpoint, Deadline deadline) {
+Fd connect_tcp(const Endpoint& endpoint, Deadline deadline, RefusedConnection refused) {
   auto backoff = std::chrono::milliseconds(10);
   const auto max_backoff = std::chrono::milliseconds(500);
   std::string last_error = "no attempt made before the deadline";
@@ -313,6 +313,10 @@ Fd connect_tcp(const Endpoint& endpoint, Deadline deadline) {
           return fd;
         }
         last_error = std::strerror(err);
+        if (err == ECONNREFUSED && refused == RefusedConnection::kFinal)
+          throw make_error(ErrorCode::kPeerFailure,
+                           "cannot connect to {}: {}; it was reached before, so it has ended",
+                           endpoint.to_string(), last_error);
         if (!retryable_connect_error(err))
           throw make_error(ErrorCode::kSystem, "cannot connect to {}: {}", endpoint.to_string(),
                            last_error);

@@ -34,10 +34,18 @@ Fd listen_tcp(const std::string& host, uint16_t port, uint16_t* bound_port);
 // The accepted socket is non-blocking with TCP_NODELAY set.
 Fd accept_tcp(int listen_fd, Deadline deadline, std::string* peer_address = nullptr);
 
+// What a refused connection means to the caller. Before a server has been reached, it may not be
+// listening yet (retry). Once a client has reached it, a refusal means it has ended: retrying
+// would only wait out the deadline (a rank ending after the rank that hosted the job's store used
+// to spend TUTTI_TIMEOUT on every store call of its exit).
+enum class RefusedConnection { kRetry, kFinal };
+
 // Connects to endpoint, retrying refused/unreachable connections with backoff until deadline
 // (the peer may not be listening yet). Resolves names. Throws Error(kTimeout) naming the endpoint
-// and the last error. The socket is non-blocking with TCP_NODELAY set.
-Fd connect_tcp(const Endpoint& endpoint, Deadline deadline);
+// and the last error, or Error(kPeerFailure) at once for a refusal when `refused` is kFinal. The
+// socket is non-blocking with TCP_NODELAY set.
+Fd connect_tcp(const Endpoint& endpoint, Deadline deadline,
+               RefusedConnection refused = RefusedConnection::kRetry);
 
 // Writes/reads exactly the buffer, polling until done. Throws Error(kPeerFailure) when the peer
 // closed the connection (message includes `peer`), Error(kTimeout) at the deadline.

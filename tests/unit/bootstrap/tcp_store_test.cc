@@ -261,6 +261,30 @@ TEST(TcpStore, DestroyingTheServerReleasesBlockedAndIdleClients) {
   }
 }
 
+// A rank that outlives the rank hosting the store (mpirun, torchrun's variables) must not spend
+// TUTTI_TIMEOUT on each store call of its exit: once the client has reached the server, a refused
+// connection means the server has ended, and every call fails at once.
+TEST(TcpStore, CallsAfterTheServerEndedFailAtOnce) {
+  auto server = std::make_unique<TcpStoreServer>("127.0.0.1", 0, "tok");
+  const uint16_t port = server->port();
+  // A request timeout far longer than the test's bound: a retry to it would show.
+  TcpStore client(at(port), "tok", 1, Deadline::after(10s), std::chrono::minutes(2));
+  client.set("x", "1");
+  server.reset();
+  // The first call finds its pooled connection closed; the later ones are refused.
+  for (int call = 0; call < 3; ++call) {
+    const auto started = std::chrono::steady_clock::now();
+    try {
+      client.set("y", "2");
+      FAIL() << "a set on an ended store succeeded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kPeerFailure) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::to_string(port)), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 5s) << "call " << call;
+  }
+}
+
 TEST(TcpStore, ServesManyClientsConcurrently) {
   TcpStoreServer server("127.0.0.1", 0, "tok");
   constexpr int kClients = 16;
