@@ -7,6 +7,8 @@
 #include <chrono>
 #include <thread>
 
+#include "device/cuda/nccl_types.hpp"
+
 namespace tutti::bench {
 
 namespace {
@@ -27,49 +29,19 @@ void check_nccl(ncclResult_t status, const char* call) {
                 fmt::format("baseline nccl: {} failed: {}", call, ncclGetErrorString(status)));
 }
 
+// The runtime's own table (device/cuda/nccl_types.hpp): what NCCL cannot reduce is refused here
+// as tutti's device path refuses it.
 ncclDataType_t nccl_type(DataType t) {
-  switch (t) {
-    case DataType::kFloat32:
-      return ncclFloat32;
-    case DataType::kFloat64:
-      return ncclFloat64;
-    case DataType::kFloat16:
-      return ncclFloat16;
-    case DataType::kBFloat16:
-      return ncclBfloat16;
-    case DataType::kInt32:
-      return ncclInt32;
-    case DataType::kInt64:
-      return ncclInt64;
-    case DataType::kUInt8:
-    case DataType::kBool:
-      return ncclUint8;
-    case DataType::kInt8:
-      return ncclInt8;
-    case DataType::kInt16:
-      break;
-  }
+  if (const auto type = device::cuda::nccl_type(t)) return *type;
   throw Error(ErrorCode::kInvalidArgument,
               fmt::format("baseline nccl: NCCL has no {}", tutti::to_string(t)));
 }
 
-ncclRedOp_t nccl_op(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return ncclSum;
-    case ReduceOp::kProd:
-      return ncclProd;
-    case ReduceOp::kMin:
-      return ncclMin;
-    case ReduceOp::kMax:
-      return ncclMax;
-    case ReduceOp::kAvg:
-      return ncclAvg;
-    default:
-      break;
-  }
+ncclRedOp_t nccl_op(DataType t, ReduceOp op) {
+  if (const auto nccl = device::cuda::nccl_op(t, op)) return *nccl;
   throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("baseline nccl: NCCL has no {} reduction", tutti::to_string(op)));
+              fmt::format("baseline nccl: NCCL has no {} reduction of {}", tutti::to_string(op),
+                          tutti::to_string(t)));
 }
 
 class NcclBaseline final : public Baseline {
@@ -112,7 +84,7 @@ class NcclBaseline final : public Baseline {
   }
   void allreduce_out_of_place(const void* send, void* recv, size_t count, DataType type,
                               ReduceOp op) override {
-    settle(ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm_, stream_),
+    settle(ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(type, op), comm_, stream_),
            "ncclAllReduce");
     wait_stream();
   }

@@ -6,6 +6,7 @@
 #include "collectives/allreduce_registry.hpp"
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
+#include "collectives/device/device_collectives.hpp"
 #include "core/error.hpp"
 #include "reduce/reduce.hpp"
 
@@ -30,6 +31,8 @@ bool take_scales(Context& ctx, DataType type, ReduceOp op) {
 
 void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, size_t count,
                DataType type, ReduceOp op) {
+  // Buffers on a device take the registry's device entry, which checks and scales on the device.
+  if (ctx.device != nullptr) return device_allreduce().run(ctx, send, recv, count, type, op);
   const size_t bytes = check_buffers(ctx, "allreduce", send, recv, count, type);
   check_op(ctx, "allreduce", op, type);
   const bool scaled = take_scales(ctx, type, op);
@@ -63,6 +66,11 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
 SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<const Segment> segments,
                                DataType type, ReduceOp op, std::vector<std::byte>& pack) {
   using Clock = std::chrono::steady_clock;
+  // The device path fuses into its own device buffer, on its stream.
+  if (ctx.device != nullptr) {
+    ctx.device->allreduce_segments(ctx, *ctx.device_call, segments, type, op);
+    return {};
+  }
   const size_t es = element_size(type);
   size_t count = 0;
   for (const Segment& s : segments) {

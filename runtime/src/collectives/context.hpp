@@ -14,6 +14,8 @@
 
 namespace tutti::collectives {
 
+class DeviceCollectives;
+struct DeviceCall;
 struct SelectionCache;
 struct Settings;
 
@@ -51,6 +53,12 @@ struct CallState {
   // final, inside those reduce loops (reduce::combine_scaled, reduce_many_scaled).
   double prescale = 1.0;
   double postscale = 1.0;
+  // Set when this call's buffers are on a device: the communicator's device collectives and the
+  // call's stream and scales. The allreduce registry's device entry then runs the call, whatever
+  // algorithm was asked for (TUTTI_ALGO names host algorithms; TUTTI_DEVICE_ALLREDUCE the
+  // device's).
+  DeviceCollectives* device = nullptr;
+  const DeviceCall* device_call = nullptr;
 };
 
 // What an algorithm gets: its group's state and this call's. A phase of a call that a subgroup

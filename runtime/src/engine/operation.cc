@@ -4,23 +4,25 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "transport/call_signature.hpp"
 
 namespace tutti::engine {
 
 std::string_view to_string(OpKind kind) {
+  // The names are the transport's one table of them; only the mapping of kinds lives here.
   switch (kind) {
     case OpKind::kAllreduce:
-      return "allreduce";
+      return transport::kind_name(transport::CallKind::kAllreduce);
     case OpKind::kAllgather:
-      return "allgather";
+      return transport::kind_name(transport::CallKind::kAllgather);
     case OpKind::kBroadcast:
-      return "broadcast";
+      return transport::kind_name(transport::CallKind::kBroadcast);
     case OpKind::kReduceScatter:
-      return "reduce_scatter";
+      return transport::kind_name(transport::CallKind::kReduceScatter);
     case OpKind::kAlltoall:
-      return "alltoall";
+      return transport::kind_name(transport::CallKind::kAlltoall);
     case OpKind::kBarrier:
-      return "barrier";
+      return transport::kind_name(transport::CallKind::kBarrier);
   }
   return "?";
 }

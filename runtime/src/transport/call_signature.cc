@@ -7,8 +7,8 @@
 #include "tutti/types.hpp"
 
 namespace tutti::transport {
-namespace {
 
+// The one table of collective names: the mismatch messages', the stall report's and the engine's.
 std::string_view kind_name(CallKind kind) {
   switch (kind) {
     case CallKind::kNone:
@@ -40,6 +40,8 @@ std::string_view kind_name(CallKind kind) {
   }
   return "an unknown collective";
 }
+
+namespace {
 
 // The allreduce registry's names by tutti::Algorithm's numbering (collectives sit above this layer;
 // AllreduceRegistry.OneEntryPerAlgorithmInTheEnumsOrder checks that the two agree).

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "tutti/error.hpp"
 
@@ -28,6 +29,10 @@ enum class CallKind : uint8_t {
   kAlltoall = 11,   // count: elements per rank
   kAlltoallv = 12,  // count: 0 (ranks' totals differ); every block's size is checked on arrival
 };
+
+// The collective's name ("allreduce", "reduce_scatter"): the one table of them, which the
+// mismatch messages, the hang report and the engine read.
+std::string_view kind_name(CallKind kind);
 
 // A 31-bit digest of per-rank counts, which every rank passes alike: ring-based v-collectives skip
 // empty blocks, so counts that differ could otherwise go unseen.

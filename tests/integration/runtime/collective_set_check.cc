@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tutti/tutti.hpp"
+#include "typed_values.hpp"
 
 namespace {
 
@@ -44,81 +45,14 @@ bool wants(const std::string& list, const std::string& name) {
   return false;
 }
 
-// Element access through double. The values used are small integers, exact in every type (bool
-// gets 0 or 1); float16/bfloat16 are written from their bit patterns, for integers they hold.
-uint16_t small_int_to_half(int v, bool bf16) {
-  if (v == 0) return 0;
-  const uint16_t sign = v < 0 ? 0x8000 : 0;
-  int a = std::abs(v), e = 0;
-  while ((a >> e) > 1) ++e;
-  // The mantissa bits below the leading one (exact for the values used here).
-  const int bits = bf16 ? 7 : 10;
-  const int mantissa = (e <= bits ? a << (bits - e) : a >> (e - bits)) & ((1 << bits) - 1);
-  if (bf16) return static_cast<uint16_t>(sign | ((e + 127) << 7) | mantissa);
-  return static_cast<uint16_t>(sign | ((e + 15) << 10) | mantissa);
-}
-double half_to_double(uint16_t h, bool bf16) {
-  if ((h & 0x7fff) == 0) return 0;
-  const int sign = (h & 0x8000) ? -1 : 1;
-  if (bf16) return sign * std::ldexp(1.0 + (h & 0x7f) / 128.0, ((h >> 7) & 0xff) - 127);
-  return sign * std::ldexp(1.0 + (h & 0x3ff) / 1024.0, ((h >> 10) & 0x1f) - 15);
-}
-
+// Element access through double (the values used are small integers, exact in every type; bool
+// gets 0 or 1): the one copy tutti-bench and the unit tests share.
 void store(DataType t, void* buf, size_t i, double v) {
-  auto* b = static_cast<std::byte*>(buf);
-  auto put = [&](auto x) { std::memcpy(b + i * sizeof(x), &x, sizeof(x)); };
-  switch (t) {
-    case DataType::kFloat32:
-      return put(static_cast<float>(v));
-    case DataType::kFloat64:
-      return put(v);
-    case DataType::kFloat16:
-      return put(small_int_to_half(static_cast<int>(v), false));
-    case DataType::kBFloat16:
-      return put(small_int_to_half(static_cast<int>(v), true));
-    case DataType::kInt32:
-      return put(static_cast<int32_t>(v));
-    case DataType::kInt64:
-      return put(static_cast<int64_t>(v));
-    case DataType::kUInt8:
-      return put(static_cast<uint8_t>(v));
-    case DataType::kInt8:
-      return put(static_cast<int8_t>(v));
-    case DataType::kInt16:
-      return put(static_cast<int16_t>(v));
-    case DataType::kBool:
-      return put(static_cast<uint8_t>(v != 0));
-  }
+  tutti::values::set_value(t, buf, i, v);
 }
 
 double load(DataType t, const void* buf, size_t i) {
-  const auto* b = static_cast<const std::byte*>(buf);
-  auto get = [&](auto x) {
-    std::memcpy(&x, b + i * sizeof(x), sizeof(x));
-    return x;
-  };
-  switch (t) {
-    case DataType::kFloat32:
-      return get(float{});
-    case DataType::kFloat64:
-      return get(double{});
-    case DataType::kFloat16:
-      return half_to_double(get(uint16_t{}), false);
-    case DataType::kBFloat16:
-      return half_to_double(get(uint16_t{}), true);
-    case DataType::kInt32:
-      return get(int32_t{});
-    case DataType::kInt64:
-      return static_cast<double>(get(int64_t{}));
-    case DataType::kUInt8:
-    case DataType::kBool:
-      return get(uint8_t{});
-    case DataType::kInt8:
-      return get(int8_t{});
-    case DataType::kInt16:
-      return get(int16_t{});
-  }
-  return NAN;
+  return tutti::values::get_value(t, buf, i);
 }
 
 // Data-movement values: distinct per (rank, index), exact in every type.
@@ -153,36 +87,13 @@ double input(DataType t, ReduceOp op, int rank, size_t i) {
 }
 
 double expected(DataType t, ReduceOp op, int size, size_t i) {
-  double acc = input(t, op, 0, i);
-  for (int r = 1; r < size; ++r) {
-    const double v = input(t, op, r, i);
-    const auto a = static_cast<int64_t>(acc), b = static_cast<int64_t>(v);
-    const bool is_bool = t == DataType::kBool;
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        acc = is_bool ? (a | b) : acc + v;
-        break;
-      case ReduceOp::kProd:
-        acc = is_bool ? (a & b) : acc * v;
-        break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, v);
-        break;
-      case ReduceOp::kMax:
-        acc = std::max(acc, v);
-        break;
-      case ReduceOp::kBand:
-        acc = static_cast<double>(a & b);
-        break;
-      case ReduceOp::kBor:
-        acc = static_cast<double>(a | b);
-        break;
-      case ReduceOp::kBxor:
-        acc = static_cast<double>(a ^ b);
-        break;
-    }
-  }
+  // The runtime's reduction step, as the unit tests and tutti-bench check it (typed_values.hpp);
+  // bool's inputs are 0 or 1, reduced as logical ops.
+  if (t == DataType::kBool)
+    return tutti::values::fold_ranks<bool>(op, size,
+                                           [&](int r) { return input(t, op, r, i) != 0; });
+  double acc =
+      tutti::values::fold_ranks<double>(op, size, [&](int r) { return input(t, op, r, i); });
   if (op == ReduceOp::kAvg) acc = tutti::is_floating(t) ? acc / size : std::trunc(acc / size);
   return acc;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tutti/tutti.hpp"
+#include "typed_values.hpp"
 
 namespace {
 
@@ -40,81 +41,18 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// float <-> half conversions for building inputs and reading results (round to nearest even).
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (exp <= 0) return static_cast<uint16_t>(sign);  // inputs here are never tiny
-  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00);
-  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
-  uint32_t rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) ++half;
-  return static_cast<uint16_t>(half);
-}
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  uint32_t x;
-  if (exp == 0 && mant == 0) x = sign;
-  else if (exp == 31) x = sign | 0x7f800000 | (mant << 13);
-  else if (exp == 0) {  // subnormal
-    float v = std::ldexp(static_cast<float>(mant), -24);
-    return (h & 0x8000) ? -v : v;
-  } else x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t rounding = 0x7fff + ((x >> 16) & 1);
-  return static_cast<uint16_t>((x + rounding) >> 16);
-}
-float bf16_to_float(uint16_t b) {
-  uint32_t x = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
+// Element access for every dtype (float16/bfloat16 converted, integers wrapped): the one copy
+// tutti-bench and the unit tests share.
 void store(DataType t, void* buf, size_t i, double v) {
-  switch (t) {
-    case DataType::kFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case DataType::kFloat64: static_cast<double*>(buf)[i] = v; break;
-    case DataType::kFloat16: static_cast<uint16_t*>(buf)[i] = float_to_half(static_cast<float>(v)); break;
-    case DataType::kBFloat16: static_cast<uint16_t*>(buf)[i] = float_to_bf16(static_cast<float>(v)); break;
-    case DataType::kInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case DataType::kInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
-    case DataType::kUInt8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
-    case DataType::kInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case DataType::kInt16: static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(v); break;
-    case DataType::kBool: static_cast<uint8_t*>(buf)[i] = v != 0; break;
-  }
+  tutti::values::set_value(t, buf, i, v);
 }
 
 double load(DataType t, const void* buf, size_t i) {
-  switch (t) {
-    case DataType::kFloat32: return static_cast<const float*>(buf)[i];
-    case DataType::kFloat64: return static_cast<const double*>(buf)[i];
-    case DataType::kFloat16: return half_to_float(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kBFloat16: return bf16_to_float(static_cast<const uint16_t*>(buf)[i]);
-    case DataType::kInt32: return static_cast<const int32_t*>(buf)[i];
-    case DataType::kInt64: return static_cast<const int64_t*>(buf)[i];
-    case DataType::kUInt8:
-    case DataType::kBool: return static_cast<const uint8_t*>(buf)[i];
-    case DataType::kInt8: return static_cast<const int8_t*>(buf)[i];
-    case DataType::kInt16: return static_cast<const int16_t*>(buf)[i];
-  }
-  return 0;
+  return tutti::values::get_value(t, buf, i);
 }
 
-// Inputs chosen so every result is exact in every dtype for up to 8 ranks (sums <= 40, products <= 16,
-// min/max include negatives only for signed types).
+// Inputs chosen so every result is exact in every dtype for up to 8 ranks (sums <= 40, products <=
+// 16, min/max include negatives only for signed types).
 double input(ReduceOp op, DataType t, int rank, size_t i) {
   if (t == DataType::kBool) {
     // Mostly true for the and-like ops, mostly false for the or-like ones: both outcomes occur.
@@ -125,10 +63,13 @@ double input(ReduceOp op, DataType t, int rank, size_t i) {
   switch (op) {
     case ReduceOp::kBand:
     case ReduceOp::kBor:
-    case ReduceOp::kBxor: return static_cast<double>((rank * 37 + i * 11) % 128);
+    case ReduceOp::kBxor:
+      return static_cast<double>((rank * 37 + i * 11) % 128);
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return static_cast<double>((rank * 7 + i) % 5 + 1);
-    case ReduceOp::kProd: return static_cast<double>((rank + i) % 2 + 1);
+    case ReduceOp::kAvg:
+      return static_cast<double>((rank * 7 + i) % 5 + 1);
+    case ReduceOp::kProd:
+      return static_cast<double>((rank + i) % 2 + 1);
     case ReduceOp::kMin:
     case ReduceOp::kMax: {
       double v = static_cast<double>((rank * 3 + i * 5) % 11);
@@ -140,30 +81,12 @@ double input(ReduceOp op, DataType t, int rank, size_t i) {
 
 double expected(ReduceOp op, DataType t, int size, size_t i) {
   if (t == DataType::kBool) {
-    bool acc = input(op, t, 0, i) != 0;
-    for (int r = 1; r < size; ++r) {
-      const bool v = input(op, t, r, i) != 0;
-      if (op == ReduceOp::kSum || op == ReduceOp::kMax || op == ReduceOp::kBor) acc = acc || v;
-      else if (op == ReduceOp::kBxor) acc = acc != v;
-      else acc = acc && v;
-    }
-    return acc;
+    return tutti::values::fold_ranks<bool>(op, size,
+                                           [&](int r) { return input(op, t, r, i) != 0; });
   }
-  double acc = input(op, t, 0, i);
-  for (int r = 1; r < size; ++r) {
-    double v = input(op, t, r, i);
-    const auto a = static_cast<int64_t>(acc), b = static_cast<int64_t>(v);
-    switch (op) {
-      case ReduceOp::kBand: acc = static_cast<double>(a & b); break;
-      case ReduceOp::kBor: acc = static_cast<double>(a | b); break;
-      case ReduceOp::kBxor: acc = static_cast<double>(a ^ b); break;
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg: acc += v; break;
-      case ReduceOp::kProd: acc *= v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
-    }
-  }
+  // The runtime's reduction step, as the unit tests and tutti-bench check it (typed_values.hpp).
+  double acc =
+      tutti::values::fold_ranks<double>(op, size, [&](int r) { return input(op, t, r, i); });
   if (op == ReduceOp::kAvg) acc = tutti::is_floating(t) ? acc / size : std::trunc(acc / size);
   return acc;
 }
@@ -183,8 +106,8 @@ struct Checker {
     ++checks;
     if (wrong == 0) return;
     ++failures;
-    fmt::print(stderr, "rank {}: {}: {} wrong elements (first at {}: got {} expected {})\n", comm.rank(), what, wrong,
-               first, got, want);
+    fmt::print(stderr, "rank {}: {}: {} wrong elements (first at {}: got {} expected {})\n",
+               comm.rank(), what, wrong, first, got, want);
   }
 
   void allreduce(size_t count, DataType t, ReduceOp op, bool in_place) {
@@ -199,8 +122,8 @@ struct Checker {
       double g = load(t, out, i), w = expected(op, t, comm.size(), i);
       if (!close_enough(t, op, g, w) && wrong++ == 0) first = i, got = g, want = w;
     }
-    report(fmt::format("allreduce {} {} count {} {}", tutti::to_string(t), tutti::to_string(op), count,
-                       in_place ? "in-place" : "out-of-place"),
+    report(fmt::format("allreduce {} {} count {} {}", tutti::to_string(t), tutti::to_string(op),
+                       count, in_place ? "in-place" : "out-of-place"),
            wrong, first, got, want);
   }
 
@@ -218,8 +141,8 @@ struct Checker {
       double g = load(t, out, i), w = expected(op, t, comm.size(), comm.rank() * count + i);
       if (!close_enough(t, op, g, w) && wrong++ == 0) first = i, got = g, want = w;
     }
-    report(fmt::format("reduce_scatter {} {} count {} {}", tutti::to_string(t), tutti::to_string(op), count,
-                       in_place ? "in-place" : "out-of-place"),
+    report(fmt::format("reduce_scatter {} {} count {} {}", tutti::to_string(t),
+                       tutti::to_string(op), count, in_place ? "in-place" : "out-of-place"),
            wrong, first, got, want);
   }
 
@@ -245,7 +168,8 @@ struct Checker {
         double g = load(t, recv.data(), r * count + i), w = gather_value(static_cast<int>(r), i);
         if (g != w && wrong++ == 0) first = r * count + i, got = g, want = w;
       }
-    report(fmt::format("allgather {} count {} {}", tutti::to_string(t), count, in_place ? "in-place" : "out-of-place"),
+    report(fmt::format("allgather {} count {} {}", tutti::to_string(t), count,
+                       in_place ? "in-place" : "out-of-place"),
            wrong, first, got, want);
   }
 
@@ -254,7 +178,8 @@ struct Checker {
     const size_t es = tutti::element_size(t);
     std::vector<std::byte> buf(count * es);
     for (size_t i = 0; i < count; ++i)
-      store(t, buf.data(), i, comm.rank() == root ? gather_value(root, i) : gather_value(root + 1, i));
+      store(t, buf.data(), i,
+            comm.rank() == root ? gather_value(root, i) : gather_value(root + 1, i));
     comm.broadcast(buf.data(), count, t, root);
     size_t wrong = 0, first = 0;
     double got = 0, want = 0;
@@ -262,7 +187,8 @@ struct Checker {
       double g = load(t, buf.data(), i), w = gather_value(root, i);
       if (g != w && wrong++ == 0) first = i, got = g, want = w;
     }
-    report(fmt::format("broadcast {} count {} root {}", tutti::to_string(t), count, root), wrong, first, got, want);
+    report(fmt::format("broadcast {} count {} root {}", tutti::to_string(t), count, root), wrong,
+           first, got, want);
   }
 };
 
@@ -302,7 +228,8 @@ bool wants(const std::string& list, const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string counts_arg = "0,1,N-1,1000", dtypes_arg = "all", ops_arg = "all", collectives_arg = "all", pid_dir;
+  std::string counts_arg = "0,1,N-1,1000", dtypes_arg = "all", ops_arg = "all",
+              collectives_arg = "all", pid_dir;
   double loop_seconds = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -313,12 +240,18 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--counts") counts_arg = value();
-    else if (a == "--dtypes") dtypes_arg = value();
-    else if (a == "--ops") ops_arg = value();
-    else if (a == "--collectives") collectives_arg = value();
-    else if (a == "--loop-seconds") loop_seconds = std::atof(value().c_str());
-    else if (a == "--pid-dir") pid_dir = value();
+    if (a == "--counts")
+      counts_arg = value();
+    else if (a == "--dtypes")
+      dtypes_arg = value();
+    else if (a == "--ops")
+      ops_arg = value();
+    else if (a == "--collectives")
+      collectives_arg = value();
+    else if (a == "--loop-seconds")
+      loop_seconds = std::atof(value().c_str());
+    else if (a == "--pid-dir")
+      pid_dir = value();
     else {
       fmt::print(stderr, "collectives_check: unknown argument {}\n", a);
       return 2;
@@ -328,7 +261,8 @@ int main(int argc, char** argv) {
   try {
     tutti::World world;
     auto& comm = world.communicator();
-    if (!pid_dir.empty()) std::ofstream(fmt::format("{}/{}.pid", pid_dir, comm.rank())) << getpid() << "\n";
+    if (!pid_dir.empty())
+      std::ofstream(fmt::format("{}/{}.pid", pid_dir, comm.rank())) << getpid() << "\n";
 
     if (loop_seconds > 0) {
       std::vector<float> data(4 << 20, 1.0f);
@@ -349,7 +283,8 @@ int main(int argc, char** argv) {
 
     std::vector<size_t> counts;
     for (const auto& c : split(counts_arg))
-      counts.push_back(c == "N-1" ? static_cast<size_t>(comm.size() - 1) : std::strtoull(c.c_str(), nullptr, 10));
+      counts.push_back(c == "N-1" ? static_cast<size_t>(comm.size() - 1)
+                                  : std::strtoull(c.c_str(), nullptr, 10));
     auto dtypes = parse_dtypes(dtypes_arg);
     auto ops = parse_ops(ops_arg);
 
@@ -360,7 +295,8 @@ int main(int argc, char** argv) {
           for (bool in_place : {false, true}) {
             if (!tutti::supports(t, op)) continue;
             if (wants(collectives_arg, "allreduce")) check.allreduce(count, t, op, in_place);
-            if (wants(collectives_arg, "reduce_scatter")) check.reduce_scatter(count, t, op, in_place);
+            if (wants(collectives_arg, "reduce_scatter"))
+              check.reduce_scatter(count, t, op, in_place);
           }
         if (wants(collectives_arg, "allgather"))
           for (bool in_place : {false, true}) check.allgather(count, t, in_place);
@@ -374,7 +310,8 @@ int main(int argc, char** argv) {
     int64_t failures = check.failures;
     comm.allreduce(std::span<int64_t>(&failures, 1), ReduceOp::kSum);
     if (comm.rank() == 0)
-      fmt::print("collectives_check: {} ranks, {} checks per rank, {} failed\n", comm.size(), check.checks, failures);
+      fmt::print("collectives_check: {} ranks, {} checks per rank, {} failed\n", comm.size(),
+                 check.checks, failures);
     return failures == 0 ? 0 : 1;
   } catch (const tutti::Error& e) {
     fmt::print(stderr, "collectives_check: {}\n", e.what());

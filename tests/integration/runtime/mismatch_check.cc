@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tutti/tutti.h"
+#include "tutti/types.hpp"
 
 namespace {
 
@@ -43,25 +44,16 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
-int lookup(const std::map<std::string, int>& names, const std::string& name) {
-  auto it = names.find(name);
-  if (it == names.end()) {
-    std::fprintf(stderr, "mismatch_check: unknown name '%s'\n", name.c_str());
-    std::exit(64);
-  }
-  return it->second;
+// The runtime's own names (tutti/types.hpp), whose values the C API's enums share.
+template <typename Enum>
+int lookup(int count, const std::string& name) {
+  for (int i = 0; i < count; ++i)
+    if (tutti::to_string(static_cast<Enum>(i)) == name) return i;
+  std::fprintf(stderr, "mismatch_check: unknown name '%s'\n", name.c_str());
+  std::exit(64);
 }
 
 Call parse_call(const std::string& text) {
-  static const std::map<std::string, int> dtypes = {
-      {"float32", TUTTI_FLOAT32},   {"float64", TUTTI_FLOAT64}, {"float16", TUTTI_FLOAT16},
-      {"bfloat16", TUTTI_BFLOAT16}, {"int32", TUTTI_INT32},     {"int64", TUTTI_INT64},
-      {"uint8", TUTTI_UINT8}};
-  static const std::map<std::string, int> ops = {{"sum", TUTTI_SUM},
-                                                 {"prod", TUTTI_PROD},
-                                                 {"min", TUTTI_MIN},
-                                                 {"max", TUTTI_MAX},
-                                                 {"avg", TUTTI_AVG}};
   std::vector<std::string> f = split(text, ':');
   Call c;
   c.kind = f[0];
@@ -71,28 +63,14 @@ Call parse_call(const std::string& text) {
     std::exit(64);
   }
   c.count = std::stoull(f[1]);
-  c.dtype = static_cast<tutti_dtype_t>(lookup(dtypes, f[2]));
-  c.op_or_root = c.kind == "broadcast" ? std::stoi(f[3]) : lookup(ops, f[3]);
+  c.dtype = static_cast<tutti_dtype_t>(lookup<tutti::DataType>(tutti::kNumDataTypes, f[2]));
+  c.op_or_root =
+      c.kind == "broadcast" ? std::stoi(f[3]) : lookup<tutti::ReduceOp>(tutti::kNumReduceOps, f[3]);
   return c;
 }
 
-size_t element_bytes(tutti_dtype_t t) {
-  switch (t) {
-    case TUTTI_FLOAT64:
-    case TUTTI_INT64:
-      return 8;
-    case TUTTI_FLOAT16:
-    case TUTTI_BFLOAT16:
-      return 2;
-    case TUTTI_UINT8:
-      return 1;
-    default:
-      return 4;
-  }
-}
-
 int run(const Call& c, int size) {
-  const size_t bytes = c.count * element_bytes(c.dtype);
+  const size_t bytes = c.count * tutti::element_size(static_cast<tutti::DataType>(c.dtype));
   // Both buffers hold the largest any collective here needs (size blocks), filled with ones so a
   // sum that "succeeds" is visibly checked below.
   std::vector<unsigned char> send(bytes * static_cast<size_t>(size) + 64, 1), recv(send.size(), 0);

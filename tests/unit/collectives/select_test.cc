@@ -639,6 +639,23 @@ TEST(SelectionTable, AnswersAsTheModelAtEverySize) {
   }
 }
 
+// The registry's last entry is the device path: chosen by where the buffers live, so neither a
+// TUTTI_ALGO name nor selection's candidate, and it applies to no host placement.
+TEST(AllreduceRegistry, TheDevicePathIsTheLastEntryAndNoHostChoice) {
+  const AllreduceAlgorithm& device = device_allreduce();
+  const auto host = allreduce_algorithms();
+  EXPECT_EQ(&device, host.data() + host.size()) << "right after the host algorithms";
+  EXPECT_EQ(device.id, Algorithm::kAuto);
+  EXPECT_EQ(device.name, "device");
+  EXPECT_NE(device.run, nullptr);
+  EXPECT_EQ(device.model_time, nullptr);
+  EXPECT_FALSE(device.applies(hosts(1, 4)));
+  EXPECT_FALSE(device.applies(hosts(2, 2)));
+  EXPECT_THROW(parse_algorithm("device"), Error);
+  for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{1} << 30})
+    EXPECT_NE(cheapest(kModel, bytes, hosts(2, 2)), Algorithm::kAuto) << bytes;
+}
+
 // Every allreduce algorithm is one registry entry: the enum's order, TUTTI_ALGO's names (parsed
 // back to the entry), a modeled time and a function to run; kAuto is the choice among them.
 TEST(AllreduceRegistry, OneEntryPerAlgorithmInTheEnumsOrder) {
