@@ -66,10 +66,13 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   auto c = std::make_shared<Communicator>(Key{}, job, context, members, rank, options);
   c->topology_ = topology_from_hosts(hosts, rank);
   c->host_of_rank_ = host_index_of_ranks(hosts);
+  int host_cpus = 0;  // this rank's host's, for the window's waits
   if (job->node_cpus.size() == job->host_ids.size()) {
     std::vector<bootstrap::NodeCpus> cpus;
     for (int member : c->members_) cpus.push_back(job->node_cpus[static_cast<size_t>(member)]);
     c->cpu_share_ = cpu_share_of_ranks(c->host_of_rank_, cpus);
+    host_cpus = host_cpus_of_ranks(c->host_of_rank_, cpus)
+                    .at(static_cast<size_t>(c->host_of_rank_[static_cast<size_t>(rank)]));
   }
   c->transport_ = job->fabric->make_transport(context, c->members_, rank);
   auto settings = std::make_shared<collectives::Settings>();
@@ -91,6 +94,7 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   mesh.job_token = job->job_token;
   mesh.options = options;
   mesh.shm_window_required = context == 0;
+  mesh.host_cpus = host_cpus;
   if (context == 0) {
     transport::attach_local_window(mesh, *c->transport_, *job->store, deadline);
   } else {
@@ -180,24 +184,29 @@ void Communicator::allreduce(const void* send, void* recv, size_t count, DataTyp
                  ByteRange::of(recv, count, type), send == recv,
                  "the same buffer as send and recv (in place)");
   check_scales(call);
-  if (const auto device = device_of("allreduce", {send, recv})) {
-    check_device_scales("allreduce", type, op, call);
-    run("allreduce",
-        signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,
-        [&](collectives::Context& ctx) {
-          device_collectives(*device).allreduce(ctx, device_call(call), send, recv, count, type,
-                                                op);
-        });
-    return;
-  }
+  const auto device = device_of("allreduce", {send, recv});
+  if (device) check_device_scales("allreduce", type, op, call);
   const auto algorithm = call.algorithm.value_or(options_.algorithm);
   run("allreduce",
       signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,
       [&](collectives::Context& ctx) {
-        ctx.prescale = call.prescale;
-        ctx.postscale = call.postscale;
+        const collectives::DeviceCall on_device =
+            device ? device_call(call) : collectives::DeviceCall{};
+        on_buffers(ctx, device, on_device, call);
         collectives::allreduce(ctx, algorithm, send, recv, count, type, op);
       });
+}
+
+void Communicator::on_buffers(collectives::Context& ctx, std::optional<int> device,
+                              const collectives::DeviceCall& on_device, const CallOptions& call) {
+  if (device) {
+    // The registry's device entry takes the call (collectives/allreduce_registry.hpp).
+    ctx.device = &device_collectives(*device);
+    ctx.device_call = &on_device;
+  } else {
+    ctx.prescale = call.prescale;
+    ctx.postscale = call.postscale;
+  }
 }
 
 collectives::SegmentsRun Communicator::allreduce_segments(
@@ -219,23 +228,15 @@ collectives::SegmentsRun Communicator::allreduce_segments(
       device = d;
     }
   }
-  if (device) {
-    check_device_scales("allreduce", type, op, call);
-    run("allreduce",
-        signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,
-        [&](collectives::Context& ctx) {
-          device_collectives(*device).allreduce_segments(ctx, device_call(call), segments, type,
-                                                         op);
-        });
-    return {};
-  }
+  if (device) check_device_scales("allreduce", type, op, call);
   const auto algorithm = call.algorithm.value_or(options_.algorithm);
   collectives::SegmentsRun result;
   run("allreduce",
       signature(transport::CallKind::kAllreduce, count, type, static_cast<int>(op), -1), call,
       [&](collectives::Context& ctx) {
-        ctx.prescale = call.prescale;
-        ctx.postscale = call.postscale;
+        const collectives::DeviceCall on_device =
+            device ? device_call(call) : collectives::DeviceCall{};
+        on_buffers(ctx, device, on_device, call);
         result = collectives::allreduce_segments(ctx, algorithm, segments, type, op, pack);
       });
   return result;

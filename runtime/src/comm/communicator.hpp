@@ -207,6 +207,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Error(kInvalidArgument) when a buffer of a call that takes host buffers only is on a device.
   void refuse_device(std::string_view name, std::initializer_list<const void*> buffers) const;
   collectives::DeviceCall device_call(const CallOptions& call);
+  // An allreduce's context for where its buffers live: on `device`, the device collectives and
+  // `on_device` (the registry's device entry runs it); on the host, the call's scales.
+  void on_buffers(collectives::Context& ctx, std::optional<int> device,
+                  const collectives::DeviceCall& on_device, const CallOptions& call);
   // The device side, made on the first device call (on `device`).
   collectives::DeviceCollectives& device_collectives(int device);
   std::shared_ptr<collectives::DeviceCollectives> device_if_any();

@@ -1,5 +1,6 @@
 #include "comm/topology.hpp"
 
+#include <algorithm>
 #include <map>
 
 namespace tutti::comm {
@@ -32,10 +33,26 @@ collectives::CpuShare cpu_share_of_ranks(const std::vector<int>& host_of_rank,
         cpus[r].node.empty() ? "/" + std::to_string(host_of_rank[r]) : cpus[r].node;
     machine[r] =
         machine_index.try_emplace(key, static_cast<int>(machine_index.size())).first->second;
-    usable[r] = cpus[r].usable;
     online[r] = cpus[r].online;
   }
+  // A rank's usable CPUs are its host's: a rank bound to one core is not a host of one CPU.
+  const std::vector<int> host_cpus = host_cpus_of_ranks(host_of_rank, cpus);
+  for (size_t r = 0; r < cpus.size(); ++r)
+    usable[r] = host_cpus[static_cast<size_t>(host_of_rank[r])];
   return collectives::cpu_share_of(host_of_rank, machine, usable, online);
+}
+
+std::vector<int> host_cpus_of_ranks(const std::vector<int>& host_of_rank,
+                                    const std::vector<bootstrap::NodeCpus>& cpus) {
+  int hosts = 0;
+  for (int h : host_of_rank) hosts = std::max(hosts, h + 1);
+  std::vector<int> out(static_cast<size_t>(hosts), 0);
+  if (cpus.size() != host_of_rank.size()) return out;
+  std::vector<std::vector<bootstrap::NodeCpus>> of_host(out.size());
+  for (size_t r = 0; r < cpus.size(); ++r)
+    of_host[static_cast<size_t>(host_of_rank[r])].push_back(cpus[r]);
+  for (size_t h = 0; h < out.size(); ++h) out[h] = bootstrap::shared_cpus(of_host[h]);
+  return out;
 }
 
 std::vector<int> host_index_of_ranks(const std::vector<std::string>& host_ids) {

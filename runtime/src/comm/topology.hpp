@@ -29,4 +29,9 @@ std::vector<int> host_index_of_ranks(const std::vector<std::string>& host_ids);
 collectives::CpuShare cpu_share_of_ranks(const std::vector<int>& host_of_rank,
                                          const std::vector<bootstrap::NodeCpus>& cpus);
 
+// The CPUs each host's ranks may run on together (bootstrap::shared_cpus), by host index: ranks
+// bound to a core each (mpirun's default) have as many CPUs between them as ranks. 0: unknown.
+std::vector<int> host_cpus_of_ranks(const std::vector<int>& host_of_rank,
+                                    const std::vector<bootstrap::NodeCpus>& cpus);
+
 }  // namespace tutti::comm

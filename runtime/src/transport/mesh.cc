@@ -115,7 +115,8 @@ void attach_local_window(const MeshConfig& config, Transport& transport, bootstr
     return;
   }
   MeshContext context{config, store, deadline};
-  const int spin = config.options.shm_spin_rounds.value_or(default_spin_rounds(config.size));
+  const int spin =
+      config.options.shm_spin_rounds.value_or(default_spin_rounds(config.size, config.host_cpus));
   auto window = connect_local_window(context, transport, area, spin, no_window);
   transport.set_local_window(std::move(window), no_window);
 }

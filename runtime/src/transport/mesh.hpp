@@ -31,6 +31,9 @@ struct MeshConfig {
   // A window that does not fit in /dev/shm is an error when required (a world's: the job needs
   // it from the start), a warning and no window otherwise (a split's, made in the middle of a job).
   bool shm_window_required = true;
+  // The CPUs this host's ranks may run on together (comm::host_cpus_of_ranks; 0: unknown, then
+  // this process's own count): whether the window's waits spin or yield at once.
+  int host_cpus = 0;
   // The MPI world (MPI bootstrap) for transport kMpi: every link goes over MPI point-to-point.
   std::shared_ptr<bootstrap::MpiSession> mpi;
 };

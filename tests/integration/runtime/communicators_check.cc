@@ -347,6 +347,28 @@ void p2p(tutti::Communicator& world) {
   ok("point-to-point size mismatch: kMismatch, other communicators unaffected");
 }
 
+// The last rank ends `seconds` after the others, its communicator idle meanwhile (its stall watch
+// looks into the store). Under mpirun the store lives in rank 0, which has ended by then: the late
+// rank's finalize must not retry the refused store for TUTTI_TIMEOUT on each call it makes.
+void late_end(tutti::Communicator& world, int seconds) {
+  check_sum<float>(world, 1001, 1, "world before the ends");
+  if (world.rank() != world.size() - 1) {
+    ok("ended on time");
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  const auto started = Clock::now();
+  tutti::finalize();
+  const double took = ms_since(started);
+  if (took > 10'000)
+    fail(fmt::format("the late rank's finalize took {:.0f} ms (the store's server had ended)",
+                     took));
+  else  // printed by this rank itself: ok() speaks for rank 0 alone, which has ended
+    std::printf("late end: rank %d's finalize took %.0f ms after the store's server ended\n",
+                g_rank, took);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -369,8 +391,11 @@ int main(int argc, char** argv) {
       call_timeout(world);
     else if (scenario == "p2p")
       p2p(world);
+    else if (scenario == "late_end")
+      late_end(world, argc > 2 ? std::atoi(argv[2]) : 3);
     else {
-      std::fprintf(stderr, "usage: %s threads|splits|many [N]|stores DIR|abort|timeout|p2p\n",
+      std::fprintf(stderr,
+                   "usage: %s threads|splits|many [N]|stores DIR|abort|timeout|p2p|late_end [S]\n",
                    argv[0]);
       return 2;
     }

@@ -1,12 +1,13 @@
 // A joined rank contributes the op's identity: x op identity must be x for every dtype and op the
 // op is defined on, checked with the real reduce kernels.
+#include "engine/identity.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
-#include "engine/identity.hpp"
 #include "reduce/reduce.hpp"
 
 namespace tutti::engine {

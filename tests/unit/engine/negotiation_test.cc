@@ -1,11 +1,11 @@
 // Negotiation is decentralised: every rank runs its own Negotiation over the same bytes. These
 // tests run one per rank over identical inputs and check that they decide the same things, in the
 // same order, and fail mismatches, stalls and shutdowns with one message.
+#include "engine/negotiation.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "engine/negotiation.hpp"
 
 namespace tutti::engine {
 namespace {

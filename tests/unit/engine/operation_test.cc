@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "engine/operation.hpp"
+
+#include <gtest/gtest.h>
 
 namespace tutti::engine {
 namespace {

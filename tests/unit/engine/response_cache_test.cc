@@ -1,8 +1,8 @@
 // The response cache must make the same decisions on every rank from the same calls: slots handed
 // out in order, emptied slots reused lowest first, the least recently used evicted when full.
-#include <gtest/gtest.h>
-
 #include "engine/response_cache.hpp"
+
+#include <gtest/gtest.h>
 
 namespace tutti::engine {
 namespace {

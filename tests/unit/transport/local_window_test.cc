@@ -159,7 +159,7 @@ TEST(LocalWindowTest, SizeAndSpinningComeFromTheConfig) {
     int want_spin;
   };
   for (const Case& c : {Case{128 << 10, 0, 0}, Case{96 << 10, 77, 77},
-                        Case{64 << 10, std::nullopt, default_spin_rounds(2)}}) {
+                        Case{64 << 10, std::nullopt, default_spin_rounds(2, 0)}}) {
     const std::string job = test_support::unique_job_id("cfg");
     bootstrap::MemoryStore store;
     test_support::run_ranks_or_throw(2, [&](int rank) {
@@ -187,8 +187,15 @@ TEST(LocalWindowTest, TooSmallWindowIsAConfigError) {
 }
 
 TEST(LocalWindowTest, SpinsOnlyWhenEveryRankHasACpu) {
-  EXPECT_GT(default_spin_rounds(1), 0);
-  EXPECT_EQ(default_spin_rounds(100000), 0);
+  // Unknown host CPUs: this process's affinity mask decides.
+  EXPECT_GT(default_spin_rounds(1, 0), 0);
+  EXPECT_EQ(default_spin_rounds(100000, 0), 0);
+  // The host's ranks' CPUs together decide, whatever this process's own mask holds: two ranks
+  // bound to a core each (mpirun's default) spin; two ranks on one CPU between them yield.
+  EXPECT_GT(default_spin_rounds(2, 2), 0);
+  EXPECT_GT(default_spin_rounds(4, 8), 0);
+  EXPECT_EQ(default_spin_rounds(2, 1), 0);
+  EXPECT_EQ(default_spin_rounds(8, 4), 0);
 }
 
 // A wait nobody answers ends at the deadline with kTimeout naming the wait and the silent ranks;

@@ -27,8 +27,9 @@ int usable_cpus() {
 
 }  // namespace
 
-int default_spin_rounds(int local_ranks) {
-  return local_ranks <= usable_cpus() ? kSpinRoundsWhenCpusSuffice : 0;
+int default_spin_rounds(int local_ranks, int host_cpus) {
+  return local_ranks <= (host_cpus > 0 ? host_cpus : usable_cpus()) ? kSpinRoundsWhenCpusSuffice
+                                                                    : 0;
 }
 
 std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Transport& transport,
@@ -101,8 +102,12 @@ std::unique_ptr<LocalWindow> connect_local_window(const MeshContext& context, Tr
                                   LocalWindow::footprint(c.size, area_bytes), "rank 0");
     context.store.set(context.key("window-mapped", c.rank), "1");
   }
-  log::debug("rank {}: shared-memory window {} ({} bytes per rank, {} spin rounds)", c.rank,
-             segment->name(), area_bytes, spin_rounds);
+  log::debug("rank {}: shared-memory window {} ({} bytes per rank; {} ranks, {} between them: {})",
+             c.rank, segment->name(), area_bytes, c.size,
+             c.host_cpus > 0 ? fmt::format("{} CPU{}", c.host_cpus, c.host_cpus == 1 ? "" : "s")
+                             : std::string("CPUs unknown"),
+             spin_rounds > 0 ? fmt::format("its waits spin {} rounds, then yield", spin_rounds)
+                             : std::string("its waits yield at once"));
   std::byte* memory = segment->data();
   return std::make_unique<LocalWindow>(transport, memory, area_bytes, std::move(segment),
                                        spin_rounds);

@@ -14,9 +14,11 @@
 namespace tutti::transport {
 
 // Busy-wait rounds before yielding when TUTTI_SHM_SPIN_ROUNDS is unset: spin only when every local
-// rank can have a CPU of its own (sched_getaffinity), since a spinning waiter otherwise steals the
-// CPU from the rank it waits for.
-int default_spin_rounds(int local_ranks);
+// rank can have a CPU of its own, since a spinning waiter otherwise steals the CPU from the rank it
+// waits for. `host_cpus`: the CPUs the host's ranks may run on together (the union of their
+// affinity masks, within their quota); 0 counts this process's own affinity mask instead, which
+// for a rank bound to one core (mpirun's default) says 1 however many cores its peers have.
+int default_spin_rounds(int local_ranks, int host_cpus);
 
 // Builds the window of `area_bytes` per rank; every rank of the world must call it. When rank 0
 // cannot create it in /dev/shm, every rank throws its error, or, where the window is not

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "collectives/context.hpp"
-#include "collectives/settings.hpp"
 #include "collectives/scratch.hpp"
+#include "collectives/settings.hpp"
 #include "transport/transport.hpp"
 
 namespace tutti::testing {
