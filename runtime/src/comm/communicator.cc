@@ -70,9 +70,9 @@ std::shared_ptr<Communicator> Communicator::make(std::shared_ptr<Job> job,
   if (job->node_cpus.size() == job->host_ids.size()) {
     std::vector<bootstrap::NodeCpus> cpus;
     for (int member : c->members_) cpus.push_back(job->node_cpus[static_cast<size_t>(member)]);
-    c->cpu_share_ = cpu_share_of_ranks(c->host_of_rank_, cpus);
-    host_cpus = host_cpus_of_ranks(c->host_of_rank_, cpus)
-                    .at(static_cast<size_t>(c->host_of_rank_[static_cast<size_t>(rank)]));
+    const std::vector<int> cpus_of_host = host_cpus_of_ranks(c->host_of_rank_, cpus);
+    c->cpu_share_ = cpu_share_of_ranks(c->host_of_rank_, cpus, cpus_of_host);
+    host_cpus = cpus_of_host.at(static_cast<size_t>(c->host_of_rank_[static_cast<size_t>(rank)]));
   }
   c->transport_ = job->fabric->make_transport(context, c->members_, rank);
   auto settings = std::make_shared<collectives::Settings>();

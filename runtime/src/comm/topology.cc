@@ -23,7 +23,8 @@ Topology topology_from_hosts(const std::vector<std::string>& host_ids, int rank)
 }
 
 collectives::CpuShare cpu_share_of_ranks(const std::vector<int>& host_of_rank,
-                                         const std::vector<bootstrap::NodeCpus>& cpus) {
+                                         const std::vector<bootstrap::NodeCpus>& cpus,
+                                         const std::vector<int>& host_cpus) {
   if (cpus.size() != host_of_rank.size()) return {};
   std::map<std::string, int> machine_index;
   std::vector<int> machine(cpus.size()), usable(cpus.size()), online(cpus.size());
@@ -35,10 +36,10 @@ collectives::CpuShare cpu_share_of_ranks(const std::vector<int>& host_of_rank,
         machine_index.try_emplace(key, static_cast<int>(machine_index.size())).first->second;
     online[r] = cpus[r].online;
   }
-  // A rank's usable CPUs are its host's: a rank bound to one core is not a host of one CPU.
-  const std::vector<int> host_cpus = host_cpus_of_ranks(host_of_rank, cpus);
-  for (size_t r = 0; r < cpus.size(); ++r)
-    usable[r] = host_cpus[static_cast<size_t>(host_of_rank[r])];
+  for (size_t r = 0; r < cpus.size(); ++r) {
+    const auto h = static_cast<size_t>(host_of_rank[r]);
+    usable[r] = h < host_cpus.size() ? host_cpus[h] : 0;
+  }
   return collectives::cpu_share_of(host_of_rank, machine, usable, online);
 }
 

@@ -26,8 +26,11 @@ std::vector<int> host_index_of_ranks(const std::vector<std::string>& host_ids);
 // Ranks per CPU for the cost model, from every rank's host index and announced CPUs: ranks whose
 // machine (boot id) is the same share its CPUs, whatever their hosts. A rank whose machine is not
 // known counts as a machine of its host's own; no CPUs at all (cpus empty) gives share 1.
+// `host_cpus`: host_cpus_of_ranks' answer for the same ranks (a rank's usable CPUs are its
+// host's: a rank bound to one core is not a host of one CPU).
 collectives::CpuShare cpu_share_of_ranks(const std::vector<int>& host_of_rank,
-                                         const std::vector<bootstrap::NodeCpus>& cpus);
+                                         const std::vector<bootstrap::NodeCpus>& cpus,
+                                         const std::vector<int>& host_cpus);
 
 // The CPUs each host's ranks may run on together (bootstrap::shared_cpus), by host index: ranks
 // bound to a core each (mpirun's default) have as many CPUs between them as ranks. 0: unknown.

@@ -304,6 +304,9 @@ Fd connect_tcp(const Endpoint& endpoint, Deadline deadline, RefusedConnection re
       }
     } else {
       AddrInfoPtr list(raw);
+      // A name may resolve to several addresses (localhost: ::1 and 127.0.0.1) of which the
+      // server listens on one: only every address refusing means it has ended.
+      bool every_one_refused = true;
       for (addrinfo* ai = list.get(); ai != nullptr; ai = ai->ai_next) {
         int err = 0;
         Fd fd = try_connect(*ai, deadline, &err);
@@ -313,14 +316,15 @@ Fd connect_tcp(const Endpoint& endpoint, Deadline deadline, RefusedConnection re
           return fd;
         }
         last_error = std::strerror(err);
-        if (err == ECONNREFUSED && refused == RefusedConnection::kFinal)
-          throw make_error(ErrorCode::kPeerFailure,
-                           "cannot connect to {}: {}; it was reached before, so it has ended",
-                           endpoint.to_string(), last_error);
+        if (err != ECONNREFUSED) every_one_refused = false;
         if (!retryable_connect_error(err))
           throw make_error(ErrorCode::kSystem, "cannot connect to {}: {}", endpoint.to_string(),
                            last_error);
       }
+      if (every_one_refused && refused == RefusedConnection::kFinal)
+        throw make_error(ErrorCode::kPeerFailure,
+                         "cannot connect to {}: {}; it was reached before, so it has ended",
+                         endpoint.to_string(), last_error);
     }
     if (deadline.expired()) break;
     if (const auto now = std::chrono::steady_clock::now(); now >= next_note) {
