@@ -228,10 +228,11 @@ int run_engine_bench(std::span<const std::string> args) {
     if (run_d) rate("(d) 136 B allreduce + (c)", run_d, d);
     std::printf(
         "# (b)/(a) %s   (b)/(c) %s   engine: %llu tensors in %llu collectives, %llu "
-        "cache hits, %llu cycles\n",
+        "cache hits, %llu cycles (%llu replayed)\n",
         ratio(run_a && run_b, b_over_a).c_str(), ratio(run_b && run_c, b_over_c).c_str(),
         static_cast<unsigned long long>(s.tensors), static_cast<unsigned long long>(s.collectives),
-        static_cast<unsigned long long>(s.cache_hits), static_cast<unsigned long long>(s.cycles));
+        static_cast<unsigned long long>(s.cache_hits), static_cast<unsigned long long>(s.cycles),
+        static_cast<unsigned long long>(s.replayed));
     if (run_d)
       std::printf("# (b)/(d) %s   (d)/(c) %s\n", ratio(run_b && run_d, b_over_d).c_str(),
                   ratio(run_c && run_d, d_over_c).c_str());

@@ -58,12 +58,15 @@ struct AsyncOptions {
 
 // Counters of one communicator's engine (all zero before its first asynchronous call).
 struct EngineStats {
-  uint64_t cycles = 0;            // negotiation cycles
-  uint64_t tensors = 0;           // operations completed
-  uint64_t collectives = 0;       // data collectives run; a fused batch counts once
-  uint64_t fused = 0;             // tensors that ran in a fused batch of two or more
-  uint64_t cache_hits = 0;        // tensors negotiated by their response-cache bit alone
-  uint64_t announced = 0;         // tensors this rank announced by name
+  uint64_t cycles = 0;       // negotiation cycles
+  uint64_t tensors = 0;      // operations completed
+  uint64_t collectives = 0;  // data collectives run; a fused batch counts once
+  uint64_t fused = 0;        // tensors that ran in a fused batch of two or more
+  uint64_t cache_hits = 0;   // tensors negotiated by their response-cache bit alone
+  uint64_t announced = 0;    // tensors this rank announced by name
+  // Cycles that replayed the previous cycle's plan: the same names, in the same order, ready on
+  // every rank, run without looking each up (docs/ARCHITECTURE.md, "Engine").
+  uint64_t replayed = 0;
   uint64_t fusion_threshold = 0;  // in use now (TUTTI_FUSION_THRESHOLD, or what autotune chose)
   uint64_t cycle_time_us = 0;     // in use now (TUTTI_CYCLE_TIME, or what autotune chose)
   // Enqueues do not wake the engine thread now: waiting callers took the last bursts, and the

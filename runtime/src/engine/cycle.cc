@@ -116,28 +116,26 @@ std::vector<std::vector<std::byte>> Engine::exchange(const Announcements& mine, 
 }
 
 void Engine::cycle() {
-  {
-    std::lock_guard lock(mutex_);
-    for (Entry& e : incoming_) {
-      if (spare_entries_.empty()) {
-        std::string name = e.request.name;
-        pending_.emplace(std::move(name), std::move(e));
-        continue;
-      }
-      auto node = std::move(spare_entries_.back());
-      spare_entries_.pop_back();
-      node.key() = e.request.name;  // reuses the node's string capacity
-      node.mapped() = std::move(e);
-      pending_.insert(std::move(node));  // names are unique here: enqueue checked in_flight_
-    }
-    incoming_.clear();
-    news_ = false;  // this cycle takes everything new (the join and shutdown requests below too)
-    ++stats_.cycles;
-  }
+  const bool candidate = take_incoming();
   const Clock::time_point began = Clock::now();
   Announcements mine;
+  if (candidate) {
+    if (replay_matches()) {
+      bits_.assign(plan_.bits.begin(), plan_.bits.end());
+      comm_->allreduce(bits_.data(), bits_.data(), bits_.size(), DataType::kInt64, ReduceOp::kBand);
+      if (bits_ == plan_.bits) {
+        replay();
+        return;
+      }
+      // Some rank differs (other names, not ready yet, something to announce): these names wait
+      // for their bits as classify would have left them, and the cycle goes on from its and.
+      park_replay(true);
+      negotiate_and_run(mine, bits_, true, began);
+      return;
+    }
+    park_replay(false);
+  }
   const size_t words = (negotiation_.cache().slots() + 63) / 64;
-  std::vector<uint64_t> bits(1 + words, 0);
   std::vector<uint64_t> cache_bits(words, 0);
   classify(mine, cache_bits);
   {
@@ -157,9 +155,16 @@ void Engine::cycle() {
     pending_tune_.reset();
   }
   // Word 0, bit 0: "I have nothing to announce"; the and over ranks says whether anyone has.
-  bits[0] = mine.empty() ? 1 : 0;
-  std::copy(cache_bits.begin(), cache_bits.end(), bits.begin() + 1);
-  comm_->allreduce(bits.data(), bits.data(), bits.size(), DataType::kInt64, ReduceOp::kBand);
+  bits_.assign(1 + words, 0);
+  bits_[0] = mine.empty() ? 1 : 0;
+  std::copy(cache_bits.begin(), cache_bits.end(), bits_.begin() + 1);
+  negotiate_and_run(mine, bits_, false, began);
+}
+
+void Engine::negotiate_and_run(Announcements& mine, std::vector<uint64_t>& bits, bool reduced,
+                               Clock::time_point began) {
+  if (!reduced)
+    comm_->allreduce(bits.data(), bits.data(), bits.size(), DataType::kInt64, ReduceOp::kBand);
   const bool quiet = (bits[0] & 1) != 0;
   auto payloads = exchange(mine, quiet);
   std::vector<std::span<const std::byte>> views(payloads.begin(), payloads.end());
@@ -196,6 +201,7 @@ void Engine::cycle() {
     }
     pending_.clear();
   }
+  keep_plan(outcome, quiet);
 }
 
 void Engine::autotune_after(const std::vector<Response>& responses) {

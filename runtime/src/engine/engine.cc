@@ -438,6 +438,11 @@ void Engine::fail_everything(const Error& error) {
   }
   for (auto& [name, e] : pending_) settle(e.handle, error);
   pending_.clear();
+  // A replay's entries not yet settled (a settled one no longer holds its handle).
+  for (Entry& e : replay_)
+    if (e.handle) settle(e.handle, error);
+  replay_.clear();
+  plan_.clear();
   for (auto& e : incoming) settle(e.handle, error);
   if (join_handle) settle(join_handle, error);
 }

@@ -33,10 +33,12 @@
 #include <unordered_set>
 #include <vector>
 
+#include "collectives/segments.hpp"
 #include "engine/autotune.hpp"
 #include "engine/handle_state.hpp"
 #include "engine/negotiation.hpp"
 #include "engine/operation.hpp"
+#include "engine/plan.hpp"
 #include "tutti/error.hpp"
 #include "tutti/options.hpp"
 
@@ -113,6 +115,19 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   bool take_cycle();
   void run_cycle();
   void cycle();
+  // The cycle after this rank's cache bits are set (`bits`, not yet reduced; `reduced` when the
+  // allreduce already ran): the exchange, the negotiation, running what it decided.
+  void negotiate_and_run(Announcements& mine, std::vector<uint64_t>& bits, bool reduced,
+                         Clock::time_point began);
+  // Replay (plan.hpp). take_incoming moves the new submissions into pending_, or into replay_
+  // when they may replay the plan (says which); replay_matches checks them name by name;
+  // park_replay moves them into pending_ after all (waiting for their bits when `cached`);
+  // replay runs the plan; keep_plan makes the next plan from this cycle, or drops the plan.
+  bool take_incoming();
+  bool replay_matches() const;
+  void park_replay(bool cached);
+  void replay();
+  void keep_plan(const Negotiation::Outcome& outcome, bool quiet);
   void settle(const std::shared_ptr<HandleState>& handle, const std::optional<Error>& error);
   bool engine_thread_needed() const;
   void caller_took_burst();
@@ -179,6 +194,17 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
 
   // The cycle's own: touched only by the thread that holds the cycle (cycling_).
   Negotiation negotiation_;
+  Plan plan_;
+  std::vector<Entry> replay_;  // this cycle's submissions while they may replay the plan
+  std::vector<collectives::Segment> replay_segments_;
+  // The cycle's submissions in order, when pending_ held nothing else (the next plan's names).
+  std::vector<std::string> order_;
+  bool fresh_ = false;
+  // The last cycle a plan could have been made from: its count, first and last names.
+  size_t seen_count_ = 0;
+  std::string seen_first_;
+  std::string seen_last_;
+  std::vector<uint64_t> bits_;  // the cycle's bit vector (its capacity stays between cycles)
   std::unordered_map<std::string, Entry> pending_;
   std::vector<std::unordered_map<std::string, Entry>::node_type> spare_entries_;  // as spare_names_
   bool join_announced_ = false;

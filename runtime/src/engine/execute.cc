@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <optional>
-#include <tuple>
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
@@ -20,13 +18,6 @@ namespace {
 
 size_t bytes_of(const OpSpec& s) {
   return static_cast<size_t>(s.count) * element_size(s.type);
-}
-
-CallOptions scaled(const OpSpec& s) {
-  CallOptions call;
-  call.prescale = s.prescale;
-  call.postscale = s.postscale;
-  return call;
 }
 
 // Where an allgather or alltoall of `total` elements lands: the caller's buffer when it gave one,
@@ -99,47 +90,22 @@ void Engine::settle_taken(std::span<Entry> done, const std::optional<Error>& err
 }
 
 void Engine::execute(const std::vector<Response>& responses) {
-  using Key = std::tuple<int, int, double, double>;
-  std::map<Key, std::vector<const Response*>> open;
-  std::vector<Key> order;
-  std::map<Key, size_t> open_bytes;
-  const size_t threshold = fusion_threshold_.load();
-  const auto flush = [&](const Key& k) {
-    auto& batch = open[k];
-    if (batch.size() == 1)
-      run_one(*batch.front());
-    else if (!batch.empty())
-      run_fused(batch);
-    batch.clear();
-    open_bytes[k] = 0;
-  };
-  const auto flush_all = [&] {
-    for (const Key& k : order) flush(k);
-    order.clear();
-  };
   const size_t hits = static_cast<size_t>(std::count_if(
       responses.begin(), responses.end(), [](const Response& r) { return r.cached; }));
   if (hits > 0) {
     std::lock_guard lock(mutex_);
     stats_.cache_hits += hits;
   }
-  for (const Response& r : responses) {
-    const bool fusable = r.kind == Response::Kind::kRun && r.spec.kind == OpKind::kAllreduce &&
-                         bytes_of(r.spec) > 0 && bytes_of(r.spec) <= threshold;
-    if (!fusable) {
-      flush_all();
-      run_one(r);
+  std::vector<const Response*> batch;
+  for (const std::vector<size_t>& group : fusion_groups(responses, fusion_threshold_.load())) {
+    if (group.size() == 1) {
+      run_one(responses[group.front()]);
       continue;
     }
-    const Key k{static_cast<int>(r.spec.type), static_cast<int>(r.spec.op), r.spec.prescale,
-                r.spec.postscale};
-    if (open[k].empty() && std::find(order.begin(), order.end(), k) == order.end())
-      order.push_back(k);
-    if (open_bytes[k] + bytes_of(r.spec) > threshold) flush(k);
-    open[k].push_back(&r);
-    open_bytes[k] += bytes_of(r.spec);
+    batch.clear();
+    for (size_t i : group) batch.push_back(&responses[i]);
+    run_fused(batch);
   }
-  flush_all();
 }
 
 void Engine::run_one(const Response& r) {

@@ -76,6 +76,9 @@ class Negotiation {
   bool announced(const std::string& name) const { return table_.count(name) != 0; }
   bool joined(int rank) const { return joined_.count(rank) != 0; }
   bool any_joined() const { return !joined_.empty(); }
+  // Nothing announced and waiting, no rank joined, none shut down: a cycle of cache bits alone
+  // decides everything.
+  bool idle() const { return table_.empty() && joined_.empty() && shut_down_.empty(); }
   // The first shutdown seen ("" when no rank shut down its engine).
   const std::string& shutdown_message() const { return shutdown_message_; }
   bool all_shut_down() const { return static_cast<int>(shut_down_.size()) == size_; }

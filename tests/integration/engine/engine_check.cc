@@ -11,6 +11,8 @@
 //   sets                                two overlapping process sets from two threads
 //   timeline --path P                   timeline started and stopped at run time
 //   fusion                              tensors that become ready together run as one collective
+//   replay                              a loop of the same names replays the engine's plan; steps
+//                                       that differ on one rank or on all fall back, exact results
 //   misuse                              every mistake refused clearly; the engine goes on
 //   abort                               abort() on a process set fails its engine's handles
 //   pacing                              every rank waits for a name nobody else has: paced cycles
@@ -1072,6 +1074,129 @@ int scenario_abort(const tutti::Communicator& world) {
 
 }  // namespace
 
+// One step of the replay scenario: the same kReplayTensors float32 names every step, enqueued
+// last first (as a backward pass), except where `variant` changes something for this step.
+enum class ReplayVariant { kSame, kOtherOrder, kGrown, kLate, kMismatch, kExtra, kSplit };
+constexpr int kReplayTensors = 40;
+
+void replay_step(const tutti::Communicator& world, int step, ReplayVariant v) {
+  const bool extra = v == ReplayVariant::kExtra;
+  const int tensors = kReplayTensors + (extra ? 1 : 0);
+  const auto count_of = [&](int i) {
+    return static_cast<size_t>(50 + 37 * i) + (v == ReplayVariant::kGrown && i == 7 ? 1 : 0);
+  };
+  // kMismatch: the last rank submits tensor 3 as int32 (every rank must fail it, rank 0 too).
+  const bool mismatched = v == ReplayVariant::kMismatch && g_size > 1;
+  const auto int32_here = [&](int i) { return mismatched && i == 3 && g_rank == g_size - 1; };
+  std::vector<int> order;
+  for (int i = tensors - 1; i >= 0; --i) order.push_back(i);
+  if (v == ReplayVariant::kOtherOrder && g_rank == 1 % g_size)
+    std::reverse(order.begin(), order.end());
+  std::vector<std::vector<float>> xs(static_cast<size_t>(tensors)), ys = xs;
+  std::vector<std::vector<int32_t>> ixs(static_cast<size_t>(tensors));
+  std::vector<tutti::Handle> hs(static_cast<size_t>(tensors));
+  const auto submit = [&](int i) {
+    const auto u = static_cast<size_t>(i);
+    const std::string name = fmt::format("replay.{}", i);
+    if (int32_here(i)) {
+      ixs[u].assign(count_of(i), 1);
+      hs[u] = world.allreduce_async(name, ixs[u].data(), ixs[u].data(), count_of(i),
+                                    DataType::kInt32, ReduceOp::kSum);
+      return;
+    }
+    xs[u].resize(count_of(i));
+    ys[u].resize(count_of(i));
+    for (size_t j = 0; j < count_of(i); ++j)
+      xs[u][j] = static_cast<float>(value(g_rank, i + step, j));
+    // Every third tensor in place.
+    float* out = i % 3 == 0 ? xs[u].data() : ys[u].data();
+    hs[u] = world.allreduce_async(name, xs[u].data(), out, count_of(i), DataType::kFloat32,
+                                  ReduceOp::kSum);
+  };
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int i = order[k];
+    // kLate: rank 0 submits tensor 5 after everything else, 30 ms later; kSplit: every rank
+    // submits in two bursts 20 ms apart.
+    if (v == ReplayVariant::kLate && g_rank == 0 && i == 5) continue;
+    if (v == ReplayVariant::kSplit && k == order.size() / 2)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    submit(i);
+  }
+  if (v == ReplayVariant::kLate && g_rank == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    submit(5);
+  }
+  for (int i = 0; i < tensors; ++i) {
+    const auto u = static_cast<size_t>(i);
+    if (mismatched && i == 3) {
+      try {
+        await(hs[u], 60);
+        fail(fmt::format("step {}: tensor 3, int32 on rank {}, ran", step, g_size - 1));
+      } catch (const tutti::Error& e) {
+        if (e.code() != tutti::ErrorCode::kMismatch)
+          fail(fmt::format("step {}: tensor 3 failed, but not as a mismatch: {}", step, e.what()));
+      }
+      continue;
+    }
+    await(hs[u], 60);
+    const auto& out = i % 3 == 0 ? xs[u] : ys[u];
+    for (size_t j = 0; j < count_of(i); ++j) {
+      float want = 0;
+      for (int r = 0; r < g_size; ++r) want += static_cast<float>(value(r, i + step, j));
+      if (out[j] != want) {
+        fail(fmt::format("step {} ({}): replay.{} element {}: {} instead of {}", step,
+                         static_cast<int>(v), i, j, out[j], want));
+        break;
+      }
+    }
+  }
+}
+
+// replay: a training loop (the same names in the same order every step) replays the engine's
+// plan; a step that differs on one rank or on every rank falls back within the cycle, with exact
+// results; the loop afterwards replays again.
+int scenario_replay(const tutti::Communicator& world) {
+  int step = 0;
+  // Steps until `want` more replays happened (a cycle that took half a step's burst does not
+  // replay; a loaded machine may do that now and then), at most `limit` steps.
+  const auto loop_until_replays = [&](uint64_t want, int limit, const char* phase) {
+    const uint64_t before = world.engine_stats().replayed;
+    int ran = 0;
+    for (int64_t everywhere = 0; ran < limit && everywhere == 0; ++ran) {
+      replay_step(world, step++, ReplayVariant::kSame);
+      // Every rank runs the same steps (one may replay where another does not): they go on until
+      // each has replayed `want` times.
+      everywhere = world.engine_stats().replayed >= before + want ? 1 : 0;
+      world.allreduce(&everywhere, &everywhere, 1, DataType::kInt64, ReduceOp::kMin);
+    }
+    // Only a waiting thread that runs the cycles itself (--unbounded-waits) takes each step's
+    // burst whole for certain: the engine thread's cycle may cut a burst that the enqueueing
+    // thread was descheduled in (ranks beside other work on 2 CPUs), and a cut step is not
+    // replayed. Without it the replays are counted, and only the results are held to.
+    const uint64_t got = world.engine_stats().replayed - before;
+    if (g_unbounded_waits && got < want)
+      fail(fmt::format("{}: {} replays in {} steps of the same names, {} expected", phase, got, ran,
+                       want));
+  };
+  loop_until_replays(2, 100, "the first steps");
+  const std::pair<ReplayVariant, const char*> variants[] = {
+      {ReplayVariant::kOtherOrder, "rank 1 in another order"},
+      {ReplayVariant::kGrown, "a tensor one element longer on every rank"},
+      {ReplayVariant::kLate, "a name late on rank 0"},
+      {ReplayVariant::kMismatch, "a dtype that disagrees on the last rank"},
+      {ReplayVariant::kExtra, "an extra name"},
+      {ReplayVariant::kSplit, "every rank submits in two bursts"}};
+  for (const auto& [variant, what] : variants) {
+    replay_step(world, step++, variant);
+    // Back to the loop: it replays again (the plan is remade from the steps that repeat).
+    loop_until_replays(1, 100, what);
+  }
+  const tutti::EngineStats s = world.engine_stats();
+  ok(fmt::format("replay: {} steps of {} names, {} cycles, {} replayed; every variant exact", step,
+                 kReplayTensors, s.cycles, s.replayed));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -1114,6 +1239,8 @@ int main(int argc, char** argv) {
       rc = scenario_standby(world);
     else if (s == "fusion")
       rc = scenario_fusion(world);
+    else if (s == "replay")
+      rc = scenario_replay(world);
     else if (s == "misuse")
       rc = scenario_misuse(world);
     else if (s == "timeline")
