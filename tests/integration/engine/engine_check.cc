@@ -11,7 +11,7 @@
 //   sets                                two overlapping process sets from two threads
 //   timeline --path P                   timeline started and stopped at run time
 //   fusion                              tensors that become ready together run as one collective
-//   replay                              a loop of the same names replays the engine's plan; steps
+//   replay [--tensors N]                a loop of the same names replays the engine's plan; steps
 //                                       that differ on one rank or on all fall back, exact results
 //   misuse                              every mistake refused clearly; the engine goes on
 //   abort                               abort() on a process set fails its engine's handles
@@ -1074,14 +1074,15 @@ int scenario_abort(const tutti::Communicator& world) {
 
 }  // namespace
 
-// One step of the replay scenario: the same kReplayTensors float32 names every step, enqueued
+// One step of the replay scenario: the same g_replay_tensors float32 names every step, enqueued
 // last first (as a backward pass), except where `variant` changes something for this step.
 enum class ReplayVariant { kSame, kOtherOrder, kGrown, kLate, kMismatch, kExtra, kSplit };
-constexpr int kReplayTensors = 40;
+// Tensors a step (--tensors, at least 8: the variants change tensors 3, 5 and 7).
+int g_replay_tensors = 40;
 
 void replay_step(const tutti::Communicator& world, int step, ReplayVariant v) {
   const bool extra = v == ReplayVariant::kExtra;
-  const int tensors = kReplayTensors + (extra ? 1 : 0);
+  const int tensors = g_replay_tensors + (extra ? 1 : 0);
   const auto count_of = [&](int i) {
     return static_cast<size_t>(50 + 37 * i) + (v == ReplayVariant::kGrown && i == 7 ? 1 : 0);
   };
@@ -1193,7 +1194,7 @@ int scenario_replay(const tutti::Communicator& world) {
   }
   const tutti::EngineStats s = world.engine_stats();
   ok(fmt::format("replay: {} steps of {} names, {} cycles, {} replayed; every variant exact", step,
-                 kReplayTensors, s.cycles, s.replayed));
+                 g_replay_tensors, s.cycles, s.replayed));
   return 0;
 }
 
@@ -1239,9 +1240,10 @@ int main(int argc, char** argv) {
       rc = scenario_standby(world);
     else if (s == "fusion")
       rc = scenario_fusion(world);
-    else if (s == "replay")
+    else if (s == "replay") {
+      g_replay_tensors = std::max(8, std::stoi(option("--tensors", "40")));
       rc = scenario_replay(world);
-    else if (s == "misuse")
+    } else if (s == "misuse")
       rc = scenario_misuse(world);
     else if (s == "timeline")
       rc = scenario_timeline(world, option("--path", "/tmp/tutti-timeline.json"));
