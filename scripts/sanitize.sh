@@ -47,7 +47,7 @@ TSAN_TESTS+='|^comm_(threads|abort|p2p)_(tcp|shm)(_np3)?$'
 TSAN_TESTS+='|^set_(tcp|shm)_np3$'
 # The engine: callers' threads, the engine thread, callbacks, two process sets at once, abort;
 # the *_runner_* cases with the waiting threads running the cycles (Engine::run_cycles_until).
-TSAN_TESTS+='|^engine_(random_np3|random_tcp_np4|fusion_np3|replay_runner_small_np3|replay_tcp_np3|mismatch_np3|kill_rank_shm|join_np2|sets_np4|misuse_np3|timeline|random_runner_np3|random_runner_tcp_np4|kill_rank_runner_shm|misuse_runner_np3|sets_runner_np3|join_runner_np2|abort_runner_np3|pacing_np3|standby_np3)$'
+TSAN_TESTS+='|^engine_(random_np3|random_tcp_np4|fusion_np3|replay_short_np3|replay_short_tcp_np3|replay_tcp_np3|mismatch_np3|kill_rank_shm|join_np2|sets_np4|misuse_np3|timeline|random_runner_np3|random_runner_tcp_np4|kill_rank_runner_shm|misuse_runner_np3|sets_runner_np3|join_runner_np2|abort_runner_np3|pacing_np3|standby_np3)$'
 # The device path (host stand-in): stream worker threads, the host wait, abort from a thread.
 # (Spelled out: CMake's regular expressions allow 9 groups, and the lines above use them all.)
 # The stores from several threads (StoreTest: every backend, etcd's too, with its lease thread and
