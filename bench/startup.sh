@@ -4,7 +4,9 @@
 # program (bench/startup/first_allreduce.c: tutti-first-allreduce and mpi-first-allreduce), the two
 # alternating round by round (which goes first alternates too). Prints per world size the median
 # seconds of each, their ratio (Open MPI's / tutti's: above 1, tutti starts faster) and the
-# largest peak RSS of any rank of each.
+# largest memory of any rank of each: its PSS after the first allreduce (shared memory counted once
+# among the processes that map it) and its peak RSS (which counts a shared segment in full in every
+# rank that maps it).
 #
 #   bench/startup.sh BUILD_DIR [ROUNDS] [NP...]        (default 5 rounds; 64 and 128 ranks)
 #
@@ -37,15 +39,17 @@ run() {
     line=$("$mpirun" --oversubscribe -np "$np" "$B/mpi-first-allreduce" 2>"$out/err")
   fi || { echo "startup.sh: $name at $np ranks failed:" >&2; tail -n 5 "$out/err" >&2; exit 1; }
   end=$(date +%s.%N)
-  local rss
+  local rss pss
   rss=$(grep -oE 'peak RSS of a rank [0-9]+' <<<"$line" | grep -oE '[0-9]+$')
-  echo "$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", e - s }') ${rss:-0}" >>"$out/$name.$np"
+  pss=$(grep -oE 'PSS of a rank -?[0-9]+' <<<"$line" | grep -oE '[-0-9]+$')
+  echo "$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", e - s }') ${rss:-0} ${pss:-0}" >>"$out/$name.$np"
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "# start-up to the first allreduce, $rounds rounds, medians ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
-printf '# %6s %10s %10s %8s %14s %14s\n' ranks "tutti s" "mpirun s" ratio "tutti RSS MiB" "mpi RSS MiB"
+printf '# %6s %9s %9s %7s %10s %10s %10s %10s\n' ranks "tutti s" "mpirun s" ratio \
+  "tutti PSS" "mpi PSS" "tutti RSS" "mpi RSS"
 for np in "${sizes[@]}"; do
   for ((r = 0; r < rounds; ++r)); do
     if ((r % 2 == 0)); then run tutti "$np"; run mpi "$np"; else run mpi "$np"; run tutti "$np"; fi
@@ -54,6 +58,8 @@ for np in "${sizes[@]}"; do
   m=$(cut -d' ' -f1 "$out/mpi.$np" | median)
   tr=$(cut -d' ' -f2 "$out/tutti.$np" | median)
   mr=$(cut -d' ' -f2 "$out/mpi.$np" | median)
-  awk -v np="$np" -v t="$t" -v m="$m" -v tr="$tr" -v mr="$mr" \
-    'BEGIN { printf "  %6d %10.2f %10.2f %7.2fx %14.1f %14.1f\n", np, t, m, m / t, tr / 1024, mr / 1024 }'
+  tp=$(cut -d' ' -f3 "$out/tutti.$np" | median)
+  mp=$(cut -d' ' -f3 "$out/mpi.$np" | median)
+  awk -v np="$np" -v t="$t" -v m="$m" -v tr="$tr" -v mr="$mr" -v tp="$tp" -v mp="$mp" \
+    'BEGIN { printf "  %6d %9.2f %9.2f %6.2fx %6.1f MiB %6.1f MiB %6.1f MiB %6.1f MiB\n", np, t, m, m / t, tp / 1024, mp / 1024, tr / 1024, mr / 1024 }'
 done
