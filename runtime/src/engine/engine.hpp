@@ -144,6 +144,8 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   // all: a fused batch of hundreds of small tensors made per-tensor locking a measurable part of
   // the engine's cost), then their handles are settled.
   void settle_taken(std::span<Entry> done, const std::optional<Error>& error);
+  // A finished name leaves in_flight_ (its node kept for the next enqueue); under mutex_.
+  void forget_name_locked(const std::string& name);
   // Moves the entry out of pending_ and keeps its node for the next tensor.
   Entry take_pending(std::unordered_map<std::string, Entry>::iterator it);
   Entry* local(const Response& r);

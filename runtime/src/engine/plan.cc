@@ -152,11 +152,7 @@ void Engine::replay() {
       if (group.size() > 1 || s.count > 0) ++stats_.collectives;
       if (group.size() > 1) stats_.fused += group.size();
       stats_.tensors += group.size();
-      for (uint32_t i : group) {
-        auto node = in_flight_.extract(replay_[i].request.name);
-        if (!node.empty() && spare_names_.size() < kMaxSpareNodes)
-          spare_names_.push_back(std::move(node));
-      }
+      for (uint32_t i : group) forget_name_locked(replay_[i].request.name);
     }
     // Settled handles leave their entries: fail_everything fails only the rest.
     for (uint32_t i : group) settle(std::exchange(replay_[i].handle, nullptr), std::nullopt);
