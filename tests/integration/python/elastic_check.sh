@@ -72,7 +72,7 @@ case $mode in
     else
       want=4
       HOSTS_AFTER=localhost:4 TUTTI_TIMEOUT=20 timeout 100 "$tuttirun" --host-discovery-script "$discover" --max-np 4 \
-        --discovery-interval 0.2 -- "$python" "$script" 300 5 sleep:10 > "$dir/out" 2>&1
+        --discovery-interval 0.2 -- "$python" "$script" 60 5 grow:4:20 > "$dir/out" 2>&1
     fi
     rc=$?
     cat "$dir/out"

@@ -13,7 +13,9 @@ the wrong world, and the optimizer's momentum went along. Each rank prints
 "DONE member M rank R of N steps S checksum C replay ok".
 
     PYTHONPATH=<build>/python tuttirun -np 3 --min-np 2 -- python3 torch_elastic_test.py 40 4 die:1:10
-    (sleep:MS: each step sleeps MS milliseconds)
+    (sleep:MS: each step sleeps MS milliseconds; grow:N:S: a world smaller than N holds at step S,
+    committing every 50 ms for up to 60 s, until the launcher's newcomers regroup it: however slow
+    they are to start, they join mid-run)
 """
 import hashlib
 import os
@@ -62,12 +64,16 @@ def main():
     steps, every = int(sys.argv[1]), int(sys.argv[2])
     victim = die_at = None
     pause = 0.0
+    grow_to = hold_at = None
     for arg in sys.argv[3:]:
         if arg.startswith("die:"):
             _, victim, die_at = arg.split(":")
             victim, die_at = int(victim), int(die_at)
         elif arg.startswith("sleep:"):  # milliseconds a step, so that joiners come mid-run
             pause = int(arg[6:]) / 1000
+        elif arg.startswith("grow:"):
+            _, grow_to, hold_at = arg.split(":")
+            grow_to, hold_at = int(grow_to), int(hold_at)
     torch.set_num_threads(1)
     world = tutti.init()
     member = int(os.environ.get("TUTTI_MEMBER_ID", world.rank))
@@ -91,6 +97,12 @@ def main():
         while state.step < steps:
             if member == victim and state.step == die_at:
                 os._exit(9)
+            if grow_to and state.step == hold_at and comm.size < grow_to:
+                # A count, not a clock: every member commits (a collective) as often as the others.
+                for _ in range(1200):
+                    time.sleep(0.05)
+                    state.commit()  # raises MembershipChanged once the newcomers are there
+                print(f"FAIL: no newcomer joined within 60 s at step {hold_at}", flush=True)
             x, y = batch(state.step, member)
             opt.zero_grad()
             F.mse_loss(model(x), y).backward()
