@@ -96,6 +96,12 @@ struct CallOptions {
   // stream). The call reads its inputs after the work already enqueued there, and work enqueued
   // there after the call sees its results. Ignored for host buffers.
   void* stream = nullptr;
+  // Device buffers: the call returns once its work is enqueued on `stream` (after the ranks agreed
+  // on the host), as NCCL's calls do, instead of once it completed; the host goes on to its next
+  // call while the device works. What fails after the return (a peer died, NCCL's asynchronous
+  // error, the call's deadline) is thrown by the communicator's next device call, device_done()
+  // or device_wait(). Ignored for host buffers, which are done when the call returns.
+  bool enqueue_only = false;
 };
 
 }  // namespace tutti

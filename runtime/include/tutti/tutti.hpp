@@ -146,6 +146,14 @@ class TUTTI_CXX_API Communicator {
   void reduce_scatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op,
                       const CallOptions& call = {}) const;
   void barrier(const CallOptions& call = {}) const;
+  // Device calls made with CallOptions::enqueue_only return once their work is enqueued on the
+  // caller's stream. device_done() looks at that work from the host once (true when all of it
+  // completed; it never blocks), device_wait() waits for it. Both throw the error of such a call
+  // that failed after it returned (a peer died, NCCL's asynchronous error, its timeout passed):
+  // its NCCL work is then aborted and the communicator broken, as for a call that fails while it
+  // waits. True at once where no such call was made.
+  bool device_done() const;
+  void device_wait() const;
 
   // The rest of the collective set. Buffers hold every rank's block back to back, in rank order;
   // `counts` (v-forms) has one entry per rank, zero allowed, and every rank passes the same list.

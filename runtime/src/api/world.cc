@@ -98,6 +98,13 @@ void Communicator::abort(const std::string& reason) const {
   abort_engine(get(), reason);
 }
 
+bool Communicator::device_done() const {
+  return get().settle_device(/*block=*/false);
+}
+void Communicator::device_wait() const {
+  get().settle_device(/*block=*/true);
+}
+
 void Communicator::allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                              const CallOptions& call) const {
   get().allreduce(send, recv, count, type, op, call);

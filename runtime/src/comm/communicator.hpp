@@ -117,6 +117,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // From any thread: every pending and later call on this communicator, on every rank, fails with
   // Error(kAborted) naming this rank and the reason.
   void abort(const std::string& reason);
+  // The device calls that returned once enqueued (CallOptions::enqueue_only): one look (block
+  // false) or a host wait (block true), each against its call's deadline; true once all completed.
+  // A failure among them fails this communicator as a failed call does.
+  bool settle_device(bool block);
 
   void allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                  const CallOptions& call = {});

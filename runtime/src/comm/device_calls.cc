@@ -88,6 +88,7 @@ collectives::DeviceCall Communicator::device_call(const CallOptions& call) {
   d.caller_stream = call.stream;
   d.prescale = call.prescale;
   d.postscale = call.postscale;
+  d.enqueue_only = call.enqueue_only;
   d.options = &options_;
   d.check_interrupt = [] { CallScope::check(); };
   return d;
@@ -108,6 +109,23 @@ collectives::DeviceCollectives& Communicator::device_collectives(int device) {
                      rank_, device, device_->device());
   }
   return *device_;
+}
+
+bool Communicator::settle_device(bool block) {
+  const auto device = device_if_any();
+  if (!device) return true;
+  bool done = false;
+  // Not a collective: no sequence number of its own and nothing sent, so ranks may call it any
+  // number of times. Each call in flight carries its own deadline.
+  guarded(block ? "device_wait" : "device_done", sequence_, Deadline::never(), [&] {
+    if (device->in_flight() == 0) {
+      done = true;
+      return;
+    }
+    collectives::Context ctx(*group_, {sequence_, Deadline::never()});
+    done = device->settle(ctx, device_call({}), block);
+  });
+  return done;
 }
 
 std::shared_ptr<collectives::DeviceCollectives> Communicator::device_if_any() {

@@ -2,7 +2,8 @@
 // rank processes and the host-memory stand-in for the device runtime (host_device_api.hpp: the
 // one fake the project allows, since no GPU exists here). The first argument picks the scenario:
 //   sweep     every dtype x op x count, in place and not, against the host path's results; inputs
-//             and results go through the caller's own stream
+//             and results go through the caller's own stream (--enqueue-only: the allreduces
+//             return once enqueued)
 //   stale_inputs  inputs written by a plain cudaMemcpy (the legacy stream), the call on another
 //             stream: some calls must read stale inputs, as on a GPU (the stand-in is unkind)
 //   duplicate_gpu  two ranks on one device of one host: refused on every rank (NCCL_HOSTID)
@@ -16,6 +17,10 @@
 //   abort     abort() from another thread ends a pending device call
 //   split     dup/split of a communicator with NCCL split its NCCL communicator (no new init)
 //   engine    device tensors through allreduce_async (fused) complete exactly
+//   enqueue   calls that return once enqueued (CallOptions::enqueue_only) behind a closed gate on
+//             the caller's stream: all return before it opens, the results are exact after
+//   enqueue_hang, enqueue_async  a stuck NCCL operation, an NCCL async error, in such a call:
+//             device_wait() fails at the call's deadline, or at once, naming it
 //   kill, kill_shrink  rank 1 is killed mid device allreduce (runtime/kill_rank.sh); with
 //             kill_shrink the survivors then shrink and reduce device buffers on the shrunk
 //             communicator
@@ -23,6 +28,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -279,6 +285,10 @@ void check_path(World& w, const PathCounts& before, DataType type, ReduceOp op,
 // the first GPU check did, and a GPU then read stale inputs now and then).
 enum class Inputs { kOnCallerStream, kLegacyMemcpy };
 
+// --enqueue-only: the device allreduces return once enqueued (CallOptions::enqueue_only); their
+// results are read through the caller's stream as before, and the host never waits for them.
+bool g_enqueue_only = false;
+
 void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataType>& types,
            const std::vector<ReduceOp>& ops, Inputs inputs = Inputs::kOnCallerStream) {
   auto& comm = *w.comm;
@@ -308,6 +318,7 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
         for (int scaled = 0; scaled <= (scalable ? 1 : 0); ++scaled) {
           tutti::CallOptions call;
           call.stream = caller.id();
+          call.enqueue_only = g_enqueue_only;
           if (scaled) {
             call.prescale = 0.5;
             call.postscale = 4.0;
@@ -318,7 +329,9 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
                 scaled ? " scaled" : "", in_place ? " in place" : "");
             std::vector<std::byte> input(bytes), want(bytes), got(bytes);
             fill(input.data(), count, type, op, rank, checked);
-            comm.allreduce(input.data(), want.data(), count, type, op, call);
+            tutti::CallOptions on_host = call;
+            on_host.enqueue_only = false;
+            comm.allreduce(input.data(), want.data(), count, type, op, on_host);
             DeviceVector send(bytes), recv(bytes);
             to_device(send.data(), input.data(), bytes);
             std::byte* out = in_place ? send.data() : recv.data();
@@ -390,7 +403,9 @@ void sweep(World& w, const std::vector<size_t>& counts, const std::vector<DataTy
                       stale, checked));
     return;
   }
-  ok(fmt::format("sweep: {} device calls match the host path on {} ranks", checked, comm.size()));
+  if (g_enqueue_only) comm.settle_device(/*block=*/true);
+  ok(fmt::format("sweep: {} device calls{} match the host path on {} ranks", checked,
+                 g_enqueue_only ? " (allreduces returning once enqueued)" : "", comm.size()));
 }
 
 // ---- duplicate_gpu ---------------------------------------------------------------------------
@@ -706,6 +721,179 @@ void abort_from_thread(World& w) {
   if (seconds_since(began) > 10) fail(fmt::format("abort took {:.1f} s", seconds_since(began)));
 }
 
+// ---- enqueue: calls that return once enqueued (CallOptions::enqueue_only)
+// ------------------------
+
+// A small exact value of rank `r`'s input element j in call i.
+float enqueue_value(int r, int i, size_t j) {
+  return static_cast<float>((r + 1) * static_cast<int>((static_cast<size_t>(i) + j) % 7 + 1));
+}
+
+// Behind a gate closed on the caller's stream, a loop of stream-ordered calls: a "kernel" writes
+// each call's input, the call (allreduce, broadcast, allgather, reduce_scatter in turn) returns
+// once enqueued, a "kernel" copies its result out. Every call must return while the gate is still
+// closed (the host agrees on the next call while the device has not run the last), device_done()
+// must say so, and once the gate opens every result must be exact: without the call's wait for
+// the caller's stream it reads unwritten (poisoned) inputs, without the caller's wait for it the
+// copy reads poisoned outputs. TUTTI_FAKE_DEVICE_DROP_WAITS=1 drops both, and this must fail.
+void enqueue(World& w) {
+  auto& comm = *w.comm;
+  const int size = comm.size();
+  const int rank = comm.rank();
+  constexpr int kCalls = 24;
+  const size_t count = 1001;
+  const auto n = static_cast<size_t>(size);
+  tutti::device::Stream caller(g_device);
+  std::atomic<bool> open{false};
+  w.api->enqueue(caller.id(), [&open] {
+    const auto began = Clock::now();
+    while (!open && seconds_since(began) < 30)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  std::vector<DeviceVector> in, out;
+  std::vector<std::vector<float>> seen(kCalls);
+  tutti::CallOptions call;
+  call.stream = caller.id();
+  call.enqueue_only = true;
+  call.timeout = std::chrono::seconds(60);
+  const auto began = Clock::now();
+  for (int i = 0; i < kCalls; ++i) {
+    const int kind = i % 4;
+    const size_t in_count = kind == 3 ? count * n : count;
+    const size_t out_count = kind == 2 ? count * n : count;
+    in.emplace_back(in_count * 4);
+    out.emplace_back(out_count * 4);
+    auto* src = reinterpret_cast<float*>(in.back().data());
+    auto* dst = reinterpret_cast<float*>(out.back().data());
+    w.api->enqueue(caller.id(), [src, in_count, rank, i] {
+      for (size_t j = 0; j < in_count; ++j) src[j] = enqueue_value(rank, i, j);
+    });
+    float* result = dst;
+    if (kind == 0) {
+      comm.allreduce(src, dst, count, DataType::kFloat32, ReduceOp::kSum, call);
+    } else if (kind == 1) {
+      comm.broadcast(src, count, DataType::kFloat32, i % size, call);
+      result = src;
+    } else if (kind == 2) {
+      comm.allgather(src, dst, count, DataType::kFloat32, call);
+    } else {
+      comm.reduce_scatter(src, dst, count, DataType::kFloat32, ReduceOp::kSum, call);
+    }
+    seen[static_cast<size_t>(i)].resize(out_count);
+    float* copy_to = seen[static_cast<size_t>(i)].data();
+    w.api->enqueue(caller.id(),
+                   [copy_to, result, out_count] { std::memcpy(copy_to, result, out_count * 4); });
+  }
+  const double issued = seconds_since(began);
+  const bool done_while_closed = comm.settle_device(false);
+  if (open) fail("enqueue: the gate opened before every call returned (a call waited on the host)");
+  if (done_while_closed)
+    fail("enqueue: device_done() said done while the caller's stream was still held");
+  open = true;
+  comm.settle_device(true);
+  w.api->synchronize(caller.id());
+  int wrong = 0;
+  for (int i = 0; i < kCalls && wrong < 5; ++i) {
+    const int kind = i % 4;
+    const auto& got = seen[static_cast<size_t>(i)];
+    for (size_t j = 0; j < got.size() && wrong < 5; ++j) {
+      float want = 0;
+      if (kind == 0) {
+        for (int r = 0; r < size; ++r) want += enqueue_value(r, i, j);
+      } else if (kind == 1) {
+        want = enqueue_value(i % size, i, j);
+      } else if (kind == 2) {
+        want = enqueue_value(static_cast<int>(j / count), i, j % count);
+      } else {
+        for (int r = 0; r < size; ++r)
+          want += enqueue_value(r, i, static_cast<size_t>(rank) * count + j);
+      }
+      if (got[j] != want) {
+        ++wrong;
+        fail(fmt::format("enqueue: call {} ({}) element {} is {}, want {}", i,
+                         kind == 0   ? "allreduce"
+                         : kind == 1 ? "broadcast"
+                         : kind == 2 ? "allgather"
+                                     : "reduce_scatter",
+                         j, got[j], want));
+      }
+    }
+  }
+  if (wrong == 0)
+    ok(
+        fmt::format("enqueue: {} calls returned in {:.3f} s behind a closed gate, and every result "
+                    "is exact once it opened",
+                    kCalls, issued));
+}
+
+// A stuck NCCL operation of a call that returned once enqueued: the call returns at once, and
+// device_wait() fails with kTimeout at that call's deadline, naming it; later calls rethrow.
+void enqueue_hang(World& w) {
+  auto& comm = *w.comm;
+  DeviceVector dev(4 * 100);
+  nccl_call(comm, dev.data(), 100);
+  w.api->inject_hang();
+  tutti::CallOptions call;
+  call.timeout = std::chrono::seconds(2);
+  call.enqueue_only = true;
+  const auto began = Clock::now();
+  nccl_call(comm, dev.data(), 100, call);
+  if (seconds_since(began) > 1.5)
+    fail(fmt::format("enqueue_hang: the call returned only after {:.1f} s", seconds_since(began)));
+  if (comm.settle_device(false)) fail("enqueue_hang: device_done() says a stuck call is done");
+  try {
+    comm.settle_device(true);
+    fail("enqueue_hang: device_wait() returned");
+  } catch (const tutti::Error& e) {
+    const std::string text = e.what();
+    if (e.code() != tutti::ErrorCode::kTimeout)
+      fail(fmt::format("enqueue_hang: code {} ({}), want kTimeout", static_cast<int>(e.code()),
+                       text));
+    else if (text.find("returned once enqueued") == std::string::npos ||
+             text.find(fmt::format("rank {}", comm.rank())) == std::string::npos)
+      fail("enqueue_hang: the error does not name the rank and the early return: " + text);
+    else
+      ok("enqueue_hang: " + text);
+  }
+  if (w.api->counters().aborts < 1) fail("enqueue_hang: the NCCL communicator was not aborted");
+  if (seconds_since(began) > 15)
+    fail(fmt::format("enqueue_hang took {:.1f} s", seconds_since(began)));
+  expect_code(tutti::ErrorCode::kTimeout, "enqueue_hang: later calls rethrow",
+              [&] { comm.barrier(); });
+}
+
+// An NCCL async error on the last rank in a call that returned once enqueued: that rank's
+// device_wait() fails with kDevice naming the error, and every rank fails (in device_wait, or
+// still in the call) well before the 60 s deadline.
+void enqueue_async(World& w) {
+  auto& comm = *w.comm;
+  DeviceVector dev(4 * 100);
+  nccl_call(comm, dev.data(), 100);
+  const bool failing = comm.rank() == comm.size() - 1;
+  if (failing) w.api->inject_hang("unhandled cuda error (injected)");
+  tutti::CallOptions call;
+  call.timeout = std::chrono::seconds(60);
+  call.enqueue_only = true;
+  const auto began = Clock::now();
+  try {
+    // The others may learn of the failure while still in the call: the failing rank may get past
+    // the call's agreement, fail and tell them before their own agreement finished.
+    nccl_call(comm, dev.data(), 100, call);
+    comm.settle_device(true);
+    fail("enqueue_async: device_wait() returned");
+  } catch (const tutti::Error& e) {
+    const std::string text = e.what();
+    if (failing &&
+        (e.code() != tutti::ErrorCode::kDevice || text.find("injected") == std::string::npos))
+      fail(fmt::format("enqueue_async: code {} ({}), want kDevice naming the NCCL error",
+                       static_cast<int>(e.code()), text));
+    else
+      ok(fmt::format("enqueue_async: rank {}: {}", comm.rank(), text));
+  }
+  if (seconds_since(began) > 10)
+    fail(fmt::format("enqueue_async: the failure took {:.1f} s", seconds_since(began)));
+}
+
 // ---- kill -9 of a peer -------------------------------------------------------------------------
 
 // Rank 1 waits to be killed (runtime/kill_rank.sh sends SIGKILL once every rank wrote its pid);
@@ -843,6 +1031,8 @@ int main(int argc, char** argv) {
   }
   const std::string mode = argv[1];
   std::string counts = "0,1,N-1,1001", dtypes = "every", ops = "every";
+  for (int i = 2; i < argc; ++i)
+    if (std::string(argv[i]) == "--enqueue-only") g_enqueue_only = true;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--counts") counts = argv[i + 1];
@@ -903,6 +1093,12 @@ int main(int argc, char** argv) {
         abort_from_thread(w);
       } else if (mode == "split") {
         split(w);
+      } else if (mode == "enqueue") {
+        enqueue(w);
+      } else if (mode == "enqueue_hang") {
+        enqueue_hang(w);
+      } else if (mode == "enqueue_async") {
+        enqueue_async(w);
       } else if (mode == "kill" || mode == "kill_shrink") {
         shrink_after_kill = mode == "kill_shrink";
         killed_peer(w);

@@ -262,15 +262,17 @@ HostDeviceApi::HostDeviceApi(std::shared_ptr<Store> store)
     : store_(std::move(store)), default_stream_(std::make_unique<Worker>()) {
   devices_ = static_cast<int>(std::max(1L, env_number("TUTTI_FAKE_DEVICES", 1)));
   longest_delay_ = std::chrono::microseconds(env_number("TUTTI_FAKE_DEVICE_DELAY_US", 200));
+  drop_waits_ = env_number("TUTTI_FAKE_DEVICE_DROP_WAITS", 0) != 0;
   const auto seed = static_cast<uint64_t>(
       env_number("TUTTI_FAKE_DEVICE_SEED", static_cast<long>(std::random_device{}() >> 1)));
   random_.seed(seed);
   std::fprintf(stderr,
                "host stand-in (pid %d): %d device(s), operations delayed up to %lld us, "
-               "TUTTI_FAKE_DEVICE_SEED=%llu\n",
+               "TUTTI_FAKE_DEVICE_SEED=%llu%s\n",
                static_cast<int>(::getpid()), devices_,
                static_cast<long long>(longest_delay_.count()),
-               static_cast<unsigned long long>(seed));
+               static_cast<unsigned long long>(seed),
+               drop_waits_ ? ", every stream wait on an event dropped" : "");
 }
 
 std::chrono::microseconds HostDeviceApi::draw_delay() {
@@ -443,6 +445,7 @@ void HostDeviceApi::record(device::EventId event, device::StreamId stream) {
 }
 
 void HostDeviceApi::wait(device::StreamId stream, device::EventId event) {
+  if (drop_waits_) return;  // the fault the ordering tests must catch
   auto* e = static_cast<EventState*>(event);
   uint64_t generation = 0;
   {

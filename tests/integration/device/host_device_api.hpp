@@ -32,7 +32,8 @@
 //   stream they were enqueued on. On a stream thread locate() says "host" for everything, so that
 //   Communicator takes its host path with the "device" buffers;
 // - fault injection: an NCCL operation that never completes until its communicator is aborted,
-//   and one that fails with an asynchronous error.
+//   and one that fails with an asynchronous error; TUTTI_FAKE_DEVICE_DROP_WAITS=1 makes every
+//   wait(stream, event) a no-op, the ordering bug the stream-ordered tests must catch.
 #pragma once
 
 #include <atomic>
@@ -145,6 +146,7 @@ class HostDeviceApi final : public device::DeviceApi {
   std::map<EventState*, std::unique_ptr<EventState>> events_;
   std::unique_ptr<Worker> default_stream_;  // the legacy default stream (null StreamId)
   bool hang_next_ = false;
+  bool drop_waits_ = false;  // TUTTI_FAKE_DEVICE_DROP_WAITS
   std::string hang_error_;
   uint64_t ids_drawn_ = 0;
   int devices_ = 1;

@@ -15,6 +15,9 @@ struct DeviceCall {
   device::StreamId caller_stream = nullptr;  // CallOptions::stream
   double prescale = 1.0;
   double postscale = 1.0;
+  // CallOptions::enqueue_only: the call returns once enqueued; its completion is watched later
+  // (DeviceCollectives::settle).
+  bool enqueue_only = false;
   // The communicator's (device_allreduce: the path; device_chunk_bytes: the ring's chunk); it
   // outlives the call.
   const Options* options = nullptr;

@@ -1,6 +1,8 @@
 #include "collectives/device/device_collectives.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <thread>
 
 #include "collectives/checks.hpp"
 #include "collectives/collectives.hpp"
@@ -42,7 +44,29 @@ DeviceCollectives::DeviceCollectives(int rank, int size, int device,
   done_ = device::Event(device_);
 }
 
-DeviceCollectives::~DeviceCollectives() = default;
+DeviceCollectives::~DeviceCollectives() {
+  // Calls still in flight (enqueue_only) use our stream and scratch: they end before those go.
+  // Past the oldest one's deadline NCCL is aborted, which ends its work; what still runs 10 s
+  // after that is left to the runtime (cudaStreamDestroy lets pending work finish).
+  if (in_flight_.empty()) return;
+  device::DeviceApi& api = device::api();
+  const device::EventId last = in_flight_.back().done.id();
+  std::optional<Deadline> after_abort;
+  while (!api.query(last)) {
+    if (!after_abort && in_flight_.front().deadline.expired()) {
+      abort();
+      after_abort = Deadline::after(std::chrono::seconds(10));
+    }
+    if (after_abort && after_abort->expired()) {
+      log::warn(
+          "rank {}: device work of a communicator being destroyed had not ended 10 s after "
+          "ncclCommAbort; its stream is left to finish it",
+          rank_);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
 
 bool DeviceCollectives::has_nccl() {
   std::lock_guard lock(nccl_mutex_);
@@ -78,7 +102,10 @@ void* DeviceCollectives::pinned(size_t bytes) {
   return pinned_.data();
 }
 
-void DeviceCollectives::agree(Context& ctx, uint8_t path) {
+void DeviceCollectives::agree(Context& ctx, const DeviceCall& call, uint8_t path) {
+  // What calls returned early left in flight: one look, so that their failures surface here at
+  // the latest (the peers learn of it from the abort notice, in this call's barrier).
+  if (!in_flight_.empty()) settle(ctx, call, /*block=*/false);
   // Cost: one dissemination barrier on the host, ceil(log2(size)) rounds of empty messages per
   // device call. NCCL itself checks nothing: ranks in different calls would hang or exchange the
   // wrong bytes, so this is the price of kMismatch instead.
@@ -139,9 +166,31 @@ void DeviceCollectives::begin_on_stream(const DeviceCall& call) {
 void DeviceCollectives::finish_on_stream(Context& ctx, const DeviceCall& call,
                                          const std::string& what) {
   device::DeviceApi& api = device::api();
-  api.record(done_.id(), stream_.id());
-  api.wait(call.caller_stream, done_.id());
-  wait_on_host(ctx, call, done_.id(), what);
+  if (!call.enqueue_only) {
+    api.record(done_.id(), stream_.id());
+    api.wait(call.caller_stream, done_.id());
+    wait_on_host(ctx, call, done_.id(), what);
+    // Our stream ran everything before this call too: the calls in flight are done.
+    settle(ctx, call, /*block=*/false);
+    return;
+  }
+  device::Event done;
+  if (spare_events_.empty()) {
+    done = device::Event(device_);
+  } else {
+    done = std::move(spare_events_.back());
+    spare_events_.pop_back();
+  }
+  api.record(done.id(), stream_.id());
+  api.wait(call.caller_stream, done.id());
+  in_flight_.push_back({std::move(done), what, ctx.deadline, std::chrono::steady_clock::now()});
+  if (in_flight_.size() > kMaxInFlight) {
+    InFlight& oldest = in_flight_.front();
+    watch(ctx, call, oldest.done.id(), oldest.what + " (returned once enqueued)", oldest.deadline,
+          oldest.began, /*block=*/true);
+    spare_events_.push_back(std::move(oldest.done));
+    in_flight_.pop_front();
+  }
 }
 
 std::span<const DeviceCollectives::Path> DeviceCollectives::paths() {
@@ -216,8 +265,9 @@ void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const vo
   check_buffers(ctx, "device allreduce", send, recv, count, type);
   // The signature carries the configured path (TUTTI_DEVICE_ALLREDUCE): the path taken follows
   // from it, the type and op, NCCL's abilities and the placement, which every rank shares.
-  agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase +
-                                  static_cast<int>(call.options->device_allreduce)));
+  agree(ctx, call,
+        static_cast<uint8_t>(kDeviceAlgorithmBase +
+                             static_cast<int>(call.options->device_allreduce)));
   if (count == 0) return;
   if (size_ == 1) {
     // TUTTI_DEVICE_ALLREDUCE=nccl still refuses what NCCL cannot reduce, as at any size.
@@ -242,8 +292,9 @@ void DeviceCollectives::allreduce_segments(Context& ctx, const DeviceCall& call,
   for (const Segment& s : segments) count += s.count;
   const std::string what = fmt::format("device allreduce of {} tensors, {} x {} ({})",
                                        segments.size(), count, to_string(type), to_string(op));
-  agree(ctx, static_cast<uint8_t>(kDeviceAlgorithmBase +
-                                  static_cast<int>(call.options->device_allreduce)));
+  agree(ctx, call,
+        static_cast<uint8_t>(kDeviceAlgorithmBase +
+                             static_cast<int>(call.options->device_allreduce)));
   if (count == 0) return;
   const Path& path = path_for(nccl(ctx), ctx, call, type, op);
   const size_t element = element_size(type);
@@ -270,7 +321,7 @@ void DeviceCollectives::broadcast(Context& ctx, const DeviceCall& call, void* bu
   const std::string what =
       fmt::format("device broadcast of {} x {} from rank {}", count, to_string(type), root);
   check_buffers(ctx, "device broadcast", buf, buf, count, type);
-  agree(ctx, kNoPath);
+  agree(ctx, call, kNoPath);
   if (count == 0) return;
   device::NcclComm& comm = nccl(ctx);
   begin_on_stream(call);
@@ -282,7 +333,7 @@ void DeviceCollectives::allgather(Context& ctx, const DeviceCall& call, const vo
                                   void* recv, size_t count, DataType type) {
   const std::string what = fmt::format("device allgather of {} x {}", count, to_string(type));
   check_buffers(ctx, "device allgather", send, recv, count, type, static_cast<size_t>(size_));
-  agree(ctx, kNoPath);
+  agree(ctx, call, kNoPath);
   if (count == 0) return;
   device::NcclComm& comm = nccl(ctx);
   begin_on_stream(call);
@@ -296,7 +347,7 @@ void DeviceCollectives::reduce_scatter(Context& ctx, const DeviceCall& call, con
                                        to_string(type), to_string(op));
   check_buffers(ctx, "device reduce_scatter", send, recv, recv_count, type,
                 static_cast<size_t>(size_));
-  agree(ctx, kNoPath);
+  agree(ctx, call, kNoPath);
   if (recv_count == 0) return;
   device::NcclComm& comm = nccl(ctx);
   if (!comm.supports(type, op))  // alike on every rank: all refuse, nothing was enqueued

@@ -16,18 +16,25 @@
 //   4. a host wait for the done event (device_wait.cc) that polls the event, NCCL's async error,
 //      the host transport (peer failures, abort notices), abort() and the deadline; on a failure
 //      the NCCL communicator is aborted and the error names the rank, call and NCCL's reason.
+// A call made with CallOptions::enqueue_only skips step 4: its done event joins the calls in
+// flight, which the next device call looks at once (settle) and device_done()/device_wait() look
+// at or wait for with the same checks, each against its own call's deadline. So the host agrees
+// on call N+1 while the device still runs call N, as with NCCL's own calls.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "collectives/context.hpp"
 #include "collectives/device/device_call.hpp"
 #include "collectives/segments.hpp"
+#include "core/deadline.hpp"
 #include "device/device_api.hpp"
 #include "tutti/types.hpp"
 
@@ -69,6 +76,13 @@ class DeviceCollectives {
   void reduce_scatter(Context& ctx, const DeviceCall& call, const void* send, void* recv,
                       size_t recv_count, DataType type, ReduceOp op);
 
+  // The calls made with CallOptions::enqueue_only whose completion was not seen yet: one look
+  // (block false) or a host wait for all of them (block true); true once none is left. Throws,
+  // after aborting NCCL, when one failed in NCCL or passed its call's deadline, a peer failed or
+  // this communicator was aborted meanwhile. From the thread that drives the communicator.
+  bool settle(Context& ctx, const DeviceCall& call, bool block);
+  size_t in_flight() const { return in_flight_.size(); }
+
   // ncclCommSplit of our NCCL communicator (which must exist): collective over every rank of it.
   std::unique_ptr<device::NcclComm> split_nccl(int color, int key,
                                                std::chrono::milliseconds timeout);
@@ -77,13 +91,18 @@ class DeviceCollectives {
 
  private:
   // Step 1: the call's path joins its signature, then an empty barrier checks it everywhere.
-  void agree(Context& ctx, uint8_t path);
+  void agree(Context& ctx, const DeviceCall& call, uint8_t path);
   // Step 2.
   device::NcclComm& nccl(Context& ctx);
   // Step 4 (device_wait.cc): returns once `event` completed; throws (after aborting NCCL) on an
   // async error, an abort, a peer failure or the deadline.
   void wait_on_host(Context& ctx, const DeviceCall& call, device::EventId event,
                     const std::string& what);
+  // What wait_on_host does, once (block false: one look, true once `event` completed) or until
+  // `event` completed (block true), against `deadline`; `began` dates the call for the timeout's
+  // message.
+  bool watch(Context& ctx, const DeviceCall& call, device::EventId event, const std::string& what,
+             Deadline deadline, std::chrono::steady_clock::time_point began, bool block);
   // Fails with `code`: aborts NCCL first, so no work of this call stays pending.
   [[noreturn]] void fail(ErrorCode code, const std::string& message);
   // Device scratch of at least `bytes`, kept between calls: slots 0 and 1 for the ring's incoming
@@ -94,7 +113,8 @@ class DeviceCollectives {
 
   // Our stream runs nothing more until the caller's stream reached this call.
   void begin_on_stream(const DeviceCall& call);
-  // The caller's stream waits for our work; the host waits for it too.
+  // The caller's stream waits for our work; the host waits for it too, or (enqueue_only) it joins
+  // the calls in flight.
   void finish_on_stream(Context& ctx, const DeviceCall& call, const std::string& what);
 
   // One device allreduce path (a TUTTI_DEVICE_ALLREDUCE choice but auto), declared once in
@@ -145,6 +165,19 @@ class DeviceCollectives {
   device::Stream stream_;
   device::Event caller_ready_;
   device::Event done_;
+  // Calls returned early (enqueue_only), oldest first: each one's done event, recorded on our
+  // stream, so the first not yet complete bounds them all (one stream runs them in order).
+  struct InFlight {
+    device::Event done;
+    std::string what;
+    Deadline deadline;
+    std::chrono::steady_clock::time_point began;
+  };
+  // More than this many calls in flight and the next one waits on the host for the oldest: a
+  // caller that never synchronizes holds a bounded number of events, not one per call forever.
+  static constexpr size_t kMaxInFlight = 128;
+  std::deque<InFlight> in_flight_;
+  std::vector<device::Event> spare_events_;  // done events of settled calls, for reuse
   device::Buffer scratch_[3];
   device::Buffer pinned_;
   std::unique_ptr<DeviceReduceLane> reduce_lane_;

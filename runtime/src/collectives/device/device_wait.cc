@@ -1,5 +1,6 @@
 // The host's wait for a device call: the blocking call returns only once its work is done, and
-// never waits past its deadline, an NCCL async error, a peer failure or an abort.
+// never waits past its deadline, an NCCL async error, a peer failure or an abort. The calls that
+// returned once enqueued (CallOptions::enqueue_only) get the same checks later, in settle().
 #include <thread>
 
 #include "collectives/device/device_collectives.hpp"
@@ -19,8 +20,13 @@ constexpr auto kLongestNap = std::chrono::microseconds(1000);
 
 void DeviceCollectives::wait_on_host(Context& ctx, const DeviceCall& call, device::EventId event,
                                      const std::string& what) {
+  watch(ctx, call, event, what, ctx.deadline, std::chrono::steady_clock::now(), /*block=*/true);
+}
+
+bool DeviceCollectives::watch(Context& ctx, const DeviceCall& call, device::EventId event,
+                              const std::string& what, Deadline deadline,
+                              std::chrono::steady_clock::time_point began, bool block) {
   device::DeviceApi& api = device::api();
-  const auto began = std::chrono::steady_clock::now();
   auto nap = kFirstNap;
   const auto check_async_error = [&] {
     device::NcclComm* comm = nullptr;
@@ -37,7 +43,7 @@ void DeviceCollectives::wait_on_host(Context& ctx, const DeviceCall& call, devic
     return comm;
   };
   for (int round = 0; !api.query(event); ++round) {
-    if (round < kSpinQueries) continue;
+    if (block && round < kSpinQueries) continue;
     device::NcclComm* comm = check_async_error();
     try {
       if (call.check_interrupt) call.check_interrupt();
@@ -47,7 +53,7 @@ void DeviceCollectives::wait_on_host(Context& ctx, const DeviceCall& call, devic
       abort();  // the peers will not finish their part: end ours
       throw;
     }
-    if (ctx.deadline.expired()) {
+    if (deadline.expired()) {
       const double waited =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
       fail(ErrorCode::kTimeout,
@@ -58,6 +64,7 @@ void DeviceCollectives::wait_on_host(Context& ctx, const DeviceCall& call, devic
                        rank_, what, device_, waited, size_,
                        comm != nullptr ? "" : ", not yet made"));
     }
+    if (!block) return false;
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, kLongestNap);
   }
@@ -73,6 +80,19 @@ void DeviceCollectives::wait_on_host(Context& ctx, const DeviceCall& call, devic
       throw;
     }
   }
+  return true;
+}
+
+bool DeviceCollectives::settle(Context& ctx, const DeviceCall& call, bool block) {
+  while (!in_flight_.empty()) {
+    InFlight& oldest = in_flight_.front();
+    if (!watch(ctx, call, oldest.done.id(), oldest.what + " (returned once enqueued)",
+               oldest.deadline, oldest.began, block))
+      return false;
+    spare_events_.push_back(std::move(oldest.done));
+    in_flight_.pop_front();
+  }
+  return true;
 }
 
 }  // namespace tutti::collectives
