@@ -85,6 +85,21 @@ def check_streams(dev):
     work.wait()
     got = t * 1  # the default stream, after wait()
     say(bool((got == SIZE * (SIZE + 1) / 2).all()), "async all_reduce, wait() from another stream")
+    # Stream-ordered, as nccl: the op completes once enqueued, so wait() returns while the stream
+    # still runs the slow fill and the op behind it (before, the host waited for the device).
+    stream = torch.cuda.current_stream(dev)
+    t = torch.empty(n, device=dev)
+    for _ in range(10):
+        slow_fill(t, RANK + 1)
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    ran_ahead = not stream.query()
+    busy = not work.is_completed()
+    got = t * 1
+    stream.synchronize()
+    say(ran_ahead and bool((got == SIZE * (SIZE + 1) / 2).all()),
+        f"all_reduce returns once enqueued: wait() came back while the stream ran it "
+        f"(is_completed() then: {not busy}), exact after")
 
 
 

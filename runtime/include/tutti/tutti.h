@@ -291,6 +291,16 @@ TUTTI_API int tutti_stop_timeline(void);
  * enqueued on `stream` (a cudaStream_t; NULL, the default, is the legacy default stream), and work
  * enqueued there after a blocking call sees its results. */
 TUTTI_API int tutti_set_stream(void* stream);
+/* Stream-ordered device calls, as NCCL's: with `on` non-zero, this thread's later blocking calls on
+ * device buffers return once their work is enqueued on the stream (after the ranks agreed on the
+ * host) instead of once it completed. What fails after the return (a peer died, NCCL's asynchronous
+ * error, the call's timeout) is returned by the communicator's next device call,
+ * tutti_comm_device_done or tutti_comm_device_wait. Host buffers are done when a call returns. */
+TUTTI_API int tutti_set_enqueue_only(int on);
+/* *done = 1 once every device call on `comm` that returned once enqueued completed, else 0 (never
+ * blocks); _wait waits for them. Both return the error of one that failed. */
+TUTTI_API int tutti_comm_device_done(tutti_comm_t comm, int* done);
+TUTTI_API int tutti_comm_device_wait(tutti_comm_t comm);
 
 /* Message of the last failed call on this thread ("" if none). Valid until the next call. */
 TUTTI_API const char* tutti_last_error(void);

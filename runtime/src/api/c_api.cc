@@ -414,6 +414,28 @@ int tutti_set_stream(void* stream) {
   return 0;
 }
 
+int tutti_set_enqueue_only(int on) {
+  t_enqueue_only = on != 0;
+  return 0;
+}
+
+int tutti_comm_device_done(tutti_comm_t comm, int* done) {
+  return guarded([&] {
+    if (done == nullptr)
+      throw tutti::Error(tutti::ErrorCode::kInvalidArgument,
+                         "tutti_comm_device_done: done is NULL");
+    *done = comm_of(comm).device_done() ? 1 : 0;
+    return 0;
+  });
+}
+
+int tutti_comm_device_wait(tutti_comm_t comm) {
+  return guarded([&] {
+    comm_of(comm).device_wait();
+    return 0;
+  });
+}
+
 const char* tutti_last_error(void) {
   return t_last_error.c_str();
 }

@@ -20,11 +20,15 @@ namespace tutti::c_support {
 inline thread_local std::string t_last_error;
 // tutti_set_stream: the CUDA stream this thread's calls on device buffers order after.
 inline thread_local void* t_stream = nullptr;
+// tutti_set_enqueue_only: this thread's device calls return once enqueued.
+inline thread_local bool t_enqueue_only = false;
 
-// The per-call options of a C call: its stream (device buffers only read it).
+// The per-call options of a C call: its stream and whether it returns once enqueued (device
+// buffers only read them).
 inline tutti::CallOptions c_call_options() {
   tutti::CallOptions call;
   call.stream = t_stream;
+  call.enqueue_only = t_enqueue_only;
   return call;
 }
 

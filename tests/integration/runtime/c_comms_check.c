@@ -107,6 +107,20 @@ int main(void) {
            "NULL counts must be refused");
   }
 
+  /* Stream-ordered calls change nothing for host buffers (done when the call returns), and a
+   * communicator with no device call in flight is done at once. */
+  {
+    CHECK(tutti_set_enqueue_only(1));
+    int v = 1, done = -1;
+    CHECK(tutti_comm_allreduce(world, &v, &v, 1, TUTTI_INT32, TUTTI_SUM));
+    EXPECT(v == size, "enqueue-only allreduce of host buffers: %d, want %d", v, size);
+    CHECK(tutti_comm_device_done(world, &done));
+    EXPECT(done == 1, "device_done without device calls: %d", done);
+    CHECK(tutti_comm_device_wait(world));
+    EXPECT(tutti_comm_device_done(world, NULL) == TUTTI_ERR_INVALID_ARGUMENT, "NULL done");
+    CHECK(tutti_set_enqueue_only(0));
+  }
+
   /* Abort a dup: every rank's next call on it fails with TUTTI_ERR_ABORTED; the world goes on. */
   CHECK(tutti_comm_dup(world, &copy));
   if (g_rank == 0) CHECK(tutti_comm_abort(copy, "stopping the dup"));

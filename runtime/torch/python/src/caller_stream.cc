@@ -64,6 +64,10 @@ tutti::CallOptions on_stream(tutti::CallOptions call, const at::Tensor& tensor) 
     const c10::impl::DeviceGuardImplInterface* impl =
         c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
     call.stream = native_handle(impl, impl->getStream(tensor.device()));
+    // Stream-ordered, as NCCL's backend: the call returns once enqueued after the host agreement,
+    // so the worker agrees on the next op while the device runs this one (the Work's future and
+    // the worker's device watch take it from there).
+    call.enqueue_only = true;
   }
   return call;
 }

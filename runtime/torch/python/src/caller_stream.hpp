@@ -41,7 +41,8 @@ class CallerStream {
 };
 
 // `call` with the current stream of `tensor`'s device as its stream when `tensor` is a CUDA tensor
-// (inside a Guard, the caller's); unchanged for a CPU tensor.
+// (inside a Guard, the caller's), returning once enqueued there (CallOptions::enqueue_only);
+// unchanged for a CPU tensor.
 tutti::CallOptions on_stream(tutti::CallOptions call, const at::Tensor& tensor);
 
 // `tensor` itself on the CPU, or a CPU copy of a CUDA tensor: for the collectives tutti runs on

@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <thread>
+
 namespace tutti::torch_backend {
 
 namespace {
@@ -36,18 +38,32 @@ TuttiWork::TuttiWork(std::shared_ptr<GroupLink> group, c10d::OpType type,
       group_(std::move(group)),
       label_(std::move(label)),
       outputs_(std::move(outputs)),
+      stream_(stream),
       on_device_(stream.has_value()),
       future_(c10::make_intrusive<c10::ivalue::Future>(
           c10::ListType::create(c10::TensorType::get()), devices_of(stream))) {}
+
+bool TuttiWork::isCompleted() {
+  // device_done_ is set before finish() marks the Work completed, and never after.
+  return c10d::Work::isCompleted() && (!device_done_ || device_done_->query());
+}
 
 bool TuttiWork::wait(std::chrono::milliseconds timeout) {
   // torch's own Work::wait(timeout) throws "Operation timed out!" and leaves the op running, so
   // that it may write the caller's tensors at any later moment (when the peers arrive).
   if (timeout != kNoTimeout) {
-    std::unique_lock lock(mutex_);
-    if (!cv_.wait_for(lock, timeout, [this] { return completed_; })) {
-      lock.unlock();
-      timed_out(timeout);
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    {
+      std::unique_lock lock(mutex_);
+      if (!cv_.wait_until(lock, until, [this] { return completed_; })) {
+        lock.unlock();
+        timed_out(timeout);
+      }
+    }
+    // An op on CUDA tensors completed once enqueued: the timeout covers its device work too.
+    while (device_done_ && !device_done_->query()) {
+      if (std::chrono::steady_clock::now() >= until) timed_out(timeout);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
   const bool done = c10d::Work::wait();  // at once when completed; rethrows the op's error
@@ -84,6 +100,10 @@ void TuttiWork::timed_out(std::chrono::milliseconds timeout) {
 }
 
 void TuttiWork::complete(std::exception_ptr error) {
+  if (stream_ && !error) {
+    device_done_.emplace(stream_->device_type());
+    device_done_->record(*stream_);
+  }
   // Work first (a thread in wait() may be the only one watching), then the future, whose
   // callbacks may take a while (DDP copies buckets back in them).
   finish(error);

@@ -6,6 +6,7 @@
 
 #include <ATen/core/ivalue.h>
 #include <ATen/core/ivalue_inl.h>
+#include <c10/core/Event.h>
 #include <c10/core/Stream.h>
 
 #include <atomic>
@@ -51,12 +52,16 @@ class TuttiWork final : public c10d::Work {
             const std::optional<c10::Stream>& stream = {});
 
   // Work::wait, and for CUDA tensors the current stream of their device then waits for the op's
-  // last work on the caller's stream (the copies back into the outputs), as NCCL's Work does.
-  // With a timeout that passes first, the group is aborted and wait() returns (throwing an error
-  // that names the op, this rank and the timeout) only once the op has stopped: it never writes
-  // its outputs afterwards, and every rank's pending and later ops on the group fail.
+  // last work on the caller's stream (the copies back into the outputs), as NCCL's Work does;
+  // with a timeout the host also waits for that work, as NCCL's. With a timeout that passes first,
+  // the group is aborted and wait() returns (throwing an error that names the op, this rank and the
+  // timeout) only once the op has stopped: it never writes its outputs afterwards, and every rank's
+  // pending and later ops on the group fail.
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
 
+  // Whether the op is done: for CUDA tensors, once its device work completed too (an event after
+  // it on the caller's stream), as NCCL's Work says.
+  bool isCompleted() override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
@@ -74,7 +79,10 @@ class TuttiWork final : public c10d::Work {
   std::shared_ptr<GroupLink> group_;
   std::string label_;
   std::vector<at::Tensor> outputs_;
+  std::optional<c10::Stream> stream_;  // the caller's, for an op on CUDA tensors
   bool on_device_ = false;
+  // Recorded on the caller's stream after the op's work (CUDA ops complete once enqueued).
+  std::optional<c10::Event> device_done_;
   std::atomic<bool> started_{false};
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

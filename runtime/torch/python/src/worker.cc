@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 namespace tutti::torch_backend {
 
@@ -25,7 +26,20 @@ void Worker::enqueue(std::function<void()> job) {
 }
 
 void Worker::watch(tutti::Request request, std::function<void(std::exception_ptr)> done) {
-  watched_.push_back({std::move(request), std::move(done)});
+  auto shared = std::make_shared<tutti::Request>(std::move(request));
+  watched_.push_back(
+      {[shared] { return shared->test(); }, [shared] { shared->wait(); }, std::move(done)});
+}
+
+void Worker::watch_device(const tutti::Communicator& comm,
+                          std::function<void(std::exception_ptr)> failed) {
+  for (const Watched& w : watched_)
+    if (w.device == &comm) return;  // already watched: the same look covers the new call
+  watched_.push_back({[&comm] { return comm.device_done(); }, [&comm] { comm.device_wait(); },
+                      [failed = std::move(failed)](std::exception_ptr error) {
+                        if (error) failed(error);
+                      },
+                      &comm});
 }
 
 void Worker::run() {
@@ -68,7 +82,7 @@ void Worker::poll_watched() {
     std::exception_ptr error;
     bool complete = false;
     try {
-      complete = it->request.test();
+      complete = it->test();
     } catch (...) {
       error = std::current_exception();
       complete = true;
@@ -88,7 +102,7 @@ void Worker::finish_watched() {
   for (auto& w : watched_) {
     std::exception_ptr error;
     try {
-      w.request.wait();
+      w.wait();
     } catch (...) {
       error = std::current_exception();
     }

@@ -7,6 +7,9 @@
 //
 // Point-to-point operations are posted (isend/irecv) and then watched: the thread polls them
 // between jobs, so a rank's send never waits for its peer's receive before the next job runs.
+// Collectives on CUDA tensors return once enqueued on the caller's stream (as NCCL's backend's
+// do), and the communicator's device work is watched the same way: its failures and deadlines are
+// seen between jobs, not only at the next op.
 #pragma once
 
 #include <condition_variable>
@@ -36,11 +39,19 @@ class Worker {
   // From a job only: `done` runs (on the worker thread) with nullptr once `request` completes,
   // or with its error.
   void watch(tutti::Request request, std::function<void(std::exception_ptr)> done);
+  // From a job only, after a call that returned once enqueued (CallOptions::enqueue_only) on
+  // `comm`, which this worker drives: its device work is looked at between jobs (device_done)
+  // until all of it completed, and `failed` runs with the error when some of it failed. One watch
+  // per communicator at a time covers every such call made on it.
+  void watch_device(const tutti::Communicator& comm,
+                    std::function<void(std::exception_ptr)> failed);
 
  private:
   struct Watched {
-    tutti::Request request;
+    std::function<bool()> test;  // true once complete; throws the failure
+    std::function<void()> wait;  // until complete (at shutdown); throws the failure
     std::function<void(std::exception_ptr)> done;
+    const tutti::Communicator* device = nullptr;  // a device watch's communicator
   };
 
   void run();
