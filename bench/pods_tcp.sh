@@ -21,6 +21,12 @@
 #          IPERF_SECONDS (default 5), then two streams both ways at once (--bidir): the link's
 #          own bandwidth, which busbw is compared with; once per congestion control of
 #          IPERF_CONGESTION (default "system cubic"). Needs 2 pods or more.
+#   startup  not a peer of the allreduce: start-up to the first allreduce between the pods, as
+#          bench/startup.sh times it on one host: tuttirun --pods through kubexec starting
+#          tutti-first-allreduce against mpirun through kubexec starting mpi-first-allreduce (the
+#          same hostfile's slots), STARTUP_ROUNDS (default 3) rounds a run, which goes first
+#          alternating; prints the median seconds of each and mpirun's / tuttirun's (above 1,
+#          tutti starts faster).
 #   tune   not a peer: fits the cost model's lines on these pods (tutti-bench allreduce --tune, one
 #          run per algorithm of hier ring tree hd; TUNE_FLAGS, default "-b 8 -e 64M -f 8 -n 3 -w 1
 #          -c 0") into OUT/tune-np<N>.json, as bench/tune.sh does on pretend hosts.
@@ -247,6 +253,44 @@ for cc in sys.argv[4:]:
 PY
 }
 
+# One start-up to the first allreduce: appends "NAME SECONDS" to OUT/startup-np<N>-run<I>.txt.
+startup_one() {  # name np run
+  local name=$1 np=$2 i=$3 start end
+  start=$(date +%s.%N)
+  if [ "$name" = tutti ]; then
+    timeout 300 "$TUTTIRUN" --pods "$(pod_names "$np")" --slots "$SLOTS" --exec kubexec \
+      --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" --no-tag-output -- env "${TUTTI_ENV[@]}" \
+      "$BUILD/bin/tutti-first-allreduce" >"$OUT/startup-last.txt" 2>&1
+  else
+    timeout 300 mpirun --allow-run-as-root --hostfile "$OUT/hostfile-np$np" -np "$np" \
+      --mca plm_rsh_agent "$KUBEXEC" --mca plm_rsh_no_tree_spawn 1 \
+      --mca btl "$MPI_BTL" --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
+      "$BUILD/bin/mpi-first-allreduce" >"$OUT/startup-last.txt" 2>&1
+  fi || fail "startup: $name np$np run $i failed: see $OUT/startup-last.txt"
+  end=$(date +%s.%N)
+  awk -v n="$name" -v s="$start" -v e="$end" 'BEGIN { printf "%s %.3f\n", n, e - s }' \
+    >>"$OUT/startup-np$np-run$i.txt"
+}
+
+run_startup() {  # np run
+  local np=$1 i=$2 r
+  for p in tutti-first-allreduce mpi-first-allreduce; do
+    [ -x "$BUILD/bin/$p" ] || fail "startup: $BUILD/bin/$p is not built (the MPI one needs a build with MPI)"
+  done
+  "$HOSTFILE" --pods "$(pod_names "$np")" --slots "$SLOTS" --format openmpi \
+    -o "$OUT/hostfile-np$np" || fail "tutti-hostfile failed"
+  : >"$OUT/startup-np$np-run$i.txt"
+  for ((r = 0; r < ${STARTUP_ROUNDS:-3}; ++r)); do
+    if (((r + i) % 2 == 0)); then
+      startup_one tutti "$np" "$i"
+      startup_one mpi "$np" "$i"
+    else
+      startup_one mpi "$np" "$i"
+      startup_one tutti "$np" "$i"
+    fi
+  done
+}
+
 run_engine() {  # np run
   local np=$1 i=$2 flags
   read -r -a flags <<<"${ENGINE_FLAGS:---case 256x16K --steps 20 --rounds 5}"
@@ -283,6 +327,16 @@ for np in $NPS; do
         echo "== iperf3 np$np run $i"
         cat "$OUT/iperf-np$np-run$i.txt"
       done
+    elif [ "$peer" = startup ]; then
+      echo "== start-up to the first allreduce, np$np in $((np / SLOTS)) pods of $SLOTS, medians of $RUNS run(s)"
+      cat "$OUT/startup-np$np-run"*.txt | python3 -c '
+import statistics, sys
+runs = {}
+for line in sys.stdin:
+    name, seconds = line.split()
+    runs.setdefault(name, []).append(float(seconds))
+t, m, n = statistics.median(runs["tutti"]), statistics.median(runs["mpi"]), len(runs["tutti"])
+print(f"  tuttirun {t:.2f} s, mpirun {m:.2f} s ({n} each): mpirun / tuttirun {m / t:.2f}x")'
     elif [ "$peer" = engine ]; then
       for ((i = 1; i <= RUNS; i++)); do
         echo "== engine np$np run $i"

@@ -9,12 +9,15 @@
 #      over tutti's (bench/binding.sh; "core" at 2 ranks and "socket" at 4 are Open MPI's default).
 #   2. The engine's 256 x 16 KiB step against one flat allreduce, (b)/(c): between 2 and 4 pods,
 #      and 8 ranks in 4 pods (bench/pods_tcp.sh, root only); elsewhere 2 ranks on this host.
+#   1b. The same sizes under srun --cpu-bind=cores against none, 2 ranks, on a Slurm cluster of
+#      its own (bench/slurm_binding.sh; root only).
 #   3. Start-up to the first allreduce at 64 and 128 ranks, tuttirun against mpirun
-#      --oversubscribe, with each side's peak RSS of a rank (bench/startup.sh).
+#      --oversubscribe, with each side's peak RSS of a rank (bench/startup.sh); and 128 ranks in 8
+#      pods of 16, both through kubexec (bench/pods_tcp.sh --peers startup; root only).
 #
 # Needs mpirun.openmpi and a build with MPI. Writes each part's output to OUT_DIR and prints them.
 set -uo pipefail
-[ $# -ge 2 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 build=$1
 out=$2
 rounds=${3:-5}
@@ -28,6 +31,14 @@ for np in 2 4; do
   BINDING_ITERS=${BINDING_ITERS:-2000} "$here/binding.sh" "$build" "$out/binding-np$np" "$rounds" "$np" \
     | tee "$out/binding-np$np.txt" || status=1
 done
+
+echo "## 1b. small allreduces under srun --cpu-bind=cores against none (2 ranks)"
+if [ "$(id -u)" -eq 0 ]; then
+  BINDING_ITERS=${BINDING_ITERS:-2000} "$here/slurm_binding.sh" "$build" "$out/slurm-binding" \
+    "$rounds" 2 | tee "$out/slurm-binding.txt" || status=1
+else
+  echo "not root: no Slurm cluster of its own (slurmd starts the tasks as root)"
+fi
 
 echo "## 2. the engine, 256 x 16 KiB, (b) against (c)"
 flags="--case 256x16K --steps 100 --rounds $rounds --modes bc"
@@ -47,4 +58,9 @@ fi
 
 echo "## 3. start-up to the first allreduce"
 "$here/startup.sh" "$build" "$rounds" 64 128 | tee "$out/startup.txt" || status=1
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null; then
+  STARTUP_ROUNDS=$rounds "$here/pods_tcp.sh" "$build" "$out/startup-pods" --np 128 --slots 16 \
+    --peers startup --runs 1 >"$out/startup-pods.txt" 2>&1 || status=1
+  echo "128 ranks in 8 pods of 16: $(grep -h 'mpirun /' "$out/startup-pods.txt" | sed 's/^ *//')"
+fi
 exit $status

@@ -8,6 +8,9 @@
 #                     SLURM_CONF (what srun, sbatch, salloc, squeue read). The node is declared with
 #                     8 CPUs whatever the machine has (SlurmdParameters=config_overrides) and its
 #                     partition oversubscribes 4 times, so that 4 tasks run on 2 real CPUs.
+#                     SLURM_TASK_PLUGIN (default task/none) and SLURM_NODE_CPUS (default 8) change
+#                     those two for a benchmark of srun --cpu-bind (task/affinity binds the tasks,
+#                     to CPUs that must exist: declare $(nproc)).
 #                     Exits 77 (ctest SKIPPED) with the reason where the packages are not installed.
 #   slurm_down        stop them and remove DIR; the caller runs it on EXIT. Prints what was
 #                     still running after 5 s (and kills it)
@@ -74,7 +77,7 @@ SlurmdLogFile=$dir/log/slurmd.log
 SlurmctldPort=6817
 SlurmdPort=6818
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=${SLURM_TASK_PLUGIN:-task/none}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
@@ -86,7 +89,7 @@ SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 MessageTimeout=10
 KillWait=2
 InactiveLimit=0
-NodeName=$SLURM_NODE NodeAddr=127.0.0.1 CPUs=8 State=UNKNOWN
+NodeName=$SLURM_NODE NodeAddr=127.0.0.1 CPUs=${SLURM_NODE_CPUS:-8} State=UNKNOWN
 PartitionName=debug Nodes=$SLURM_NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 CONF
   export SLURM_CONF=$dir/slurm.conf
