@@ -643,7 +643,11 @@ void mixed_sides(World& w, const std::string& collective) {
     fail(fmt::format("mixed sides: {} took {:.1f} s", collective, seconds_since(began)));
 }
 
-void hang(World& w) {
+// A stuck NCCL operation: kTimeout at the call's deadline, the NCCL communicator aborted, the
+// error naming the rank and NCCL; later calls rethrow. With `enqueue_only` the call returns at
+// once and device_wait() fails so, naming the call's early return.
+void hang(World& w, bool enqueue_only) {
+  const std::string name = enqueue_only ? "enqueue_hang" : "hang";
   auto& comm = *w.comm;
   DeviceVector dev(4 * 100);
   // Made first, so the hang hits the allreduce and not anything before it.
@@ -651,26 +655,39 @@ void hang(World& w) {
   w.api->inject_hang();
   tutti::CallOptions call;
   call.timeout = std::chrono::seconds(2);
+  call.enqueue_only = enqueue_only;
   const auto began = Clock::now();
   try {
     nccl_call(comm, dev.data(), 100, call);
-    fail("hang: no error");
+    if (enqueue_only) {
+      if (seconds_since(began) > 1.5)
+        fail(fmt::format("{}: the call returned only after {:.1f} s", name, seconds_since(began)));
+      if (comm.settle_device(false)) fail(name + ": device_done() says a stuck call is done");
+      comm.settle_device(true);
+    }
+    fail(name + ": no error");
   } catch (const tutti::Error& e) {
     const std::string text = e.what();
     if (e.code() != tutti::ErrorCode::kTimeout)
-      fail(fmt::format("hang: code {} ({}), want kTimeout", static_cast<int>(e.code()), text));
-    if (w.api->counters().aborts < 1) fail("hang: the NCCL communicator was not aborted");
+      fail(fmt::format("{}: code {} ({}), want kTimeout", name, static_cast<int>(e.code()), text));
+    if (w.api->counters().aborts < 1) fail(name + ": the NCCL communicator was not aborted");
     if (text.find(fmt::format("rank {}", comm.rank())) == std::string::npos ||
-        text.find("NCCL") == std::string::npos)
-      fail("hang: the error does not name the rank and NCCL: " + text);
-    ok("hang: " + text);
+        text.find("NCCL") == std::string::npos ||
+        (enqueue_only && text.find("returned once enqueued") == std::string::npos))
+      fail(name + ": the error does not name the rank, NCCL and the call: " + text);
+    ok(name + ": " + text);
   }
-  if (seconds_since(began) > 15) fail(fmt::format("hang took {:.1f} s", seconds_since(began)));
+  if (seconds_since(began) > 15) fail(fmt::format("{} took {:.1f} s", name, seconds_since(began)));
   // The communicator is broken now, as for host failures.
-  expect_code(tutti::ErrorCode::kTimeout, "hang: later calls rethrow", [&] { comm.barrier(); });
+  expect_code(tutti::ErrorCode::kTimeout, name + ": later calls rethrow", [&] { comm.barrier(); });
 }
 
-void async_error(World& w) {
+// An NCCL async error on the last rank: kDevice there naming it, promptly; the others fail too.
+// With `enqueue_only` the call returns once enqueued and device_wait() fails so (the others may
+// learn of it while still in the call: the failing rank may get past the call's agreement, fail
+// and tell them before their own agreement finished).
+void async_error(World& w, bool enqueue_only) {
+  const std::string name = enqueue_only ? "enqueue_async" : "async";
   auto& comm = *w.comm;
   DeviceVector dev(4 * 100);
   nccl_call(comm, dev.data(), 100);
@@ -678,20 +695,23 @@ void async_error(World& w) {
   if (failing) w.api->inject_hang("unhandled cuda error (injected)");
   tutti::CallOptions call;
   call.timeout = std::chrono::seconds(60);
+  call.enqueue_only = enqueue_only;
   const auto began = Clock::now();
   try {
     nccl_call(comm, dev.data(), 100, call);
-    if (failing || comm.size() > 1) fail("async: no error");
+    if (enqueue_only) comm.settle_device(true);
+    fail(name + ": no error");
   } catch (const tutti::Error& e) {
     const std::string text = e.what();
     if (failing &&
         (e.code() != tutti::ErrorCode::kDevice || text.find("injected") == std::string::npos))
-      fail(fmt::format("async: code {} ({}), want kDevice naming the NCCL error",
+      fail(fmt::format("{}: code {} ({}), want kDevice naming the NCCL error", name,
                        static_cast<int>(e.code()), text));
-    if (failing) std::printf("ok: async: rank %d: %s\n", comm.rank(), text.c_str());
+    else
+      ok(fmt::format("{}: rank {}: {}", name, comm.rank(), text));
   }
   if (seconds_since(began) > 10)
-    fail(fmt::format("async: the failure took {:.1f} s", seconds_since(began)));
+    fail(fmt::format("{}: the failure took {:.1f} s", name, seconds_since(began)));
 }
 
 void abort_from_thread(World& w) {
@@ -824,74 +844,6 @@ void enqueue(World& w) {
         fmt::format("enqueue: {} calls returned in {:.3f} s behind a closed gate, and every result "
                     "is exact once it opened",
                     kCalls, issued));
-}
-
-// A stuck NCCL operation of a call that returned once enqueued: the call returns at once, and
-// device_wait() fails with kTimeout at that call's deadline, naming it; later calls rethrow.
-void enqueue_hang(World& w) {
-  auto& comm = *w.comm;
-  DeviceVector dev(4 * 100);
-  nccl_call(comm, dev.data(), 100);
-  w.api->inject_hang();
-  tutti::CallOptions call;
-  call.timeout = std::chrono::seconds(2);
-  call.enqueue_only = true;
-  const auto began = Clock::now();
-  nccl_call(comm, dev.data(), 100, call);
-  if (seconds_since(began) > 1.5)
-    fail(fmt::format("enqueue_hang: the call returned only after {:.1f} s", seconds_since(began)));
-  if (comm.settle_device(false)) fail("enqueue_hang: device_done() says a stuck call is done");
-  try {
-    comm.settle_device(true);
-    fail("enqueue_hang: device_wait() returned");
-  } catch (const tutti::Error& e) {
-    const std::string text = e.what();
-    if (e.code() != tutti::ErrorCode::kTimeout)
-      fail(fmt::format("enqueue_hang: code {} ({}), want kTimeout", static_cast<int>(e.code()),
-                       text));
-    else if (text.find("returned once enqueued") == std::string::npos ||
-             text.find(fmt::format("rank {}", comm.rank())) == std::string::npos)
-      fail("enqueue_hang: the error does not name the rank and the early return: " + text);
-    else
-      ok("enqueue_hang: " + text);
-  }
-  if (w.api->counters().aborts < 1) fail("enqueue_hang: the NCCL communicator was not aborted");
-  if (seconds_since(began) > 15)
-    fail(fmt::format("enqueue_hang took {:.1f} s", seconds_since(began)));
-  expect_code(tutti::ErrorCode::kTimeout, "enqueue_hang: later calls rethrow",
-              [&] { comm.barrier(); });
-}
-
-// An NCCL async error on the last rank in a call that returned once enqueued: that rank's
-// device_wait() fails with kDevice naming the error, and every rank fails (in device_wait, or
-// still in the call) well before the 60 s deadline.
-void enqueue_async(World& w) {
-  auto& comm = *w.comm;
-  DeviceVector dev(4 * 100);
-  nccl_call(comm, dev.data(), 100);
-  const bool failing = comm.rank() == comm.size() - 1;
-  if (failing) w.api->inject_hang("unhandled cuda error (injected)");
-  tutti::CallOptions call;
-  call.timeout = std::chrono::seconds(60);
-  call.enqueue_only = true;
-  const auto began = Clock::now();
-  try {
-    // The others may learn of the failure while still in the call: the failing rank may get past
-    // the call's agreement, fail and tell them before their own agreement finished.
-    nccl_call(comm, dev.data(), 100, call);
-    comm.settle_device(true);
-    fail("enqueue_async: device_wait() returned");
-  } catch (const tutti::Error& e) {
-    const std::string text = e.what();
-    if (failing &&
-        (e.code() != tutti::ErrorCode::kDevice || text.find("injected") == std::string::npos))
-      fail(fmt::format("enqueue_async: code {} ({}), want kDevice naming the NCCL error",
-                       static_cast<int>(e.code()), text));
-    else
-      ok(fmt::format("enqueue_async: rank {}: {}", comm.rank(), text));
-  }
-  if (seconds_since(began) > 10)
-    fail(fmt::format("enqueue_async: the failure took {:.1f} s", seconds_since(began)));
 }
 
 // ---- kill -9 of a peer -------------------------------------------------------------------------
@@ -1085,20 +1037,17 @@ int main(int argc, char** argv) {
         mismatch(w);
       } else if (mode.starts_with("mixed_")) {
         mixed_sides(w, mode.substr(6));
-      } else if (mode == "hang") {
-        hang(w);
-      } else if (mode == "async") {
-        async_error(w);
+      } else if (mode == "hang" || mode == "enqueue_hang") {
+        hang(w, mode == "enqueue_hang");
+      } else if (mode == "async" || mode == "enqueue_async") {
+        async_error(w, mode == "enqueue_async");
       } else if (mode == "abort") {
         abort_from_thread(w);
       } else if (mode == "split") {
         split(w);
       } else if (mode == "enqueue") {
         enqueue(w);
-      } else if (mode == "enqueue_hang") {
-        enqueue_hang(w);
-      } else if (mode == "enqueue_async") {
-        enqueue_async(w);
+
       } else if (mode == "kill" || mode == "kill_shrink") {
         shrink_after_kill = mode == "kill_shrink";
         killed_peer(w);
