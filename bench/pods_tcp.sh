@@ -262,8 +262,10 @@ startup_one() {  # name np run
       --kubexec "$KUBEXEC" --store-addr "$HOST_ADDR" --no-tag-output -- env "${TUTTI_ENV[@]}" \
       "$BUILD/bin/tutti-first-allreduce" >"$OUT/startup-last.txt" 2>&1
   else
+    # Yielding as run_mpi does: the hostfile's slots hide that the pods share a few CPUs, and a
+    # spinning rank would then hold one that another still needs for its start.
     timeout 300 mpirun --allow-run-as-root --hostfile "$OUT/hostfile-np$np" -np "$np" \
-      --mca plm_rsh_agent "$KUBEXEC" --mca plm_rsh_no_tree_spawn 1 \
+      --mca plm_rsh_agent "$KUBEXEC" --mca plm_rsh_no_tree_spawn 1 --mca mpi_yield_when_idle 1 \
       --mca btl "$MPI_BTL" --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
       "$BUILD/bin/mpi-first-allreduce" >"$OUT/startup-last.txt" 2>&1
   fi || fail "startup: $name np$np run $i failed: see $OUT/startup-last.txt"
