@@ -275,7 +275,7 @@ startup_one() {  # name np run
 }
 
 run_startup() {  # np run
-  local np=$1 i=$2 r
+  local np=$1 i=$2 r p
   for p in tutti-first-allreduce mpi-first-allreduce; do
     [ -x "$BUILD/bin/$p" ] || fail "startup: $BUILD/bin/$p is not built (the MPI one needs a build with MPI)"
   done

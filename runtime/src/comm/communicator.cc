@@ -169,6 +169,9 @@ void Communicator::fail(const Error& error, std::string_view name, uint64_t sequ
                                                   rank_, name, sequence, error.what());
   if (!abort_delivered_.exchange(true)) transport_->abort_all(reason, error.code());
   failure_.emplace(error.code(), reason);
+  // Device calls that returned once enqueued may still wait in NCCL for peers that will not come:
+  // a broken communicator ends them (ncclCommAbort), as abort() does.
+  if (auto device = device_if_any()) device->abort();
 }
 
 void Communicator::check_scales(const CallOptions& call) const {

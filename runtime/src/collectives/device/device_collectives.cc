@@ -85,17 +85,21 @@ void DeviceCollectives::fail(ErrorCode code, const std::string& message) {
   throw make_error(code, "{}", message);
 }
 
-void* DeviceCollectives::scratch(int slot, size_t bytes) {
+void* DeviceCollectives::scratch(Context& ctx, const DeviceCall& call, int slot, size_t bytes) {
   device::Buffer& b = scratch_[slot];
   if (b.bytes() < bytes) {
+    // cudaFree waits for the device, with no deadline: the calls in flight end first, under
+    // theirs (a dead peer's NCCL work would otherwise hold the free forever).
+    settle(ctx, call, /*block=*/true);
     b.reset();  // free first: the old buffer's contents are never needed
     b = device::Buffer(std::max(bytes, b.bytes() * 2), device_);
   }
   return b.data();
 }
 
-void* DeviceCollectives::pinned(size_t bytes) {
+void* DeviceCollectives::pinned(Context& ctx, const DeviceCall& call, size_t bytes) {
   if (pinned_.bytes() < bytes) {
+    settle(ctx, call, /*block=*/true);  // as in scratch(): cudaFreeHost waits for the device too
     pinned_.reset();
     pinned_ = device::Buffer(std::max(bytes, pinned_.bytes() * 2), -1);
   }
@@ -105,7 +109,7 @@ void* DeviceCollectives::pinned(size_t bytes) {
 void DeviceCollectives::agree(Context& ctx, const DeviceCall& call, uint8_t path) {
   // What calls returned early left in flight: one look, so that their failures surface here at
   // the latest (the peers learn of it from the abort notice, in this call's barrier).
-  if (!in_flight_.empty()) settle(ctx, call, /*block=*/false);
+  settle(ctx, call, /*block=*/false);
   // Cost: one dissemination barrier on the host, ceil(log2(size)) rounds of empty messages per
   // device call. NCCL itself checks nothing: ranks in different calls would hang or exchange the
   // wrong bytes, so this is the price of kMismatch instead.
@@ -184,13 +188,7 @@ void DeviceCollectives::finish_on_stream(Context& ctx, const DeviceCall& call,
   api.record(done.id(), stream_.id());
   api.wait(call.caller_stream, done.id());
   in_flight_.push_back({std::move(done), what, ctx.deadline, std::chrono::steady_clock::now()});
-  if (in_flight_.size() > kMaxInFlight) {
-    InFlight& oldest = in_flight_.front();
-    watch(ctx, call, oldest.done.id(), oldest.what + " (returned once enqueued)", oldest.deadline,
-          oldest.began, /*block=*/true);
-    spare_events_.push_back(std::move(oldest.done));
-    in_flight_.pop_front();
-  }
+  if (in_flight_.size() > kMaxInFlight) settle_oldest(ctx, call, /*block=*/true);
 }
 
 std::span<const DeviceCollectives::Path> DeviceCollectives::paths() {
@@ -255,7 +253,7 @@ void DeviceCollectives::nccl_allreduce(Context& ctx, const DeviceCall& call, con
 void DeviceCollectives::ring_path(Context& ctx, const DeviceCall& call, const void* send,
                                   void* recv, size_t count, DataType type, ReduceOp op,
                                   const std::string&) {
-  ring_allreduce(nccl(ctx), call, send, recv, count, type, op);
+  ring_allreduce(ctx, nccl(ctx), call, send, recv, count, type, op);
 }
 
 void DeviceCollectives::allreduce(Context& ctx, const DeviceCall& call, const void* send,
@@ -299,7 +297,7 @@ void DeviceCollectives::allreduce_segments(Context& ctx, const DeviceCall& call,
   const Path& path = path_for(nccl(ctx), ctx, call, type, op);
   const size_t element = element_size(type);
   // Slot 2 (the ring uses 0 and 1), kept between calls: growing it is the only allocation.
-  auto* base = static_cast<std::byte*>(scratch(kFusionSlot, count * element));
+  auto* base = static_cast<std::byte*>(scratch(ctx, call, kFusionSlot, count * element));
   device::DeviceApi& api = device::api();
   begin_on_stream(call);
   size_t offset = 0;

@@ -98,6 +98,8 @@ class DeviceCollectives {
   // async error, an abort, a peer failure or the deadline.
   void wait_on_host(Context& ctx, const DeviceCall& call, device::EventId event,
                     const std::string& what);
+  // settle() for the oldest call in flight only (there must be one).
+  bool settle_oldest(Context& ctx, const DeviceCall& call, bool block);
   // What wait_on_host does, once (block false: one look, true once `event` completed) or until
   // `event` completed (block true), against `deadline`; `began` dates the call for the timeout's
   // message.
@@ -108,8 +110,9 @@ class DeviceCollectives {
   // Device scratch of at least `bytes`, kept between calls: slots 0 and 1 for the ring's incoming
   // segments, kFusionSlot for the engine's fusion buffer.
   static constexpr int kFusionSlot = 2;
-  void* scratch(int slot, size_t bytes);
-  void* pinned(size_t bytes);
+  // Growing one first settles the calls in flight (the free waits for the device).
+  void* scratch(Context& ctx, const DeviceCall& call, int slot, size_t bytes);
+  void* pinned(Context& ctx, const DeviceCall& call, size_t bytes);
 
   // Our stream runs nothing more until the caller's stream reached this call.
   void begin_on_stream(const DeviceCall& call);
@@ -145,8 +148,8 @@ class DeviceCollectives {
   void allreduce_alone(device::StreamId stream, const DeviceCall& call, const void* send,
                        void* recv, size_t count, DataType type, ReduceOp op);
   // device_ring.cc
-  void ring_allreduce(device::NcclComm& comm, const DeviceCall& call, const void* send, void* recv,
-                      size_t count, DataType type, ReduceOp op);
+  void ring_allreduce(Context& ctx, device::NcclComm& comm, const DeviceCall& call,
+                      const void* send, void* recv, size_t count, DataType type, ReduceOp op);
   // The ring's second stream (DeviceReduceLane), made at the first ring call (a stream is a thread
   // in the CPU stand-in).
   DeviceReduceLane& reduce_lane();

@@ -74,12 +74,12 @@ void DeviceCollectives::hierarchical_allreduce(Context& ctx, const DeviceCall& c
 
   // The padded input (reduce_scatter wants equal slices); the padding's values are never read
   // back.
-  auto* padded = static_cast<std::byte*>(scratch(0, slice * local_size * element));
-  auto* mine = static_cast<std::byte*>(scratch(1, slice * element));
+  auto* padded = static_cast<std::byte*>(scratch(ctx, call, 0, slice * local_size * element));
+  auto* mine = static_cast<std::byte*>(scratch(ctx, call, 1, slice * element));
   api.copy_async(padded, send, count * element, stream);
   local->reduce_scatter(padded, mine, slice, type, reduce_op, floating_sum ? call.prescale : 1.0,
                         stream);
-  void* host = pinned(std::max<size_t>(slice, 1) * element);
+  void* host = pinned(ctx, call, std::max<size_t>(slice, 1) * element);
   if (slice_count > 0) api.copy_async(host, mine, slice_count * element, stream);
   // The host step needs the slice on the host: wait for it here (the caller's stream still waits
   // for the whole call through the done event at the end).

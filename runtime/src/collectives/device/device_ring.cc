@@ -100,7 +100,7 @@ DeviceReduceLane& DeviceCollectives::reduce_lane() {
   return *reduce_lane_;
 }
 
-void DeviceCollectives::ring_allreduce(device::NcclComm& comm, const DeviceCall& call,
+void DeviceCollectives::ring_allreduce(Context& ctx, device::NcclComm& comm, const DeviceCall& call,
                                        const void* send, void* recv, size_t count, DataType type,
                                        ReduceOp op) {
   device::DeviceApi& api = device::api();
@@ -133,7 +133,7 @@ void DeviceCollectives::ring_allreduce(device::NcclComm& comm, const DeviceCall&
     const int peer = 1 - rank_;
     for (size_t done = 0, slot = 0; done < count; done += segment, slot ^= 1) {
       const size_t n = std::min(segment, count - done);
-      void* theirs = scratch(static_cast<int>(slot), std::min(segment, count) * element);
+      void* theirs = scratch(ctx, call, static_cast<int>(slot), std::min(segment, count) * element);
       const std::byte* mine = in + done * element;
       overlap.before_receive(static_cast<int>(slot));
       comm.group_start();
@@ -161,8 +161,8 @@ void DeviceCollectives::ring_allreduce(device::NcclComm& comm, const DeviceCall&
 
   const Blocks blocks{count, size_};
   const size_t largest = blocks.length(size_ - 1);  // the last block is never shorter
-  void* slots[2] = {scratch(0, std::min(segment, largest) * element),
-                    scratch(1, std::min(segment, largest) * element)};
+  void* slots[2] = {scratch(ctx, call, 0, std::min(segment, largest) * element),
+                    scratch(ctx, call, 1, std::min(segment, largest) * element)};
   const int next = wrap(rank_ + 1, size_);
   const int previous = wrap(rank_ - 1, size_);
 

@@ -83,15 +83,19 @@ bool DeviceCollectives::watch(Context& ctx, const DeviceCall& call, device::Even
   return true;
 }
 
+bool DeviceCollectives::settle_oldest(Context& ctx, const DeviceCall& call, bool block) {
+  InFlight& oldest = in_flight_.front();
+  if (!watch(ctx, call, oldest.done.id(), oldest.what + " (returned once enqueued)",
+             oldest.deadline, oldest.began, block))
+    return false;
+  spare_events_.push_back(std::move(oldest.done));
+  in_flight_.pop_front();
+  return true;
+}
+
 bool DeviceCollectives::settle(Context& ctx, const DeviceCall& call, bool block) {
-  while (!in_flight_.empty()) {
-    InFlight& oldest = in_flight_.front();
-    if (!watch(ctx, call, oldest.done.id(), oldest.what + " (returned once enqueued)",
-               oldest.deadline, oldest.began, block))
-      return false;
-    spare_events_.push_back(std::move(oldest.done));
-    in_flight_.pop_front();
-  }
+  while (!in_flight_.empty())
+    if (!settle_oldest(ctx, call, block)) return false;
   return true;
 }
 

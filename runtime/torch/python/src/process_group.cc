@@ -178,32 +178,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(
   const std::optional<c10::Stream> stream = CallerStream::of(op, outputs, inputs);
   ++sequence_;
   auto work = c10::make_intrusive<TuttiWork>(link_, type, op, label, std::move(outputs), stream);
-  submit(op, [this, work, stream, body = std::move(body),
-              label = std::move(label)](Worker& worker) {
-    // The caller's stream stays current through complete(): the future records its event there.
-    const CallerStream::Guard on_callers_stream(stream);
-    work->start();
-    std::exception_ptr error;
-    try {
-      body(comm_);
-    } catch (...) {
-      error = labelled(label);
-    }
-    // On CUDA tensors the op returned once enqueued on the caller's stream (on_stream): the Work
-    // completes now, its future's event orders what the caller does after it on the device, and
-    // the worker watches the device work for failures and deadlines from here on.
-    if (stream && !error)
-      worker.watch_device(comm_, [rank = rank_](std::exception_ptr failure) {
-        try {
-          std::rethrow_exception(failure);
-        } catch (const std::exception& e) {
-          TORCH_WARN("tutti: rank ", rank, ": device work of this process group failed after ",
-                     "its op returned (CUDA ops complete once enqueued, as NCCL's do): ", e.what(),
-                     "; every later op on the group fails with it");
-        }
-      });
-    work->complete(error);
-  });
+  submit(op,
+         [this, work, stream, body = std::move(body), label = std::move(label)](Worker& worker) {
+           // The caller's stream stays current through complete(): the future records its event
+           // there.
+           const CallerStream::Guard on_callers_stream(stream);
+           work->start();
+           std::exception_ptr error;
+           try {
+             body(comm_);
+           } catch (...) {
+             error = labelled(label);
+           }
+           // On CUDA tensors the op returned once enqueued on the caller's stream (on_stream): the
+           // Work completes now, its future's event orders what the caller does after it on the
+           // device, and the worker watches the device work for failures and deadlines from here
+           // on.
+           if (stream && !error) worker.watch_device(comm_, rank_);
+           work->complete(error);
+         });
   return work;
 }
 

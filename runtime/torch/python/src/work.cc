@@ -39,7 +39,6 @@ TuttiWork::TuttiWork(std::shared_ptr<GroupLink> group, c10d::OpType type,
       label_(std::move(label)),
       outputs_(std::move(outputs)),
       stream_(stream),
-      on_device_(stream.has_value()),
       future_(c10::make_intrusive<c10::ivalue::Future>(
           c10::ListType::create(c10::TensorType::get()), devices_of(stream))) {}
 
@@ -69,7 +68,7 @@ bool TuttiWork::wait(std::chrono::milliseconds timeout) {
   const bool done = c10d::Work::wait();  // at once when completed; rethrows the op's error
   // Completed by now: this only makes the current streams wait for the events the future
   // recorded on the caller's stream.
-  if (done && on_device_) future_->wait();
+  if (done && stream_) future_->wait();
   return done;
 }
 

@@ -80,7 +80,6 @@ class TuttiWork final : public c10d::Work {
   std::string label_;
   std::vector<at::Tensor> outputs_;
   std::optional<c10::Stream> stream_;  // the caller's, for an op on CUDA tensors
-  bool on_device_ = false;
   // Recorded on the caller's stream after the op's work (CUDA ops complete once enqueued).
   std::optional<c10::Event> device_done_;
   std::atomic<bool> started_{false};

@@ -1,5 +1,7 @@
 #include "worker.hpp"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -31,13 +33,20 @@ void Worker::watch(tutti::Request request, std::function<void(std::exception_ptr
       {[shared] { return shared->test(); }, [shared] { shared->wait(); }, std::move(done)});
 }
 
-void Worker::watch_device(const tutti::Communicator& comm,
-                          std::function<void(std::exception_ptr)> failed) {
+void Worker::watch_device(const tutti::Communicator& comm, int rank) {
   for (const Watched& w : watched_)
     if (w.device == &comm) return;  // already watched: the same look covers the new call
   watched_.push_back({[&comm] { return comm.device_done(); }, [&comm] { comm.device_wait(); },
-                      [failed = std::move(failed)](std::exception_ptr error) {
-                        if (error) failed(error);
+                      [rank](std::exception_ptr error) {
+                        if (!error) return;
+                        try {
+                          std::rethrow_exception(error);
+                        } catch (const std::exception& e) {
+                          TORCH_WARN("tutti: rank ", rank,
+                                     ": device work of this process group failed after its op "
+                                     "returned (CUDA ops complete once enqueued, as NCCL's do): ",
+                                     e.what(), "; every later op on the group fails with it");
+                        }
                       },
                       &comm});
 }

@@ -41,10 +41,10 @@ class Worker {
   void watch(tutti::Request request, std::function<void(std::exception_ptr)> done);
   // From a job only, after a call that returned once enqueued (CallOptions::enqueue_only) on
   // `comm`, which this worker drives: its device work is looked at between jobs (device_done)
-  // until all of it completed, and `failed` runs with the error when some of it failed. One watch
-  // per communicator at a time covers every such call made on it.
-  void watch_device(const tutti::Communicator& comm,
-                    std::function<void(std::exception_ptr)> failed);
+  // until all of it completed; a failure among it is a warning naming `rank` and the call (the ops
+  // have completed, so no Work carries it; the group's later ops fail with it). One watch per
+  // communicator at a time covers every such call made on it.
+  void watch_device(const tutti::Communicator& comm, int rank);
 
  private:
   struct Watched {
