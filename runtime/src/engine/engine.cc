@@ -18,6 +18,11 @@ namespace {
 // burst that enqueue began (a backward pass, a trainer's loop over its gradients) is still
 // growing; it waits again while it grows, at most TUTTI_CYCLE_TIME in all.
 constexpr std::chrono::microseconds kBurstWindow{100};
+// While the burst so far is the start of the kept plan's step (plan.hpp), the engine thread waits
+// for the rest up to this many cycle times: a thread descheduled in the middle of its burst (8
+// ranks on 2 CPUs) would otherwise cut the step in two, neither half replaying, and the plan would
+// be made again only after two whole steps. The enqueue that completes the step wakes it.
+constexpr int kPlanPatienceCycles = 10;
 // Standby (see caller_took_burst and take_cycle): entered when waiting callers took this many
 // more bursts than the engine thread (which counts twice); the engine thread then looks this
 // often, unwoken.
@@ -159,6 +164,7 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
   handle->runner = weak_from_this();
   bool wake = false;
   bool pace_news = false;
+  bool wake_plan = false;
   {
     std::lock_guard lock(mutex_);
     if (stopped_) throw unshared(*stopped_);
@@ -191,6 +197,8 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
     e.handle = handle;
     if (Timeline::instance().active()) e.enqueued = Clock::now();
     incoming_.push_back(std::move(e));
+    // The engine thread waits for exactly this many (take_cycle).
+    if (incoming_.size() == plan_awaited_) wake_plan = true;
     // The first enqueue of a burst wakes the engine thread; the rest do not (it sleeps through
     // the burst), nor does any while a waiting caller runs the cycles or the thread is in standby.
     if (!news_) news_since_ = Clock::now();
@@ -198,7 +206,7 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
     pace_news = !news_ && runners_ > 0;
     news_ = true;
   }
-  if (wake) cv_.notify_one();
+  if (wake || wake_plan) cv_.notify_one();
   if (pace_news) cycle_cv_.notify_all();  // a waiting caller pacing its cycles
   return handle;
 }
@@ -302,12 +310,32 @@ bool Engine::take_cycle() {
     // A burst of enqueues is still coming in: take it into this cycle instead of cutting it in
     // two. Sleeping, not yielding: on as many cores as ranks a spinning engine thread takes the
     // core from the thread that enqueues (or the other ranks').
+    // While it is the start of the kept plan's step, it sleeps until the enqueue that completes
+    // the step, at most kPlanPatienceCycles cycle times in all (a waiting caller takes the cycle
+    // over meanwhile: runners_).
     const auto step = std::min<Clock::duration>(cycle_time_, kBurstWindow);
-    const auto cap = Clock::now() + Clock::duration(cycle_time_);
-    for (size_t seen = incoming_.size(); seen > 0 && !over_ && runners_ == 0;) {
-      cv_.wait_until(lock, std::min(Clock::now() + step, cap),
-                     [&] { return over_ || shutdown_requested_; });
-      if (incoming_.size() == seen || Clock::now() >= cap || shutdown_requested_) break;
+    const Clock::time_point began = Clock::now();
+    const Clock::time_point cap = began + Clock::duration(cycle_time_);
+    const Clock::time_point plan_cap = began + kPlanPatienceCycles * Clock::duration(cycle_time_);
+    size_t matched = 0;
+    // A caller that ran a cycle while this thread slept took what it was looking at.
+    const uint64_t cycles = stats_.cycles;
+    for (size_t seen = incoming_.size();
+         seen > 0 && !over_ && runners_ == 0 && stats_.cycles == cycles;) {
+      const PlanPrefix prefix = plan_prefix(matched);
+      if (prefix == PlanPrefix::kWhole) break;
+      if (prefix == PlanPrefix::kStart) {
+        plan_awaited_ = plan_.names.size();
+        cv_.wait_until(lock, plan_cap, [&] {
+          return over_ || shutdown_requested_ || incoming_.size() >= plan_awaited_;
+        });
+        plan_awaited_ = 0;
+        if (Clock::now() >= plan_cap || shutdown_requested_) break;
+      } else {
+        cv_.wait_until(lock, std::min(Clock::now() + step, cap),
+                       [&] { return over_ || shutdown_requested_; });
+        if (incoming_.size() == seen || Clock::now() >= cap || shutdown_requested_) break;
+      }
       seen = incoming_.size();
     }
     if (over_) continue;
@@ -323,6 +351,18 @@ bool Engine::take_cycle() {
     cycling_ = true;
     return true;
   }
+}
+
+// Under mutex_, on the engine thread with no cycle running (plan_ is the cycle's, written only
+// by the thread that held it before): how the names enqueued so far stand to the plan's, checked
+// from `matched` on (a burst is looked at as it grows).
+Engine::PlanPrefix Engine::plan_prefix(size_t& matched) const {
+  if (!plan_.valid() || pending_count_ > 0 || join_requested_ || shutdown_requested_ || tuner_ ||
+      incoming_.size() > plan_.names.size())
+    return PlanPrefix::kOther;
+  for (; matched < incoming_.size(); ++matched)
+    if (incoming_[matched].request.name != plan_.names[matched]) return PlanPrefix::kOther;
+  return incoming_.size() == plan_.names.size() ? PlanPrefix::kWhole : PlanPrefix::kStart;
 }
 
 // A waiting caller's cycle takes a burst of news. A trainer that enqueues its gradients and then

@@ -113,6 +113,9 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
 
   void loop();
   bool take_cycle();
+  // The names enqueued so far: the plan's first ones (kStart), all of them (kWhole), or not.
+  enum class PlanPrefix { kOther, kStart, kWhole };
+  PlanPrefix plan_prefix(size_t& matched) const;
   void run_cycle();
   void cycle();
   // The cycle after this rank's cache bits are set (`bits`, not yet reduced; `reduced` when the
@@ -189,6 +192,9 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   Clock::time_point news_since_;  // the first enqueue of the burst not yet taken
   Clock::time_point last_cycle_ = Clock::now();  // when the last cycle (by any thread) ended
   size_t pending_count_ = 0;
+  // While the engine thread waits for the rest of the plan's step: its count (else 0), at which
+  // enqueue wakes it.
+  size_t plan_awaited_ = 0;
   bool active_ = false;  // the last cycle saw announcements or ran something
   std::condition_variable cycle_cv_;
   // Handles finished on a caller's thread whose callbacks the engine thread runs.

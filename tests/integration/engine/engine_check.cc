@@ -11,9 +11,10 @@
 //   sets                                two overlapping process sets from two threads
 //   timeline --path P                   timeline started and stopped at run time
 //   fusion                              tensors that become ready together run as one collective
-//   replay [--tensors N] [--expect-replays]
+//   replay [--tensors N] [--expect-replays] [--cut]
 //                                       a loop of the same names replays the engine's plan; steps
-//                                       that differ on one rank or on all fall back, exact results
+//                                       that differ on one rank or on all fall back, exact results;
+//                                       --cut: steps whose burst pauses 12 ms halfway replay too
 //   misuse                              every mistake refused clearly; the engine goes on
 //   abort                               abort() on a process set fails its engine's handles
 //   pacing                              every rank waits for a name nobody else has: paced cycles
@@ -1077,10 +1078,11 @@ int scenario_abort(const tutti::Communicator& world) {
 
 // One step of the replay scenario: the same g_replay_tensors float32 names every step, enqueued
 // last first (as a backward pass), except where `variant` changes something for this step.
-enum class ReplayVariant { kSame, kOtherOrder, kGrown, kLate, kMismatch, kExtra, kSplit };
+enum class ReplayVariant { kSame, kOtherOrder, kGrown, kLate, kMismatch, kExtra, kSplit, kCut };
 // Tensors a step (--tensors, at least 8: the variants change tensors 3, 5 and 7).
 int g_replay_tensors = 40;
 bool g_expect_replays = false;
+bool g_replay_cut = false;
 
 void replay_step(const tutti::Communicator& world, int step, ReplayVariant v) {
   const bool extra = v == ReplayVariant::kExtra;
@@ -1119,10 +1121,15 @@ void replay_step(const tutti::Communicator& world, int step, ReplayVariant v) {
   for (size_t k = 0; k < order.size(); ++k) {
     const int i = order[k];
     // kLate: rank 0 submits tensor 5 after everything else, 30 ms later; kSplit: every rank
-    // submits in two bursts 20 ms apart.
+    // submits in two bursts 20 ms apart; kCut: 12 ms apart (a thread descheduled for a few
+    // scheduler ticks in the middle of its burst; run with TUTTI_CYCLE_TIME=2ms: longer than a
+    // cycle time and than the engine thread's standby poll, shorter than its patience for the
+    // rest of a plan's step).
     if (v == ReplayVariant::kLate && g_rank == 0 && i == 5) continue;
     if (v == ReplayVariant::kSplit && k == order.size() / 2)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (v == ReplayVariant::kCut && k == order.size() / 2)
+      std::this_thread::sleep_for(std::chrono::milliseconds(12));
     submit(i);
   }
   if (v == ReplayVariant::kLate && g_rank == 0) {
@@ -1182,6 +1189,27 @@ int scenario_replay(const tutti::Communicator& world) {
                        want));
   };
   loop_until_replays(2, 100, "the first steps");
+  if (g_replay_cut) {
+    // Steps cut in two by a pause: the engine thread waits for the rest of the plan's step, which
+    // replays whole. A pause stretched past that patience (a loaded machine) cuts the step and
+    // drops the plan, which two whole steps make again.
+    constexpr uint64_t kWant = 5;
+    uint64_t cut_replays = 0;
+    int ran = 0;
+    for (; ran < 60 && cut_replays < kWant; ++ran) {
+      const uint64_t before = world.engine_stats().replayed;
+      replay_step(world, step++, ReplayVariant::kCut);
+      int64_t replayed = world.engine_stats().replayed > before ? 1 : 0;
+      world.allreduce(&replayed, &replayed, 1, DataType::kInt64, ReduceOp::kMin);
+      if (replayed != 0)
+        ++cut_replays;
+      else
+        loop_until_replays(1, 100, "the loop after a cut step that did not replay");
+    }
+    if (g_expect_replays && cut_replays < kWant)
+      fail(fmt::format("steps cut by a 12 ms pause: {} of {} replayed, {} expected", cut_replays,
+                       ran, kWant));
+  }
   const std::pair<ReplayVariant, const char*> variants[] = {
       {ReplayVariant::kOtherOrder, "rank 1 in another order"},
       {ReplayVariant::kGrown, "a tensor one element longer on every rank"},
@@ -1245,6 +1273,7 @@ int main(int argc, char** argv) {
     else if (s == "replay") {
       g_replay_tensors = std::max(8, std::stoi(option("--tensors", "40")));
       g_expect_replays = std::find(args.begin(), args.end(), "--expect-replays") != args.end();
+      g_replay_cut = std::find(args.begin(), args.end(), "--cut") != args.end();
       rc = scenario_replay(world);
     } else if (s == "misuse")
       rc = scenario_misuse(world);
