@@ -340,8 +340,9 @@ bool Engine::take_cycle() {
     }
     if (over_) continue;
     // A waiting caller takes the burst now, or took it while this thread slept through it (no
-    // empty cycle for that: the other ranks would have to match it).
-    if (runners_ > 0 || cycling_ || (for_news && !news_)) continue;
+    // empty cycle for that: the other ranks would have to match it). What came in after a
+    // caller's cycle is a new burst, looked at from the start (not cut where this thread woke).
+    if (runners_ > 0 || cycling_ || (for_news && !news_) || stats_.cycles != cycles) continue;
     if (news_) {
       // This thread takes a burst (awake for one that a caller took, it found the next): that
       // counts against standby as any other.

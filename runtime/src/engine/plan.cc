@@ -82,6 +82,7 @@ bool Engine::take_incoming() {
 
 bool Engine::replay_matches() const {
   if (plan_.fusion_threshold != fusion_threshold_.load() || !negotiation_.idle() ||
+      plan_.cache_generation != negotiation_.cache().generation() ||
       plan_.bits.size() != 1 + (negotiation_.cache().slots() + 63) / 64)
     return false;
   for (size_t i = 0; i < replay_.size(); ++i) {
@@ -167,6 +168,9 @@ void Engine::keep_plan(const Negotiation::Outcome& outcome, bool quiet) {
              r.per_rank.empty() && r.joined.empty();
     });
   };
+  const ResponseCache& cache = negotiation_.cache();
+  // The plan outlives cycles that do not match it, not a change of the cache's slots.
+  if (plan_.valid() && plan_.cache_generation != cache.generation()) plan_.clear();
   bool requests;
   {
     std::lock_guard lock(mutex_);
@@ -175,7 +179,6 @@ void Engine::keep_plan(const Negotiation::Outcome& outcome, bool quiet) {
   if (!fresh_ || !quiet || outcome.announcements || outcome.tune || requests || tuner_ ||
       !pending_.empty() || outcome.responses.empty() || outcome.responses.size() != order_.size() ||
       !negotiation_.idle() || !all_cached_allreduces()) {
-    plan_.clear();
     seen_count_ = 0;
     return;
   }
@@ -186,11 +189,7 @@ void Engine::keep_plan(const Negotiation::Outcome& outcome, bool quiet) {
   seen_count_ = order_.size();
   seen_first_.assign(order_.front());
   seen_last_.assign(order_.back());
-  if (!repeats) {
-    plan_.clear();
-    return;
-  }
-  const ResponseCache& cache = negotiation_.cache();
+  if (!repeats) return;
   std::unordered_map<std::string_view, uint32_t> index;
   for (size_t i = 0; i < order_.size(); ++i) index.emplace(order_[i], static_cast<uint32_t>(i));
   plan_.clear();
@@ -212,6 +211,7 @@ void Engine::keep_plan(const Negotiation::Outcome& outcome, bool quiet) {
     plan_.bits[1 + *slot / 64] |= uint64_t{1} << (*slot % 64);
   }
   plan_.fusion_threshold = fusion_threshold_.load();
+  plan_.cache_generation = cache.generation();
   for (const std::vector<size_t>& group :
        fusion_groups(outcome.responses, plan_.fusion_threshold)) {
     std::vector<uint32_t>& g = plan_.groups.emplace_back();

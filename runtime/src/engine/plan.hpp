@@ -7,6 +7,9 @@
 // announcing anything) does it replay. Otherwise the names wait for their bits as they would have
 // without the plan, so a rank that replays and one that does not reach the same decisions (the
 // cache's recency included), and anything that differs on any rank falls back within the cycle.
+// A plan outlives the cycles that do not match it (a step cut in two, an empty cycle): each later
+// cycle is held to it, and it is good while the cache's slots name the same tensors (the cache's
+// generation); a cycle that changed the cache drops it.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +34,8 @@ struct Plan {
   std::vector<uint32_t> slots;
   // What runs, in order: indices into names; a group of two or more is one fused allreduce.
   std::vector<std::vector<uint32_t>> groups;
-  size_t fusion_threshold = 0;  // what the groups were made for
+  size_t fusion_threshold = 0;    // what the groups were made for
+  uint64_t cache_generation = 0;  // the response cache's, whose slots these are
 
   bool valid() const { return !names.empty(); }
   void clear() {

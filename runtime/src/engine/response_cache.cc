@@ -38,6 +38,7 @@ void ResponseCache::put(const Response& response) {
   entries_[slot].response = response;
   entries_[slot].last_use = ++clock_;
   index_[response.name] = slot;
+  ++generation_;
 }
 
 void ResponseCache::evict(const std::string& name) {
@@ -46,6 +47,7 @@ void ResponseCache::evict(const std::string& name) {
   entries_[it->second].response.reset();
   free_.push_back(it->second);
   index_.erase(it);
+  ++generation_;
 }
 
 }  // namespace tutti::engine

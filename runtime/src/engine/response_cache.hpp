@@ -30,6 +30,10 @@ class ResponseCache {
     return slot < entries_.size() && entries_[slot].response.has_value();
   }
 
+  // Counts the changes of which name holds which slot (put, evict): a plan made of slots is good
+  // while it stays the same (plan.hpp).
+  uint64_t generation() const { return generation_; }
+
   // Marks a hit (for least-recently-used eviction).
   void touch(uint32_t slot) { entries_[slot].last_use = ++clock_; }
   // Caches a response that ran, evicting the least recently used one when full. No-op when the
@@ -44,6 +48,7 @@ class ResponseCache {
   };
   size_t capacity_;
   uint64_t clock_ = 0;
+  uint64_t generation_ = 0;
   std::vector<Entry> entries_;
   std::vector<uint32_t> free_;  // emptied slots, reused lowest first
   std::unordered_map<std::string, uint32_t> index_;
