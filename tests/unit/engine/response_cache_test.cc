@@ -43,6 +43,25 @@ TEST(ResponseCache, EvictsTheLeastRecentlyUsedWhenFull) {
   EXPECT_EQ(3u, c.slots());
 }
 
+// A kept plan is good while no slot changed hands (plan.hpp): every put and every eviction of a
+// cached name count; hits and evictions of names not cached do not.
+TEST(ResponseCache, GenerationCountsChangesOfWhoHoldsASlot) {
+  ResponseCache c(2);
+  const uint64_t g0 = c.generation();
+  c.put(response("a", 1));
+  c.put(response("b", 1));
+  const uint64_t g1 = c.generation();
+  EXPECT_GT(g1, g0);
+  c.touch(0);
+  c.evict("nobody");
+  EXPECT_EQ(g1, c.generation());
+  c.put(response("c", 1));  // full: evicts b, whose slot c now holds
+  EXPECT_GT(c.generation(), g1);
+  const uint64_t g2 = c.generation();
+  c.evict("a");
+  EXPECT_GT(c.generation(), g2);
+}
+
 TEST(ResponseCache, ReusesTheLowestEmptiedSlot) {
   ResponseCache c(8);
   for (const char* n : {"a", "b", "c", "d"}) c.put(response(n, 1));
