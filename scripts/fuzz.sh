@@ -91,6 +91,8 @@ if [ ${#stale[@]} -gt 0 ]; then
   echo "fuzz.sh: compiling ${#stale[@]} source(s) with $cxx, $jobs at a time"
   for src in "${stale[@]}"; do spawn compile "$src"; done
   drain
+  # Each object is there or its compile failed: a status `wait` may not have reported.
+  for src in "${stale[@]}"; do [ -f "$(object_of "$src")" ] || failed=1; done
   [ "$failed" -eq 0 ] || { echo "fuzz.sh: a source did not compile (above)" >&2; exit 1; }
 fi
 

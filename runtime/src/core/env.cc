@@ -223,7 +223,8 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_CYCLE_TIME", Kind::kSeconds, "1ms", "",
              "Engine: the longest a rank with work pending waits for news before its next "
              "negotiation cycle, and the longest a burst of enqueues delays its cycle (ten "
-             "times that while the burst is the start of a repeating loop's step). An "
+             "times that, at most 100 ms, while the burst is the start of a repeating loop's "
+             "step). An "
              "enqueue wakes the engine at once; an idle engine wakes once a second.",
              1e-6, 1.0, TUTTI_OPTION(cycle_time)},
     Variable{"TUTTI_FUSION_THRESHOLD", Kind::kBytes, "4M", "",

@@ -21,8 +21,11 @@ constexpr std::chrono::microseconds kBurstWindow{100};
 // While the burst so far is the start of the kept plan's step (plan.hpp), the engine thread waits
 // for the rest up to this many cycle times: a thread descheduled in the middle of its burst (8
 // ranks on 2 CPUs) would otherwise cut the step in two, neither half replaying, and the plan would
-// be made again only after two whole steps. The enqueue that completes the step wakes it.
+// be made again only after two whole steps. The enqueue that completes the step wakes it. Never
+// more than kPlanPatienceMost, nor less than one cycle time: a long TUTTI_CYCLE_TIME must not
+// hold a step that really is shorter (its rest never comes) for seconds.
 constexpr int kPlanPatienceCycles = 10;
+constexpr std::chrono::milliseconds kPlanPatienceMost{100};
 // Standby (see caller_took_burst and take_cycle): entered when waiting callers took this many
 // more bursts than the engine thread (which counts twice); the engine thread then looks this
 // often, unwoken.
@@ -316,7 +319,10 @@ bool Engine::take_cycle() {
     const auto step = std::min<Clock::duration>(cycle_time_, kBurstWindow);
     const Clock::time_point began = Clock::now();
     const Clock::time_point cap = began + Clock::duration(cycle_time_);
-    const Clock::time_point plan_cap = began + kPlanPatienceCycles * Clock::duration(cycle_time_);
+    const Clock::time_point plan_cap =
+        began + std::max<Clock::duration>(
+                    cycle_time_, std::min<Clock::duration>(kPlanPatienceCycles * cycle_time_,
+                                                           kPlanPatienceMost));
     size_t matched = 0;
     // A caller that ran a cycle while this thread slept took what it was looking at.
     const uint64_t cycles = stats_.cycles;
