@@ -96,7 +96,11 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
                       ctx.transport.local_window() != nullptr;
   const bool ring_pieces =
       apart && algorithm == Algorithm::kRing && ctx.size > 1 && ring_takes_pieces(ctx);
-  const bool in_place = window || ring_pieces;
+  // The hierarchical algorithm moves them as pieces on each host and hands the leaders' phase to
+  // this function again (in place there too, or packed by the leaders alone).
+  const bool hier_pieces = apart && algorithm == Algorithm::kHierarchical && ctx.size > 1 &&
+                           hierarchical_takes_pieces(ctx);
+  const bool in_place = window || ring_pieces || hier_pieces;
   SegmentsRun run;
   if (!in_place) {
     // Pack, reduce as one buffer (which checks and scales as any allreduce), unpack.
@@ -128,6 +132,8 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
   const std::vector<Segment> merged = coalesced(segments, es);
   if (window) {
     shm_allreduce_segments(ctx, merged, type, reduce_op);
+  } else if (hier_pieces) {
+    hierarchical_allreduce_segments(ctx, merged, type, reduce_op, pack);
   } else {
     if (ctx.size > 2 && pack.size() < bytes) pack.resize(bytes);
     ring_allreduce_segments(ctx, SegmentView(merged, es), pack.data(), type, reduce_op);

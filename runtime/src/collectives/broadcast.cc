@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectives/broadcast_shape.hpp"
+#include "collectives/call_data.hpp"
 #include "collectives/checks.hpp"
 #include "collectives/chunking.hpp"
 #include "collectives/collectives.hpp"
@@ -32,14 +33,15 @@ void await_acknowledgements(Context& ctx, std::span<const int> children) {
   ctx.transport.wait(acks, ctx.deadline, kWhat);
 }
 
-void binomial_broadcast(Context& ctx, std::byte* buf, size_t bytes, int root) {
+void binomial_broadcast(Context& ctx, const CallData& data, int root) {
+  const size_t bytes = data.bytes();
   const int relative = wrap(ctx.rank - root, ctx.size);
   const auto tag = transport::make_tag(ctx.sequence, 0);
   int mask = 1;
   while (mask < ctx.size) {
     if (relative & mask) {
       auto request =
-          ctx.transport.channel(wrap(relative - mask + root, ctx.size)).irecv(tag, {buf, bytes});
+          data.irecv(ctx.transport.channel(wrap(relative - mask + root, ctx.size)), tag, 0, bytes);
       ctx.transport.wait(std::span(&request, 1), ctx.deadline, kWhat);
       break;
     }
@@ -50,7 +52,8 @@ void binomial_broadcast(Context& ctx, std::byte* buf, size_t bytes, int root) {
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (relative + mask < ctx.size) {
       children.push_back(wrap(relative + mask + root, ctx.size));
-      sends.push_back(ctx.transport.channel(children.back()).isend(tag, {buf, bytes}));
+      sends.push_back(
+          data.isend(ctx.transport.channel(children.back()), tag, CallData::Side::kRecv, 0, bytes));
     }
   }
   // The root's children are the powers of two.
@@ -59,29 +62,31 @@ void binomial_broadcast(Context& ctx, std::byte* buf, size_t bytes, int root) {
   if (relative == 0) await_acknowledgements(ctx, children);
 }
 
-void chain_broadcast(Context& ctx, std::byte* buf, size_t bytes, int root) {
+void chain_broadcast(Context& ctx, const CallData& data, int root) {
+  const size_t bytes = data.bytes();
   const int relative = wrap(ctx.rank - root, ctx.size);
   const auto tag = transport::make_tag(ctx.sequence, 1);
   const size_t per_segment = std::max<size_t>(1, ctx.segment_bytes);
   const size_t segments = segment_count(bytes, per_segment);
-  auto segment = [&](size_t s) {
-    return std::span(buf + s * per_segment, std::min(per_segment, bytes - s * per_segment));
-  };
+  auto length = [&](size_t s) { return std::min(per_segment, bytes - s * per_segment); };
   const bool has_next = relative + 1 < ctx.size;
   transport::Channel* next =
       has_next ? &ctx.transport.channel(wrap(ctx.rank + 1, ctx.size)) : nullptr;
   std::vector<transport::Request> sends;
   if (relative == 0) {
-    for (size_t s = 0; s < segments; ++s) sends.push_back(next->isend(tag, segment(s)));
+    for (size_t s = 0; s < segments; ++s)
+      sends.push_back(data.isend(*next, tag, CallData::Side::kRecv, s * per_segment, length(s)));
   } else {
     // Every segment lands in place, so all receives can be posted up front.
     auto& prev = ctx.transport.channel(wrap(ctx.rank - 1, ctx.size));
     std::vector<transport::Request> receives;
     receives.reserve(segments);
-    for (size_t s = 0; s < segments; ++s) receives.push_back(prev.irecv(tag, segment(s)));
+    for (size_t s = 0; s < segments; ++s)
+      receives.push_back(data.irecv(prev, tag, s * per_segment, length(s)));
     for (size_t s = 0; s < segments; ++s) {
       ctx.transport.wait(std::span(&receives[s], 1), ctx.deadline, kWhat);
-      if (has_next) sends.push_back(next->isend(tag, segment(s)));
+      if (has_next)
+        sends.push_back(data.isend(*next, tag, CallData::Side::kRecv, s * per_segment, length(s)));
     }
     if (relative == 1) acknowledge_root(ctx, root);
   }
@@ -105,10 +110,15 @@ void broadcast(Context& ctx, void* buf, size_t count, DataType type, int root) {
   }
   if (ctx.size == 1) return;
   if (bytes == 0) return barrier(ctx);  // meets the peers: see allreduce
-  if (binomial_broadcast(bytes, ctx.size)) {
-    binomial_broadcast(ctx, bytes_of(buf), bytes, root);
+  broadcast_data(ctx, CallData(buf, buf, bytes), root);
+}
+
+void broadcast_data(Context& ctx, const CallData& data, int root) {
+  if (ctx.size == 1) return;
+  if (binomial_broadcast(data.bytes(), ctx.size)) {
+    binomial_broadcast(ctx, data, root);
   } else {
-    chain_broadcast(ctx, bytes_of(buf), bytes, root);
+    chain_broadcast(ctx, data, root);
   }
 }
 

@@ -52,8 +52,9 @@ void shm_allreduce_segments(Context& ctx, std::span<const Segment> segments, Dat
                             ReduceOp op);
 
 // A fused allreduce (the engine's): the tensors reduced as one vector of their concatenation.
-// The shared-memory window, and the ring over channels that take pieces (tcp, shm streams, MPI),
-// read and write them where they are; every other algorithm gets them packed into `pack` (grown
+// The shared-memory window, the ring over channels that take pieces (tcp, shm streams, MPI) and
+// the hierarchical algorithm where its hosts' channels take pieces read and write them where they
+// are; every other algorithm gets them packed into `pack` (grown
 // as needed and kept by the caller) and unpacked after. Says whether it packed, and how long
 // packing and unpacking took.
 struct SegmentsRun {
@@ -67,6 +68,13 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
 // ctx.host_of_rank (Error(kConfig) without it).
 void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                             ReduceOp op);
+// The same over a batch's tensors (apart, as allreduce_segments checks) where they lie: on each
+// host they leave and arrive as pieces, which needs every on-host channel to take pieces
+// (hierarchical_takes_pieces); the leaders' allreduce is allreduce_segments' (in place or packed
+// into `pack`).
+void hierarchical_allreduce_segments(Context& ctx, std::span<const Segment> tensors, DataType type,
+                                     ReduceOp op, std::vector<std::byte>& pack);
+bool hierarchical_takes_pieces(const Context& ctx);
 void halving_doubling_allreduce(Context& ctx, const void* send, void* recv, size_t count,
                                 DataType type, ReduceOp op);
 
@@ -81,6 +89,10 @@ void reduce_scatter(Context& ctx, const void* send, void* recv, size_t recv_coun
 
 // Every rank's buf becomes root's buf.
 void broadcast(Context& ctx, void* buf, size_t count, DataType type, int root);
+// The same over the recv side of `data` (call_data.hpp), without broadcast's argument checks: the
+// hierarchical allreduce's last phase.
+class CallData;
+void broadcast_data(Context& ctx, const CallData& data, int root);
 
 // ---- The rest of the set torch.distributed and Horovod expose. Buffers hold the blocks of every
 // rank back to back, in rank order; `counts` (one per rank, zero allowed) are the same on every

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "collectives/call_data.hpp"
 #include "collectives/checks.hpp"
 #include "collectives/chunking.hpp"
 #include "collectives/collectives.hpp"
@@ -24,25 +25,27 @@ namespace {
 constexpr std::string_view kWhat = "hierarchical allreduce (on-host reduce)";
 enum Phase : unsigned { kLocalReduce = 0, kCross = 1, kLocalBroadcast = 2 };
 
-// Reduces every group member's `send` into `recv` of member 0 along the chain
-// last -> ... -> 1 -> 0, in segments: each member receives its successor's partial sum of a
-// segment, adds its own input and passes it on, while the next segment is already arriving.
-// Members other than 0 use their `recv` as the outgoing partial (the broadcast overwrites it).
-void chain_reduce(Context& group, const std::byte* send, std::byte* recv, size_t count,
-                  DataType type, ReduceOp op) {
+// Reduces every group member's send side of `data` (count elements) into its recv side at
+// member 0, along the chain last -> ... -> 1 -> 0, in segments: each member receives its
+// successor's partial sum of a segment, adds its own input and passes it on, while the next
+// segment is already arriving. Members other than 0 use their recv side as the outgoing partial
+// (the broadcast overwrites it).
+void chain_reduce(Context& group, const CallData& data, size_t count, DataType type, ReduceOp op) {
   const size_t esize = element_size(type);
   const int index = group.rank;
   if (group.size == 1) {
-    if (group.scaled())
-      reduce::scale(type, recv, send, group.prescale * group.postscale, count);
-    else
-      copy_unless_same(send, recv, count * esize);
+    data.each(0, count * esize, [&](const std::byte* in, std::byte* out, size_t, size_t n) {
+      if (group.scaled())
+        reduce::scale(type, out, in, group.prescale * group.postscale, n / esize);
+      else
+        copy_unless_same(in, out, n);
+    });
     return;
   }
   const size_t per = segment_elements(group.segment_bytes, esize);
   const size_t segments = segment_count(count, per);
   const auto tag = transport::make_tag(group.sequence, 0);
-  auto seg_elems = [&](size_t s) { return std::min(per, count - s * per); };
+  auto seg_bytes = [&](size_t s) { return std::min(per, count - s * per) * esize; };
   std::vector<transport::Request> sends;
   sends.reserve(segments);
   transport::Channel* down = index > 0 ? &group.transport.channel(index - 1) : nullptr;
@@ -50,7 +53,7 @@ void chain_reduce(Context& group, const std::byte* send, std::byte* recv, size_t
   if (index == group.size - 1) {
     // The chain's tail only sends its input.
     for (size_t s = 0; s < segments; ++s)
-      sends.push_back(down->isend(tag, {send + s * per * esize, seg_elems(s) * esize}));
+      sends.push_back(data.isend(*down, tag, CallData::Side::kSend, s * per * esize, seg_bytes(s)));
     group.transport.wait(sends, group.deadline, kWhat);
     return;
   }
@@ -58,31 +61,33 @@ void chain_reduce(Context& group, const std::byte* send, std::byte* recv, size_t
   transport::Channel& up = group.transport.channel(index + 1);
   std::span<std::byte> staging = group.scratch.get(kStagingSlot, 2 * per * esize);
   auto slot = [&](size_t s) { return staging.data() + (s % 2) * per * esize; };
-  transport::Request incoming = up.irecv(tag, {slot(0), seg_elems(0) * esize});
+  transport::Request incoming = up.irecv(tag, {slot(0), seg_bytes(0)});
   for (size_t s = 0; s < segments; ++s) {
     group.transport.wait(std::span(&incoming, 1), group.deadline, kWhat);
     const std::byte* arrived = slot(s);
     // The other slot held segment s-1, already reduced: the next segment may land there.
-    if (s + 1 < segments) incoming = up.irecv(tag, {slot(s + 1), seg_elems(s + 1) * esize});
+    if (s + 1 < segments) incoming = up.irecv(tag, {slot(s + 1), seg_bytes(s + 1)});
     const size_t offset = s * per * esize;
-    if (group.scaled()) {
-      // The tail sends its raw input, every other member a partial sum; member 0's is final.
-      const bool raw = index + 1 == group.size - 1;
-      reduce::combine_scaled(type, recv + offset, send + offset, group.prescale, arrived,
-                             raw ? group.prescale : 1.0, index == 0 ? group.postscale : 1.0,
-                             seg_elems(s));
-    } else {
-      reduce::combine(type, op, recv + offset, send + offset, arrived, seg_elems(s));
-    }
-    if (down) sends.push_back(down->isend(tag, {recv + offset, seg_elems(s) * esize}));
+    data.each(offset, seg_bytes(s), [&](const std::byte* in, std::byte* out, size_t at, size_t n) {
+      if (group.scaled()) {
+        // The tail sends its raw input, every other member a partial sum; member 0's is final.
+        const bool raw = index + 1 == group.size - 1;
+        reduce::combine_scaled(type, out, in, group.prescale, arrived + at,
+                               raw ? group.prescale : 1.0, index == 0 ? group.postscale : 1.0,
+                               n / esize);
+      } else {
+        reduce::combine(type, op, out, in, arrived + at, n / esize);
+      }
+    });
+    if (down) sends.push_back(data.isend(*down, tag, CallData::Side::kRecv, offset, seg_bytes(s)));
   }
   group.transport.wait(sends, group.deadline, kWhat);
 }
 
-}  // namespace
-
-void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
-                            ReduceOp op) {
+// The three phases over `data`; `cross(g)` allreduces the recv side among the leaders.
+template <typename Cross>
+void hierarchical(Context& ctx, const CallData& data, size_t count, DataType type, ReduceOp op,
+                  Cross&& cross) {
   if (ctx.host_of_rank.size() != static_cast<size_t>(ctx.size)) {
     throw make_error(ErrorCode::kConfig,
                      "TUTTI_ALGO=hier on rank {}: this communicator does not know which host each "
@@ -100,10 +105,10 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
   {
     Context g = phase_context(*local, h.local, h.local_index, kLocalReduce);
     // The postscale goes where the result becomes final: the leaders' allreduce, if there is one.
-    const bool cross = h.leaders.size() > 1;
+    const bool cross_hosts = h.leaders.size() > 1;
     g.prescale = ctx.prescale;
-    g.postscale = cross ? 1.0 : ctx.postscale;
-    chain_reduce(g, bytes_of(send), bytes_of(recv), count, type, op);
+    g.postscale = cross_hosts ? 1.0 : ctx.postscale;
+    chain_reduce(g, data, count, type, op);
   }
   if (h.leader_index >= 0 && h.leaders.size() > 1) {
     auto leaders = make_group_transport(ctx.transport, h.leaders, h.leader_index);
@@ -115,12 +120,45 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
     // One rank per host is busy in this phase: the leaders share the machines' CPUs between them.
     g.cpu_share = CpuShare{ctx.cpu_share.leaders, ctx.cpu_share.leaders};
     g.postscale = ctx.postscale;
-    allreduce(g, Algorithm::kAuto, recv, recv, count, type, op);
+    cross(g);
   }
   if (h.local.size() > 1) {
     Context g = phase_context(*local, h.local, h.local_index, kLocalBroadcast);
-    broadcast(g, recv, count, type, 0);
+    broadcast_data(g, data, 0);
   }
+}
+
+}  // namespace
+
+void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
+                            ReduceOp op) {
+  const CallData data(send, recv, count * element_size(type));
+  hierarchical(ctx, data, count, type, op,
+               [&](Context& g) { allreduce(g, Algorithm::kAuto, recv, recv, count, type, op); });
+}
+
+bool hierarchical_takes_pieces(const Context& ctx) {
+  if (ctx.host_of_rank.size() != static_cast<size_t>(ctx.size)) return false;
+  const Hierarchy h = hierarchy_of(ctx.host_of_rank, ctx.rank);
+  for (const int r : h.local)
+    if (r != ctx.rank && !ctx.transport.channel(r).takes_pieces()) return false;
+  return true;
+}
+
+void hierarchical_allreduce_segments(Context& ctx, std::span<const Segment> tensors, DataType type,
+                                     ReduceOp op, std::vector<std::byte>& pack) {
+  const size_t es = element_size(type);
+  const CallData data(tensors, es);
+  size_t count = 0;
+  std::vector<Segment> results;  // the leaders reduce the local sums in place
+  results.reserve(tensors.size());
+  for (const Segment& s : tensors) {
+    count += s.count;
+    results.push_back({s.recv, s.recv, s.count});
+  }
+  hierarchical(ctx, data, count, type, op, [&](Context& g) {
+    allreduce_segments(g, Algorithm::kAuto, results, type, op, pack);
+  });
 }
 
 }  // namespace tutti::collectives

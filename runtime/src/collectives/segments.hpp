@@ -1,6 +1,7 @@
 // A fused allreduce's buffers: several (send, recv, count) tensors reduced as one logical vector,
-// in order. Algorithms that can read and write them in place (the shared-memory window) do so;
-// the others get them packed into one buffer and unpacked afterwards.
+// in order. Algorithms that can read and write them in place (the shared-memory window, and the
+// ring and hierarchical algorithms over channels that take pieces) do so; the others get them
+// packed into one buffer and unpacked afterwards.
 #pragma once
 
 #include <algorithm>

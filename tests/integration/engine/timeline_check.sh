@@ -9,10 +9,14 @@ trap 'rm -rf "$work"' EXIT
 
 # With the tree over TCP a fused batch is packed and unpacked around the collective (copy spans).
 # The ring over TCP sends from and receives into the tensors themselves (no copy spans), and so
-# does the window on shared memory.
+# does the window on shared memory, and the hierarchical algorithm on hosts of shared memory
+# (pretend hosts: 2 ranks on one, 1 on the other).
 TUTTI_TRANSPORT=tcp TUTTI_ALGO=tree "$tuttirun" -np 2 -- "$check" timeline --path "$work/runtime.json"
 TUTTI_TRANSPORT=tcp TUTTI_ALGO=ring TUTTI_TIMELINE="$work/ring-{rank}.json" \
   "$tuttirun" -np 3 -- "$check" random --tensors 40 --steps 2
+TUTTI_ALGO=hier TUTTI_LAYOUT=2,1 TUTTI_TIMELINE="$work/hier-{rank}.json" \
+  "$tuttirun" -np 3 -- "$(dirname "$0")/../../../scripts/on_pretend_host.sh" "$check" random \
+  --tensors 40 --steps 2
 TUTTI_TIMELINE="$work/env-{rank}.json" "$tuttirun" -np 3 -- "$check" random --tensors 40 --steps 2
 
 /usr/bin/python3 - "$work" <<'PY'
@@ -27,6 +31,9 @@ expect = {
     "ring-0.json": {"queue", "negotiate", "collective", "callback"},
     "ring-1.json": {"queue", "negotiate", "collective", "callback"},
     "ring-2.json": {"queue", "negotiate", "collective", "callback"},
+    "hier-0.json": {"queue", "negotiate", "collective", "callback"},
+    "hier-1.json": {"queue", "negotiate", "collective", "callback"},
+    "hier-2.json": {"queue", "negotiate", "collective", "callback"},
 }
 copies = {"fusion_copy_in", "fusion_copy_out"}
 bad = 0
