@@ -230,8 +230,9 @@ constexpr std::array kVariables = {
     Variable{"TUTTI_FUSION_THRESHOLD", Kind::kBytes, "4M", "",
              "Engine: ready allreduces of one dtype, op and scale, up to this many bytes, are "
              "reduced by one collective (in the tensors themselves on the shm window, the ring "
-             "and hier, else packed into one buffer); 0 turns fusion off. 4M keeps a batch in cache: "
-             "over TCP it ran ResNet-50's sync 1.2-1.5x faster than 64M (measured packed).",
+             "and hier, else packed into one buffer); 0 turns fusion off. 4M keeps a batch in "
+             "cache: over TCP it ran ResNet-50's sync 1.2-1.5x faster than 64M (measured "
+             "packed).",
              0, 4 * kGiB, TUTTI_OPTION(fusion_threshold)},
     Variable{"TUTTI_CACHE_CAPACITY", Kind::kInt, "1024", "",
              "Engine: names the response cache holds; a cached name is negotiated by one bit "
