@@ -135,8 +135,7 @@ SegmentsRun allreduce_segments(Context& ctx, Algorithm algorithm, std::span<cons
   } else if (hier_pieces) {
     hierarchical_allreduce_segments(ctx, merged, type, reduce_op, pack);
   } else {
-    if (ctx.size > 2 && pack.size() < bytes) pack.resize(bytes);
-    ring_allreduce_segments(ctx, SegmentView(merged, es), pack.data(), type, reduce_op);
+    ring_allreduce_segments(ctx, SegmentView(merged, es), type, reduce_op);
   }
   if (op == ReduceOp::kAvg && !scaled)
     for (const Segment& s : segments) reduce::divide(type, s.recv, s.count, ctx.size);

@@ -37,10 +37,9 @@ void allreduce(Context& ctx, Algorithm algorithm, const void* send, void* recv, 
 void ring_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op);
 // The same over several tensors as one logical vector: segments leave from and arrive into the
-// tensors as pieces, and `partial` (as large as all of them) holds the partial sums of rings of 3
-// or more ranks. Both ring neighbours' channels must take pieces (ring_takes_pieces).
-void ring_allreduce_segments(Context& ctx, const SegmentView& tensors, std::byte* partial,
-                             DataType type, ReduceOp op);
+// tensors as pieces, partial sums included (in their recv sides). Both ring neighbours' channels
+// must take pieces (ring_takes_pieces).
+void ring_allreduce_segments(Context& ctx, const SegmentView& tensors, DataType type, ReduceOp op);
 bool ring_takes_pieces(Context& ctx);
 void tree_allreduce(Context& ctx, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op);

@@ -67,8 +67,7 @@ bool ring_takes_pieces(Context& ctx) {
          ctx.transport.channel(wrap(ctx.rank - 1, ctx.size)).takes_pieces();
 }
 
-void ring_allreduce_segments(Context& ctx, const SegmentView& tensors, std::byte* partial,
-                             DataType type, ReduceOp op) {
+void ring_allreduce_segments(Context& ctx, const SegmentView& tensors, DataType type, ReduceOp op) {
   const size_t count = tensors.count();
   if (count == 0 || ctx.size <= 1) return;
   const size_t element_bytes = element_size(type);
@@ -77,7 +76,6 @@ void ring_allreduce_segments(Context& ctx, const SegmentView& tensors, std::byte
   for_each_slab(ctx, count, element_bytes,
                 [&](size_t offset, const Split& chunks, const RingPlan& plan) {
                   const RingBuffers buffers{
-                      .partial = partial == nullptr ? nullptr : partial + offset * element_bytes,
                       .tensors = &tensors,
                       .tensors_offset = offset,
                   };

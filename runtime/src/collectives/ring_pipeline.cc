@@ -243,25 +243,20 @@ class RingRun {
     if (forward && sends_.size() >= kPruneSends)
       std::erase_if(sends_, [](auto& r) { return r.complete(); });
     if (buffers_.tensors) {
+      // Partial sums, final sums and gathered results all land in the tensors' recv sides (a
+      // chunk passes each rank once per phase, so a partial sum never overwrites an input still
+      // to be read, in place or not), and leave from there.
       const size_t first = chunks_.begin(chunk) + segment_begin(item.segment);
-      const bool partial = to_partial(item.step);
       if (is_reduce_step(item.step)) {
         const std::byte* incoming = staging_ + slot * per_segment_ * element_bytes_;
-        buffers_.tensors->pieces(
-            buffers_.tensors_offset + first, elements,
-            [&](const std::byte* in, std::byte* out, size_t at, size_t n) {
-              std::byte* result = partial ? buffers_.partial + (first + at) * element_bytes_ : out;
-              combine(item.step, result, in, incoming + at * element_bytes_, n);
-            });
+        buffers_.tensors->pieces(buffers_.tensors_offset + first, elements,
+                                 [&](const std::byte* in, std::byte* out, size_t at, size_t n) {
+                                   combine(item.step, out, in, incoming + at * element_bytes_, n);
+                                 });
       }
       if (!forward) return;
-      if (partial)
-        sends_.push_back(
-            next_->isend(tag(item.step + 1),
-                         {buffers_.partial + first * element_bytes_, elements * element_bytes_}));
-      else
-        sends_.push_back(next_->isend_pieces(
-            tag(item.step + 1), tensor_pieces<const std::byte>(Side::kRecv, first, elements)));
+      sends_.push_back(next_->isend_pieces(
+          tag(item.step + 1), tensor_pieces<const std::byte>(Side::kRecv, first, elements)));
       return;
     }
     std::byte* result = destination(item.step, chunk) + offset;

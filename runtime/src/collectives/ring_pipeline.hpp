@@ -33,8 +33,9 @@ struct RingBuffers {
   bool output_is_one_chunk = false;       // ...or only the one chunk the reduce-scatter ends with
   // When set, the data are these tensors, at element `tensors_offset` on: their send sides are
   // the input (first_send and input above are unused) and their recv sides the output (`output`
-  // is unused). Partial sums still go to `partial`. Segments leave from and arrive into the
-  // tensors as pieces (Channel::takes_pieces, which both ring neighbours' channels must have).
+  // is unused). Partial sums go to their recv sides too, as a flat call's go to `output` (`partial`
+  // is unused). Segments leave from and arrive into the tensors as pieces (Channel::takes_pieces,
+  // which both ring neighbours' channels must have).
   const SegmentView* tensors = nullptr;
   size_t tensors_offset = 0;
 };

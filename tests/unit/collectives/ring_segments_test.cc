@@ -133,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(EveryWorld, RingSegmentsTest,
                          });
 
 // prescale and postscale (the engine's gradient averaging) through the pieces: the result is
-// sum * prescale * postscale, on every rank, with the partial sums of 3+ ranks in `pack`.
+// sum * prescale * postscale, on every rank, with the partial sums of 3+ ranks in the tensors.
 TEST(RingSegments, ScalesWhereItReduces) {
   for (int size : {2, 3, 5}) {
     std::vector<std::string> errors(static_cast<size_t>(size));
