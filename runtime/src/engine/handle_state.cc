@@ -8,11 +8,14 @@
 namespace tutti::engine {
 
 bool HandleState::finished() const {
-  std::lock_guard lock(mutex_);
-  return finished_;
+  return finished_.load(std::memory_order_acquire);
 }
 
 bool HandleState::wait(Deadline deadline, bool run_cycles) const {
+  if (finished_.load(std::memory_order_acquire)) {
+    if (error_) throw unshared(*error_);
+    return true;
+  }
   std::unique_lock lock(mutex_);
   if (!finished_ && on_engine_thread)
     throw Error(ErrorCode::kInvalidArgument,
@@ -25,7 +28,7 @@ bool HandleState::wait(Deadline deadline, bool run_cycles) const {
       lock.lock();
     }
   }
-  if (!cv_.wait_until(lock, deadline.at(), [&] { return finished_; })) return false;
+  if (!cv_.wait_until(lock, deadline.at(), [&] { return finished_.load(); })) return false;
   if (error_) throw unshared(*error_);
   return true;
 }
@@ -54,9 +57,9 @@ void HandleState::finish(std::optional<Error> error) {
   std::vector<Callback> callbacks;
   {
     std::lock_guard lock(mutex_);
-    if (finished_) return;
-    finished_ = true;
+    if (finished_.load(std::memory_order_relaxed)) return;
     error_ = std::move(error);
+    finished_.store(true, std::memory_order_release);
     callbacks.swap(callbacks_);
   }
   cv_.notify_all();
@@ -67,9 +70,9 @@ bool HandleState::finish_deferring_callbacks(std::optional<Error> error) {
   bool deferred = false;
   {
     std::lock_guard lock(mutex_);
-    if (finished_) return false;
-    finished_ = true;
+    if (finished_.load(std::memory_order_relaxed)) return false;
     error_ = std::move(error);
+    finished_.store(true, std::memory_order_release);
     deferred = deferred_ = !callbacks_.empty();
   }
   cv_.notify_all();

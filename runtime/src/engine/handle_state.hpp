@@ -4,6 +4,7 @@
 // caller's thread waiting for its handle: Engine::run_cycles_until).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -73,7 +74,9 @@ class HandleState {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
-  bool finished_ = false;
+  // Set once, under mutex_, after error_: a waiter that sees it true reads error_ without the
+  // lock. A step's caller waits on one handle after another, most of them already finished.
+  std::atomic<bool> finished_ = false;
   std::optional<Error> error_;
   std::vector<Callback> callbacks_;
   bool deferred_ = false;  // finished, its callbacks not yet run
