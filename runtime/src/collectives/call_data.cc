@@ -24,6 +24,11 @@ size_t CallData::index_of(size_t at) const {
 
 transport::Request CallData::isend(transport::Channel& channel, transport::Tag tag, Side side,
                                    size_t first, size_t n) const {
+  // A flat call's range is one span: no list to build (broadcast and allreduce of one buffer).
+  if (tensors_.data() == &flat_) {
+    const void* base = side == Side::kSend ? flat_.send : flat_.recv;
+    return channel.isend(tag, {static_cast<const std::byte*>(base) + first, n});
+  }
   std::vector<std::span<const std::byte>> pieces;
   each(first, n, [&](const std::byte* in, std::byte* out, size_t, size_t len) {
     pieces.emplace_back(side == Side::kSend ? in : out, len);
@@ -35,6 +40,8 @@ transport::Request CallData::isend(transport::Channel& channel, transport::Tag t
 
 transport::Request CallData::irecv(transport::Channel& channel, transport::Tag tag, size_t first,
                                    size_t n) const {
+  if (tensors_.data() == &flat_)
+    return channel.irecv(tag, {static_cast<std::byte*>(flat_.recv) + first, n});
   std::vector<std::span<std::byte>> pieces;
   each(first, n, [&](const std::byte*, std::byte* out, size_t, size_t len) {
     pieces.emplace_back(out, len);
