@@ -13,7 +13,7 @@
 
 #include "collectives/collectives.hpp"
 #include "unit/collectives/support/aliased_segments.hpp"
-#include "unit/collectives/support/thread_channel.hpp"
+#include "unit/collectives/support/segment_cases.hpp"
 #include "unit/collectives/support/thread_ranks.hpp"
 #include "unit/collectives/support/values.hpp"
 
@@ -22,92 +22,18 @@ namespace {
 
 using testing::Rank;
 
-struct Layout {
-  std::vector<size_t> counts;  // elements of each tensor, in order
-  size_t segment_bytes;
-};
-
-std::vector<Layout> layouts(int size) {
-  std::vector<size_t> many(40, 13);
-  many[7] = 0;
-  return {
-      {{0}, 64},
-      {{1}, 64},
-      {{static_cast<size_t>(size - 1), 0, 1}, 64},
-      {{3, 0, 5, 1, 7}, 8},                // segments of one element or two: a piece per element
-      {many, 64},                          // segments within a tensor and across its end
-      {many, 4096},                        // one segment spans many tensors
-      {{1000, 3, 20001, 1, 0, 77}, 1000},  // segments not a whole number of 8-byte elements
-  };
-}
-
-// The tensors of `layout` for `rank`: each its own allocation, holding input_value of its
-// elements' positions in the logical vector.
-std::vector<std::vector<std::byte>> make_tensors(const Layout& layout, DataType type, ReduceOp op,
-                                                 int rank) {
-  std::vector<std::vector<std::byte>> tensors;
-  size_t at = 0;
-  for (size_t count : layout.counts) {
-    tensors.push_back(testing::make_buffer(
-        type, count, [&](size_t i) { return testing::input_value(op, rank, at + i); }));
-    at += count;
-  }
-  return tensors;
-}
-
-// Runs every layout x op x placement; `packs` says which ranks' channels refuse pieces. Throws
-// the first failure of this rank (run_ranks then aborts the others, which would otherwise wait
-// for it in the next call).
+// Every case with the ring; `packs` says which ranks' channels refuse pieces. Throws the first
+// failure of this rank (run_ranks then aborts the others, which would otherwise wait for it in
+// the next call).
 void check_ring_segments(Rank& rank, DataType type, const std::vector<bool>& packs) {
   const bool refuses = packs[static_cast<size_t>(rank.rank)];
-  if (refuses)
-    for (int peer = 0; peer < rank.size; ++peer)
-      if (peer != rank.rank)
-        dynamic_cast<testing::ThreadChannel&>(rank.transport.channel(peer)).refuse_pieces();
-  std::vector<std::byte> pack;
-  for (const Layout& layout : layouts(rank.size)) {
-    for (ReduceOp op : testing::kAllOps) {
-      for (bool in_place : {true, false}) {
-        auto sends = make_tensors(layout, type, op, rank.rank);
-        const auto originals = sends;
-        std::vector<std::vector<std::byte>> recvs;
-        std::vector<Segment> segments;
-        for (auto& t : sends) {
-          recvs.emplace_back(in_place ? 0 : t.size(), std::byte{0xee});
-          void* out = in_place ? t.data() : recvs.back().data();
-          segments.push_back({t.data(), out, t.size() / element_size(type)});
-        }
-        Context ctx = rank.context(layout.segment_bytes);
-        const SegmentsRun run = allreduce_segments(ctx, Algorithm::kRing, segments, type, op, pack);
-        size_t total = 0;
-        for (size_t c : layout.counts) total += c;
-        const std::string label = fmt::format(
-            "ring allreduce_segments, rank {} of {}{}, {} {}, {} tensors of {} elements, segment "
-            "{} B, {}",
-            rank.rank, rank.size, refuses ? " (packing)" : "", to_string(type), to_string(op),
-            layout.counts.size(), total, layout.segment_bytes,
-            in_place ? "in place" : "out of place");
-        // Ranks whose channels take no pieces pack; alone, each tensor is its own result; no
-        // data at all takes the packed path's empty call (it still meets the peers).
-        const bool should_pack = total == 0 || (refuses && rank.size > 1);
-        if (run.packed != should_pack)
-          throw std::runtime_error(
-              fmt::format("{}: packed {}, expected {}", label, run.packed, should_pack));
-        size_t at = 0;
-        for (size_t t = 0; t < segments.size(); ++t) {
-          const size_t base = at;
-          auto error = testing::check_buffer(
-              type, op, segments[t].recv, segments[t].count,
-              [&](size_t i) { return testing::expected_value(type, op, rank.size, base + i); },
-              fmt::format("{}, tensor {}", label, t));
-          if (!error.empty()) throw std::runtime_error(error);
-          at += segments[t].count;
-        }
-        if (!in_place && sends != originals)
-          throw std::runtime_error(label + ": a send tensor was modified");
-      }
-    }
-  }
+  if (refuses) testing::refuse_pieces(rank.transport, rank.rank, rank.size);
+  // Ranks whose channels take no pieces pack; alone, each tensor is its own result; no data at
+  // all takes the packed path's empty call (it still meets the peers).
+  testing::check_segment_cases(
+      [&](size_t segment_bytes) { return rank.context(segment_bytes); }, rank.rank, rank.size, type,
+      Algorithm::kRing, [&](size_t total) { return total == 0 || (refuses && rank.size > 1); },
+      refuses ? " (packing)" : "");
 }
 
 class RingSegmentsTest : public ::testing::TestWithParam<std::tuple<int, DataType>> {};
@@ -138,22 +64,8 @@ TEST(RingSegments, ScalesWhereItReduces) {
   for (int size : {2, 3, 5}) {
     std::vector<std::string> errors(static_cast<size_t>(size));
     auto failures = testing::run_ranks(size, [&](Rank& rank) {
-      std::vector<float> a(37, float(rank.rank + 1)), b(0), c(1000, 1.0f);
-      std::vector<Segment> segments{
-          {a.data(), a.data(), a.size()}, {b.data(), b.data(), 0}, {c.data(), c.data(), c.size()}};
-      std::vector<std::byte> pack;
-      Context ctx = rank.context(256);
-      ctx.prescale = 0.5;
-      ctx.postscale = 4.0;
-      const SegmentsRun run = allreduce_segments(ctx, Algorithm::kRing, segments,
-                                                 DataType::kFloat32, ReduceOp::kSum, pack);
-      const float rank_sum = static_cast<float>(size * (size + 1) / 2);
-      std::string& error = errors[static_cast<size_t>(rank.rank)];
-      if (run.packed) error = "packed although every channel takes pieces";
-      for (float v : a)
-        if (v != rank_sum * 2.0f) error = fmt::format("a: {} != {}", v, rank_sum * 2.0f);
-      for (float v : c)
-        if (v != static_cast<float>(size) * 2.0f) error = fmt::format("c: {}", v);
+      errors[static_cast<size_t>(rank.rank)] =
+          testing::check_scaled_segments(rank.context(256), Algorithm::kRing, rank.rank, size);
     });
     EXPECT_EQ(testing::describe_failures(failures), "");
     for (const auto& e : errors) EXPECT_EQ(e, "") << size << " ranks";
