@@ -5,7 +5,7 @@
 namespace tutti::collectives {
 
 CallData::CallData(const void* send, void* recv, size_t bytes)
-    : flat_{send, recv, bytes}, tensors_(&flat_, 1), starts_{0, bytes} {}
+    : flat_{send, recv, bytes}, tensors_(&flat_, 1), bytes_(bytes) {}
 
 CallData::CallData(std::span<const Segment> tensors, size_t element_bytes) : tensors_(tensors) {
   starts_.reserve(tensors.size() + 1);
@@ -15,6 +15,7 @@ CallData::CallData(std::span<const Segment> tensors, size_t element_bytes) : ten
     at += s.count * element_bytes;
   }
   starts_.push_back(at);
+  bytes_ = at;
 }
 
 size_t CallData::index_of(size_t at) const {
@@ -25,7 +26,7 @@ size_t CallData::index_of(size_t at) const {
 transport::Request CallData::isend(transport::Channel& channel, transport::Tag tag, Side side,
                                    size_t first, size_t n) const {
   // A flat call's range is one span: no list to build (broadcast and allreduce of one buffer).
-  if (tensors_.data() == &flat_) {
+  if (flat()) {
     const void* base = side == Side::kSend ? flat_.send : flat_.recv;
     return channel.isend(tag, {static_cast<const std::byte*>(base) + first, n});
   }
@@ -40,8 +41,7 @@ transport::Request CallData::isend(transport::Channel& channel, transport::Tag t
 
 transport::Request CallData::irecv(transport::Channel& channel, transport::Tag tag, size_t first,
                                    size_t n) const {
-  if (tensors_.data() == &flat_)
-    return channel.irecv(tag, {static_cast<std::byte*>(flat_.recv) + first, n});
+  if (flat()) return channel.irecv(tag, {static_cast<std::byte*>(flat_.recv) + first, n});
   std::vector<std::span<std::byte>> pieces;
   each(first, n, [&](const std::byte*, std::byte* out, size_t, size_t len) {
     pieces.emplace_back(out, len);

@@ -25,13 +25,18 @@ class CallData {
   CallData(const CallData&) = delete;
   CallData& operator=(const CallData&) = delete;
 
-  size_t bytes() const { return starts_.back(); }
+  size_t bytes() const { return bytes_; }
 
   // Calls fn(in, out, at, n) for each contiguous piece of bytes [first, first + n): `in` and
   // `out` point at the piece in its tensor's send and recv, `at` is its offset from `first`.
   template <typename Fn>
   void each(size_t first, size_t n, Fn&& fn) const {
     if (n == 0) return;
+    if (flat()) {
+      fn(static_cast<const std::byte*>(flat_.send) + first,
+         static_cast<std::byte*>(flat_.recv) + first, size_t{0}, n);
+      return;
+    }
     size_t i = index_of(first);
     for (size_t done = 0; done < n; ++i) {
       const Segment& s = tensors_[i];
@@ -52,12 +57,14 @@ class CallData {
                            size_t n) const;
 
  private:
-  // The tensor holding byte `at` (the last one for at == bytes()).
+  bool flat() const { return tensors_.data() == &flat_; }
+  // The tensor holding byte `at` of a batch (the last one for at == bytes()).
   size_t index_of(size_t at) const;
 
   Segment flat_;                      // the flat call's buffers, counted in bytes
   std::span<const Segment> tensors_;  // flat_, or the batch's (counted in elements)
-  std::vector<size_t> starts_;        // byte offset of every tensor, then bytes()
+  std::vector<size_t> starts_;        // a batch's byte offset of every tensor, then bytes()
+  size_t bytes_ = 0;
 };
 
 }  // namespace tutti::collectives
