@@ -23,6 +23,11 @@ namespace tutti::collectives {
 namespace {
 
 constexpr std::string_view kWhat = "hierarchical allreduce (on-host reduce)";
+// How far ahead a chain member posts receives for its successor's segments: up to 4 MiB (the
+// engine's default fusion threshold, so a fused step goes through without a stash), and no more
+// than 64 receives (tiny segments would otherwise post thousands).
+constexpr size_t kChainAheadBytes = 4 << 20;
+constexpr size_t kChainAheadSegments = 64;
 enum Phase : unsigned { kLocalReduce = 0, kCross = 1, kLocalBroadcast = 2 };
 
 // Reduces every group member's send side of `data` (count elements) into its recv side at
@@ -58,15 +63,19 @@ void chain_reduce(Context& group, const CallData& data, size_t count, DataType t
     return;
   }
 
+  // The successor sends every segment at once: each needs a posted receive when it arrives, or
+  // the channel stashes it and copies it again. Receives are posted ahead (kChainAheadBytes),
+  // each slot reposted once its segment is reduced.
   transport::Channel& up = group.transport.channel(index + 1);
-  std::span<std::byte> staging = group.scratch.get(kStagingSlot, 2 * per * esize);
-  auto slot = [&](size_t s) { return staging.data() + (s % 2) * per * esize; };
-  transport::Request incoming = up.irecv(tag, {slot(0), seg_bytes(0)});
+  const size_t slots = std::min(
+      segments, std::clamp<size_t>(kChainAheadBytes / (per * esize), 2, kChainAheadSegments));
+  std::span<std::byte> staging = group.scratch.get(kStagingSlot, slots * per * esize);
+  auto slot = [&](size_t s) { return staging.data() + (s % slots) * per * esize; };
+  std::vector<transport::Request> incoming(slots);
+  for (size_t s = 0; s < slots; ++s) incoming[s] = up.irecv(tag, {slot(s), seg_bytes(s)});
   for (size_t s = 0; s < segments; ++s) {
-    group.transport.wait(std::span(&incoming, 1), group.deadline, kWhat);
+    group.transport.wait(std::span(&incoming[s % slots], 1), group.deadline, kWhat);
     const std::byte* arrived = slot(s);
-    // The other slot held segment s-1, already reduced: the next segment may land there.
-    if (s + 1 < segments) incoming = up.irecv(tag, {slot(s + 1), seg_bytes(s + 1)});
     const size_t offset = s * per * esize;
     data.each(offset, seg_bytes(s), [&](const std::byte* in, std::byte* out, size_t at, size_t n) {
       if (group.scaled()) {
@@ -80,6 +89,9 @@ void chain_reduce(Context& group, const CallData& data, size_t count, DataType t
       }
     });
     if (down) sends.push_back(data.isend(*down, tag, CallData::Side::kRecv, offset, seg_bytes(s)));
+    // Reduced: segment s + slots may land in its slot.
+    if (s + slots < segments)
+      incoming[s % slots] = up.irecv(tag, {slot(s + slots), seg_bytes(s + slots)});
   }
   group.transport.wait(sends, group.deadline, kWhat);
 }
