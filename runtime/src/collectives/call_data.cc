@@ -1,32 +1,24 @@
 #include "collectives/call_data.hpp"
 
-#include <algorithm>
-
 namespace tutti::collectives {
 
 CallData::CallData(const void* send, void* recv, size_t bytes)
-    : flat_{send, recv, bytes}, tensors_(&flat_, 1), bytes_(bytes) {}
+    : flat_{send, recv, bytes}, bytes_(bytes) {}
 
-CallData::CallData(std::span<const Segment> tensors, size_t element_bytes) : tensors_(tensors) {
-  starts_.reserve(tensors.size() + 1);
-  size_t at = 0;
+CallData::CallData(std::span<const Segment> tensors, size_t element_bytes) {
+  // A view in bytes: the hierarchical allreduce and broadcast cut their segments in bytes.
+  in_bytes_.reserve(tensors.size());
   for (const Segment& s : tensors) {
-    starts_.push_back(at);
-    at += s.count * element_bytes;
+    in_bytes_.push_back({s.send, s.recv, s.count * element_bytes});
+    bytes_ += s.count * element_bytes;
   }
-  starts_.push_back(at);
-  bytes_ = at;
-}
-
-size_t CallData::index_of(size_t at) const {
-  const auto it = std::upper_bound(starts_.begin(), starts_.end() - 1, at);
-  return static_cast<size_t>(it - starts_.begin()) - 1;
+  view_.emplace(in_bytes_, 1);
 }
 
 transport::Request CallData::isend(transport::Channel& channel, transport::Tag tag, Side side,
                                    size_t first, size_t n) const {
   // A flat call's range is one span: no list to build (broadcast and allreduce of one buffer).
-  if (flat()) {
+  if (!view_) {
     const void* base = side == Side::kSend ? flat_.send : flat_.recv;
     return channel.isend(tag, {static_cast<const std::byte*>(base) + first, n});
   }
@@ -41,7 +33,7 @@ transport::Request CallData::isend(transport::Channel& channel, transport::Tag t
 
 transport::Request CallData::irecv(transport::Channel& channel, transport::Tag tag, size_t first,
                                    size_t n) const {
-  if (flat()) return channel.irecv(tag, {static_cast<std::byte*>(flat_.recv) + first, n});
+  if (!view_) return channel.irecv(tag, {static_cast<std::byte*>(flat_.recv) + first, n});
   std::vector<std::span<std::byte>> pieces;
   each(first, n, [&](const std::byte*, std::byte* out, size_t, size_t len) {
     pieces.emplace_back(out, len);

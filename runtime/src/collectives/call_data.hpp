@@ -5,8 +5,8 @@
 // bytes on the other side, so a rank that packs its batch still meets one that does not.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -32,21 +32,12 @@ class CallData {
   template <typename Fn>
   void each(size_t first, size_t n, Fn&& fn) const {
     if (n == 0) return;
-    if (flat()) {
+    if (!view_) {
       fn(static_cast<const std::byte*>(flat_.send) + first,
          static_cast<std::byte*>(flat_.recv) + first, size_t{0}, n);
       return;
     }
-    size_t i = index_of(first);
-    for (size_t done = 0; done < n; ++i) {
-      const Segment& s = tensors_[i];
-      const size_t inside = first + done - starts_[i];
-      const size_t len = std::min(starts_[i + 1] - starts_[i] - inside, n - done);
-      if (len > 0)
-        fn(static_cast<const std::byte*>(s.send) + inside, static_cast<std::byte*>(s.recv) + inside,
-           done, len);
-      done += len;
-    }
+    view_->pieces(first, n, fn);
   }
 
   enum class Side { kSend, kRecv };
@@ -57,13 +48,9 @@ class CallData {
                            size_t n) const;
 
  private:
-  bool flat() const { return tensors_.data() == &flat_; }
-  // The tensor holding byte `at` of a batch (the last one for at == bytes()).
-  size_t index_of(size_t at) const;
-
-  Segment flat_;                      // the flat call's buffers, counted in bytes
-  std::span<const Segment> tensors_;  // flat_, or the batch's (counted in elements)
-  std::vector<size_t> starts_;        // a batch's byte offset of every tensor, then bytes()
+  Segment flat_;                     // a flat call's buffers, counted in bytes
+  std::vector<Segment> in_bytes_;    // a batch's tensors, counted in bytes
+  std::optional<SegmentView> view_;  // over in_bytes_; none for a flat call
   size_t bytes_ = 0;
 };
 

@@ -53,9 +53,8 @@ void shm_allreduce_segments(Context& ctx, std::span<const Segment> segments, Dat
 // A fused allreduce (the engine's): the tensors reduced as one vector of their concatenation.
 // The shared-memory window, the ring over channels that take pieces (tcp, shm streams, MPI) and
 // the hierarchical algorithm where its hosts' channels take pieces read and write them where they
-// are; every other algorithm gets them packed into `pack` (grown
-// as needed and kept by the caller) and unpacked after. Says whether it packed, and how long
-// packing and unpacking took.
+// are; every other algorithm gets them packed into `pack` (grown as needed and kept by the
+// caller) and unpacked after. Says whether it packed, and how long packing and unpacking took.
 struct SegmentsRun {
   bool packed = false;
   std::chrono::nanoseconds pack{0};

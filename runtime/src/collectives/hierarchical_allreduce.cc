@@ -151,9 +151,12 @@ void hierarchical_allreduce(Context& ctx, const void* send, void* recv, size_t c
 
 bool hierarchical_takes_pieces(const Context& ctx) {
   if (ctx.host_of_rank.size() != static_cast<size_t>(ctx.size)) return false;
-  const Hierarchy h = hierarchy_of(ctx.host_of_rank, ctx.rank);
-  for (const int r : h.local)
-    if (r != ctx.rank && !ctx.transport.channel(r).takes_pieces()) return false;
+  // The channels to the ranks of this rank's host (no Hierarchy: the call makes its own).
+  const int host = ctx.host_of_rank[static_cast<size_t>(ctx.rank)];
+  for (int r = 0; r < ctx.size; ++r)
+    if (r != ctx.rank && ctx.host_of_rank[static_cast<size_t>(r)] == host &&
+        !ctx.transport.channel(r).takes_pieces())
+      return false;
   return true;
 }
 
