@@ -55,7 +55,11 @@ std::unique_ptr<transport::Transport> make_group_transport(transport::Transport&
     if (static_cast<int>(i) != self)
       channels[i] = std::make_unique<ChannelView>(world.channel(members[i]));
   }
-  return std::make_unique<transport::Transport>(self, std::move(channels));
+  auto group = std::make_unique<transport::Transport>(self, std::move(channels));
+  // The world's call, so that a group wait that stalls announces it to the members it waits on
+  // (a member in another call then fails with a mismatch instead of both waiting out the deadline).
+  group->begin_call(world.current_call());
+  return group;
 }
 
 }  // namespace tutti::collectives

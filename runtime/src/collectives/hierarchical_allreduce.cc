@@ -28,6 +28,13 @@ constexpr std::string_view kWhat = "hierarchical allreduce (on-host reduce)";
 // than 64 receives (tiny segments would otherwise post thousands).
 constexpr size_t kChainAheadBytes = 4 << 20;
 constexpr size_t kChainAheadSegments = 64;
+// From this size on, a chain member tells its successor when its receives are posted, and the
+// successor sends nothing before. A segment that arrives earlier, while the member still waits in
+// something else (the previous call's broadcast, the engine's negotiation), is read into the
+// channel's stash there and copied again once its receive is posted: one more pass over the call's
+// bytes, on the leader, which the whole call waits for. The word costs one message's latency,
+// which is what a segment of 256 KiB costs to copy.
+constexpr size_t kChainReadyBytes = 256 << 10;
 enum Phase : unsigned { kLocalReduce = 0, kCross = 1, kLocalBroadcast = 2 };
 
 // Reduces every group member's send side of `data` (count elements) into its recv side at
@@ -55,8 +62,21 @@ void chain_reduce(Context& group, const CallData& data, size_t count, DataType t
   sends.reserve(segments);
   transport::Channel* down = index > 0 ? &group.transport.channel(index - 1) : nullptr;
 
+  // The predecessor's word that its receives are posted (large calls only).
+  const bool handshake = count * esize >= kChainReadyBytes;
+  const auto ready_tag = transport::make_tag(group.sequence, 1);
+  bool awaiting = down && handshake;
+  transport::Request ready;
+  if (awaiting) ready = down->irecv(ready_tag, {});
+  auto await_ready = [&] {
+    if (!awaiting) return;
+    group.transport.wait(std::span(&ready, 1), group.deadline, kWhat);
+    awaiting = false;
+  };
+
   if (index == group.size - 1) {
     // The chain's tail only sends its input.
+    await_ready();
     for (size_t s = 0; s < segments; ++s)
       sends.push_back(data.isend(*down, tag, CallData::Side::kSend, s * per * esize, seg_bytes(s)));
     group.transport.wait(sends, group.deadline, kWhat);
@@ -73,6 +93,7 @@ void chain_reduce(Context& group, const CallData& data, size_t count, DataType t
   auto slot = [&](size_t s) { return staging.data() + (s % slots) * per * esize; };
   std::vector<transport::Request> incoming(slots);
   for (size_t s = 0; s < slots; ++s) incoming[s] = up.irecv(tag, {slot(s), seg_bytes(s)});
+  if (handshake) sends.push_back(up.isend(ready_tag, {}));
   for (size_t s = 0; s < segments; ++s) {
     group.transport.wait(std::span(&incoming[s % slots], 1), group.deadline, kWhat);
     const std::byte* arrived = slot(s);
@@ -88,7 +109,10 @@ void chain_reduce(Context& group, const CallData& data, size_t count, DataType t
         reduce::combine(type, op, out, in, arrived + at, n / esize);
       }
     });
-    if (down) sends.push_back(data.isend(*down, tag, CallData::Side::kRecv, offset, seg_bytes(s)));
+    if (down) {
+      await_ready();
+      sends.push_back(data.isend(*down, tag, CallData::Side::kRecv, offset, seg_bytes(s)));
+    }
     // Reduced: segment s + slots may land in its slot.
     if (s + slots < segments)
       incoming[s % slots] = up.irecv(tag, {slot(s + slots), seg_bytes(s + slots)});
