@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,12 @@ class ByteStream {
   // it closed the connection or died.
   virtual size_t write_some(ConstPieces pieces) = 0;
   virtual size_t read_some(Pieces pieces) = 0;
+  // How many bytes write_some / read_some could move now where the stream knows (a ring's room
+  // and fill; 0 after the same check of the peer as a call that moved nothing), else SIZE_MAX (a
+  // socket). The channel lists no more of its queue's pieces than that for one call: a ring with
+  // a little room would otherwise have hundreds of pieces listed on every look while it waits.
+  virtual size_t writable_bytes() { return SIZE_MAX; }
+  virtual size_t readable_bytes() { return SIZE_MAX; }
 
   // Before the stream is closed after an abort notice went out: make sure the peer can read it.
   // A TCP socket closed with unread bytes sends a reset, and a reset can discard the notice on

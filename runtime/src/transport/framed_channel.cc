@@ -341,25 +341,30 @@ void FramedChannel::on_send_complete(const PendingSend& send) {
 bool FramedChannel::progress_sends() {
   bool moved = false;
   while (!sends_.empty()) {
+    const size_t room = stream_->writable_bytes();
+    if (room == 0) break;
     std::array<std::span<const std::byte>, kMaxGatherPieces> pieces;
     size_t count = 0;
+    size_t wanted = 0;
     size_t frames = std::min(sends_.size(), kMaxGatherFrames);
-    // Whole frames while they fit; a gathered payload that does not fit goes in part, and the
-    // bytes written are accounted in order below whatever the split.
-    for (size_t i = 0; i < frames && count < pieces.size(); ++i) {
+    // Whole frames while they fit (in the stream's room, where it tells); a gathered payload that
+    // does not fit goes in part, and the bytes written are accounted in order below whatever the
+    // split.
+    for (size_t i = 0; i < frames && count < pieces.size() && wanted < room; ++i) {
       const PendingSend& s = sends_[i];
+      const size_t listed = count;
       if (s.header_done < kHeaderBytes)
         pieces[count++] = std::span<const std::byte>(s.header).subspan(s.header_done);
-      if (count == pieces.size()) break;
       size_t left = s.op->size - s.op->done;
-      if (left == 0) continue;
-      if (s.op->pieces.empty())
-        pieces[count++] = std::span<const std::byte>(s.op->data + s.op->done, left);
-      else
-        count += pieces_from(s.op->pieces, s.op->done, std::span(pieces).subspan(count));
+      if (count < pieces.size() && left > 0) {
+        if (s.op->pieces.empty())
+          pieces[count++] = std::span<const std::byte>(s.op->data + s.op->done, left);
+        else
+          count += pieces_from(s.op->pieces, s.op->done, std::span(pieces).subspan(count),
+                               room - std::min(room, wanted));
+      }
+      for (size_t k = listed; k < count; ++k) wanted += pieces[k].size();
     }
-    size_t wanted = 0;
-    for (size_t i = 0; i < count; ++i) wanted += pieces[i].size();
     size_t n = stream_->write_some(std::span(pieces.data(), count));
     if (n == 0) break;
     size_t written = n;
@@ -385,6 +390,8 @@ bool FramedChannel::progress_sends() {
 bool FramedChannel::progress_receives() {
   bool moved = false;
   for (;;) {
+    const size_t available = stream_->readable_bytes();
+    if (available == 0) break;
     if (!in_payload_) {
       std::span<std::byte> piece = std::span<std::byte>(header_).subspan(header_done_);
       size_t n = stream_->read_some(std::span(&piece, 1));
@@ -402,7 +409,8 @@ bool FramedChannel::progress_receives() {
     if (in_discard_)
       pieces[0] = std::span<std::byte>(discard_buffer_).first(std::min(left, kDiscardChunk));
     else if (in_op_ && !in_op_->pieces.empty())
-      count = pieces_from(in_op_->pieces, in_done_, std::span(pieces).first(kMaxScatterPieces));
+      count = pieces_from(in_op_->pieces, in_done_, std::span(pieces).first(kMaxScatterPieces),
+                          available);
     else
       pieces[0] = std::span<std::byte>(in_dest_ + in_done_, left);
     size_t taking = 0;

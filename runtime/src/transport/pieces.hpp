@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -15,18 +16,22 @@ using Pieces = std::span<const std::span<std::byte>>;
 // The pieces of one operation. Sends never write through them (Operation's contract).
 using PieceList = std::vector<std::span<std::byte>>;
 
-// The bytes [offset, end) of `pieces` as at most out.size() spans into them; returns how many it
-// filled. Span is std::span<std::byte> or std::span<const std::byte>.
+// The bytes [offset, end) of `pieces` as at most out.size() spans into them, stopping once they
+// hold `enough` bytes (the last span is not cut); returns how many it filled. Span is
+// std::span<std::byte> or std::span<const std::byte>.
 template <typename Span>
-size_t pieces_from(const PieceList& pieces, size_t offset, std::span<Span> out) {
+size_t pieces_from(const PieceList& pieces, size_t offset, std::span<Span> out,
+                   size_t enough = SIZE_MAX) {
   size_t filled = 0;
+  size_t bytes = 0;
   for (const auto& p : pieces) {
-    if (filled == out.size()) break;
+    if (filled == out.size() || bytes >= enough) break;
     if (offset >= p.size()) {
       offset -= p.size();
       continue;
     }
     out[filled++] = Span(p.data() + offset, p.size() - offset);
+    bytes += p.size() - offset;
     offset = 0;
   }
   return filled;

@@ -67,6 +67,18 @@ size_t ShmRing::read(Pieces pieces) {
   return taken;
 }
 
+size_t ShmRing::room() {
+  const uint64_t h = head().load(std::memory_order_relaxed);
+  if (h - cached_tail_ == capacity_) cached_tail_ = tail().load(std::memory_order_acquire);
+  return capacity_ - (h - cached_tail_);
+}
+
+size_t ShmRing::available() {
+  const uint64_t t = tail().load(std::memory_order_relaxed);
+  if (cached_head_ == t) cached_head_ = head().load(std::memory_order_acquire);
+  return cached_head_ - t;
+}
+
 bool ShmRing::readable() const {
   return head().load(std::memory_order_acquire) != tail().load(std::memory_order_relaxed);
 }

@@ -32,6 +32,10 @@ class ShmRing {
   size_t read(Pieces pieces);
   // True when bytes are waiting to be read (a fresh look at the producer's counter).
   bool readable() const;
+  // The producer's room and the consumer's fill, each from a fresh look at the other side's
+  // counter when the cached one shows none.
+  size_t room();
+  size_t available();
   size_t capacity() const { return capacity_; }
 
  private:

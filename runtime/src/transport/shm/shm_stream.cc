@@ -62,6 +62,18 @@ size_t ShmStream::read_some(Pieces pieces) {
   return n;
 }
 
+size_t ShmStream::writable_bytes() {
+  size_t n = tx_.room();
+  if (n == 0) check_peer_alive();
+  return n;
+}
+
+size_t ShmStream::readable_bytes() {
+  size_t n = rx_.available();
+  if (n == 0) check_peer_alive();
+  return n;
+}
+
 void ShmStream::check_peer_alive() {
   if (!pidfd_.valid()) return;
   auto now = std::chrono::steady_clock::now();
