@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -28,6 +29,9 @@ class CudaDeviceApi final : public DeviceApi {
   std::string_view name() const override { return "cuda"; }
 
   int device_count() override {
+    // Asked for every buffer of every call: once known, a plain load (std::call_once stores two
+    // thread-locals on each call, a __tls_get_addr each in a shared library).
+    if (const int known = known_count_.load(std::memory_order_acquire); known >= 0) return known;
     std::call_once(count_once_, [this] {
       int count = 0;
       const cudaError_t status = cudaGetDeviceCount(&count);
@@ -39,6 +43,7 @@ class CudaDeviceApi final : public DeviceApi {
         count = 0;
       }
       count_ = count;
+      known_count_.store(count, std::memory_order_release);
     });
     return count_;
   }
@@ -178,6 +183,7 @@ class CudaDeviceApi final : public DeviceApi {
  private:
   std::once_flag count_once_;
   int count_ = 0;
+  std::atomic<int> known_count_{-1};
 };
 
 }  // namespace
