@@ -10,6 +10,7 @@
 #include <bit>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "core/error.hpp"
 #include "transport/shm/ring.hpp"
@@ -48,6 +49,34 @@ TEST(ShmSegment, APeerMapsOnlyItsRingAndTalksThroughIt) {
   // Ring 0 saw nothing.
   EXPECT_FALSE(ShmRing(own->ring(0), own->ring_capacity()).readable());
   EXPECT_THROW(ShmSegment::open_ring(name, "rank 0", 3), Error);
+}
+
+// room() and available() are what the framed channel lists pieces by: they must track each side's
+// counter exactly, through a wrap, or a channel would list too little (stall) or too much.
+TEST(ShmSegment, ARingsRoomAndFillFollowItsCounters) {
+  const std::string name = test_name("room");
+  auto own = ShmSegment::create(name, 1, 4096, purpose());
+  ShmRing writer(own->ring(0), own->ring_capacity());
+  ShmRing reader(own->ring(0), own->ring_capacity());
+  EXPECT_EQ(writer.room(), 4096u);
+  EXPECT_EQ(reader.available(), 0u);
+  std::vector<std::byte> bytes(3000, std::byte{7});
+  const std::span<const std::byte> out_piece(bytes);
+  ASSERT_EQ(writer.write(ConstPieces(&out_piece, 1)), 3000u);
+  EXPECT_EQ(writer.room(), 1096u);
+  EXPECT_EQ(reader.available(), 3000u);
+  std::vector<std::byte> got(2000);
+  const std::span<std::byte> in_piece(got);
+  ASSERT_EQ(reader.read(Pieces(&in_piece, 1)), 2000u);
+  EXPECT_EQ(reader.available(), 1000u);
+  // The writer's cached view of the reader's counter is stale until it has no room left by it.
+  ASSERT_EQ(writer.write(ConstPieces(&out_piece, 1)), 1096u);
+  EXPECT_EQ(writer.room(), 2000u);                             // a fresh look: the 2000 bytes read
+  ASSERT_EQ(writer.write(ConstPieces(&out_piece, 1)), 2000u);  // wraps around the end
+  EXPECT_EQ(writer.room(), 0u);
+  EXPECT_EQ(reader.available(), 1000u);  // cached until it is used up
+  ASSERT_EQ(reader.read(Pieces(&in_piece, 1)), 1000u);
+  EXPECT_EQ(reader.available(), 3096u);
 }
 
 TEST(ShmSegment, ASegmentThatDoesNotFitIsRefusedNamingSizeAndFreeSpace) {
