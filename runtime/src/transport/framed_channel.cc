@@ -350,20 +350,24 @@ bool FramedChannel::progress_sends() {
     // Whole frames while they fit (in the stream's room, where it tells); a gathered payload that
     // does not fit goes in part, and the bytes written are accounted in order below whatever the
     // split.
+    const auto list = [&](std::span<const std::byte> piece) {
+      pieces[count++] = piece;
+      wanted += piece.size();
+    };
     for (size_t i = 0; i < frames && count < pieces.size() && wanted < room; ++i) {
       const PendingSend& s = sends_[i];
-      const size_t listed = count;
       if (s.header_done < kHeaderBytes)
-        pieces[count++] = std::span<const std::byte>(s.header).subspan(s.header_done);
-      size_t left = s.op->size - s.op->done;
-      if (count < pieces.size() && left > 0) {
-        if (s.op->pieces.empty())
-          pieces[count++] = std::span<const std::byte>(s.op->data + s.op->done, left);
-        else
-          count += pieces_from(s.op->pieces, s.op->done, std::span(pieces).subspan(count),
-                               room - std::min(room, wanted));
+        list(std::span<const std::byte>(s.header).subspan(s.header_done));
+      const size_t left = s.op->size - s.op->done;
+      if (count == pieces.size() || left == 0) continue;
+      if (s.op->pieces.empty()) {
+        list(std::span<const std::byte>(s.op->data + s.op->done, left));
+      } else {
+        const size_t first = count;
+        count += pieces_from(s.op->pieces, s.op->done, std::span(pieces).subspan(count),
+                             room - std::min(room, wanted));
+        for (size_t k = first; k < count; ++k) wanted += pieces[k].size();
       }
-      for (size_t k = listed; k < count; ++k) wanted += pieces[k].size();
     }
     size_t n = stream_->write_some(std::span(pieces.data(), count));
     if (n == 0) break;

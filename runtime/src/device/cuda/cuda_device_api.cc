@@ -31,7 +31,7 @@ class CudaDeviceApi final : public DeviceApi {
   int device_count() override {
     // Asked for every buffer of every call: once known, a plain load (std::call_once stores two
     // thread-locals on each call, a __tls_get_addr each in a shared library).
-    if (const int known = known_count_.load(std::memory_order_acquire); known >= 0) return known;
+    if (const int known = count_.load(std::memory_order_acquire); known >= 0) return known;
     std::call_once(count_once_, [this] {
       int count = 0;
       const cudaError_t status = cudaGetDeviceCount(&count);
@@ -42,10 +42,9 @@ class CudaDeviceApi final : public DeviceApi {
         (void)cudaGetLastError();
         count = 0;
       }
-      count_ = count;
-      known_count_.store(count, std::memory_order_release);
+      count_.store(count, std::memory_order_release);
     });
-    return count_;
+    return count_.load(std::memory_order_acquire);
   }
 
   PointerInfo locate(const void* p) override {
@@ -182,8 +181,7 @@ class CudaDeviceApi final : public DeviceApi {
 
  private:
   std::once_flag count_once_;
-  int count_ = 0;
-  std::atomic<int> known_count_{-1};
+  std::atomic<int> count_{-1};  // -1 until counted
 };
 
 }  // namespace

@@ -22,13 +22,9 @@ ShmRing::ShmRing(std::byte* base, size_t capacity)
 }
 
 size_t ShmRing::write(ConstPieces pieces) {
-  uint64_t h = head().load(std::memory_order_relaxed);  // we are its only writer
-  size_t room = capacity_ - (h - cached_tail_);
-  if (room == 0) {
-    cached_tail_ = tail().load(std::memory_order_acquire);
-    room = capacity_ - (h - cached_tail_);
-    if (room == 0) return 0;
-  }
+  const size_t room = this->room();
+  if (room == 0) return 0;
+  const uint64_t h = head().load(std::memory_order_relaxed);  // we are its only writer
   size_t written = 0;
   for (const auto& piece : pieces) {
     size_t n = std::min(piece.size(), room - written);
@@ -45,13 +41,9 @@ size_t ShmRing::write(ConstPieces pieces) {
 }
 
 size_t ShmRing::read(Pieces pieces) {
-  uint64_t t = tail().load(std::memory_order_relaxed);  // we are its only writer
-  size_t available = cached_head_ - t;
-  if (available == 0) {
-    cached_head_ = head().load(std::memory_order_acquire);
-    available = cached_head_ - t;
-    if (available == 0) return 0;
-  }
+  const size_t available = this->available();
+  if (available == 0) return 0;
+  const uint64_t t = tail().load(std::memory_order_relaxed);  // we are its only writer
   size_t taken = 0;
   for (const auto& piece : pieces) {
     size_t n = std::min(piece.size(), available - taken);
@@ -68,13 +60,13 @@ size_t ShmRing::read(Pieces pieces) {
 }
 
 size_t ShmRing::room() {
-  const uint64_t h = head().load(std::memory_order_relaxed);
+  const uint64_t h = head().load(std::memory_order_relaxed);  // the producer's own counter
   if (h - cached_tail_ == capacity_) cached_tail_ = tail().load(std::memory_order_acquire);
   return capacity_ - (h - cached_tail_);
 }
 
 size_t ShmRing::available() {
-  const uint64_t t = tail().load(std::memory_order_relaxed);
+  const uint64_t t = tail().load(std::memory_order_relaxed);  // the consumer's own counter
   if (cached_head_ == t) cached_head_ = head().load(std::memory_order_acquire);
   return cached_head_ - t;
 }
