@@ -1,6 +1,7 @@
 #include "engine_bench.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -22,6 +23,14 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// Context switches of every thread of this process so far: voluntary (a thread slept) plus
+// involuntary (it was preempted or yielded). On more ranks than cores each one is a rank's turn.
+double process_context_switches() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_nvcsw) + static_cast<double>(u.ru_nivcsw);
+}
+
 using Clock = std::chrono::steady_clock;
 
 struct Case {
@@ -37,16 +46,21 @@ double median(std::vector<double> v) {
 
 // Seconds per step of `body`, the slowest rank's (each rank's mean over `steps`, after a barrier).
 template <typename Body>
-double timed(const Communicator& comm, int steps, Body&& body, double* cpu_per_step = nullptr) {
+double timed(const Communicator& comm, int steps, Body&& body, double* cpu_per_step = nullptr,
+             double* switches_per_step = nullptr) {
   comm.barrier();
+  const double switches_start = process_context_switches();
   const double cpu_start = process_cpu_seconds();
   const auto start = Clock::now();
   for (int s = 0; s < steps; ++s) body();
   double t = std::chrono::duration<double>(Clock::now() - start).count() / steps;
   double cpu = (process_cpu_seconds() - cpu_start) / steps;
+  double switches = (process_context_switches() - switches_start) / steps;
   comm.allreduce(&t, &t, 1, DataType::kFloat64, ReduceOp::kMax);
   comm.allreduce(&cpu, &cpu, 1, DataType::kFloat64, ReduceOp::kSum);
+  comm.allreduce(&switches, &switches, 1, DataType::kFloat64, ReduceOp::kSum);
   if (cpu_per_step != nullptr) *cpu_per_step = cpu / comm.size();
+  if (switches_per_step != nullptr) *switches_per_step = switches / comm.size();
   return t;
 }
 
@@ -183,18 +197,25 @@ int run_engine_bench(std::span<const std::string> args) {
   if (run_b) timed(comm, 3, engine);
   if (run_c) timed(comm, 2, one_buffer);
   if (run_d) timed(comm, 2, negotiated_buffer);
-  std::vector<double> a, b, cc, d, b_over_a, b_over_c, b_over_d, d_over_c, b_cpu, b_minus_c_cpu;
+  std::vector<double> a, b, cc, d, b_over_a, b_over_c, b_over_d, d_over_c, b_cpu, b_minus_c_cpu,
+      b_switches, c_switches;
   for (int r = 0; r < rounds; ++r) {
     double cpu_b = 0;
     double cpu_c = 0;
+    double switches_b = 0;
+    double switches_c = 0;
     const double ta = run_a ? timed(comm, steps, per_tensor) : timed(comm, 1, nothing);
-    const double tb = run_b ? timed(comm, steps, engine, &cpu_b) : timed(comm, 1, nothing);
-    const double tc = run_c ? timed(comm, steps, one_buffer, &cpu_c) : timed(comm, 1, nothing);
+    const double tb =
+        run_b ? timed(comm, steps, engine, &cpu_b, &switches_b) : timed(comm, 1, nothing);
+    const double tc =
+        run_c ? timed(comm, steps, one_buffer, &cpu_c, &switches_c) : timed(comm, 1, nothing);
     const double td = run_d ? timed(comm, steps, negotiated_buffer) : timed(comm, 1, nothing);
     // Per tensor, in microseconds: the whole step's CPU, and what it costs beyond moving the same
     // bytes in one call (c).
     b_cpu.push_back(cpu_b * 1e6 / static_cast<double>(n));
     b_minus_c_cpu.push_back((cpu_b - cpu_c) * 1e6 / static_cast<double>(n));
+    b_switches.push_back(switches_b);
+    c_switches.push_back(switches_c);
     a.push_back(1 / ta);
     b.push_back(1 / tb);
     cc.push_back(1 / tc);
@@ -242,6 +263,11 @@ int run_engine_bench(std::span<const std::string> args) {
       std::printf(
           "# (b) CPU per tensor %.3f us%s\n", median(b_cpu),
           run_c ? fmt::format(", beyond (c) {:.3f} us", median(b_minus_c_cpu)).c_str() : "");
+    // Context switches a rank takes per step (mean over ranks): with more ranks than cores, each
+    // is a turn of the CPU, and (b) taking more than (c) shows its sleeps and wake-ups.
+    if (run_b)
+      std::printf("# context switches per step and rank: (b) %.1f%s\n", median(b_switches),
+                  run_c ? fmt::format(", (c) {:.1f}", median(c_switches)).c_str() : "");
   }
   return 0;
 }
