@@ -37,6 +37,9 @@ class ChannelView final : public transport::Channel {
   int peer_pidfd() const override { return inner_.peer_pidfd(); }
   bool busy() const override { return inner_.busy(); }
   bool wants_writable() const override { return inner_.wants_writable(); }
+  transport::Bells arm_doorbells(std::vector<transport::Doorbell>& out) override {
+    return inner_.arm_doorbells(out);
+  }
   // The world transport bound the real channel to its own call; a group never rebinds it.
   void check_early_messages() override { inner_.check_early_messages(); }
   void announce_call() override { inner_.announce_call(); }

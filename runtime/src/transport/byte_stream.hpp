@@ -7,9 +7,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/deadline.hpp"
 #include "transport/pieces.hpp"
+#include "transport/shm/doorbell.hpp"
 #include "tutti/options.hpp"
 
 namespace tutti::transport {
@@ -39,6 +41,15 @@ class ByteStream {
   // Bytes past those write_some reported that the stream has already taken and cannot take back
   // (MPI sends in flight): the frames they belong to will reach the peer, so they count as started.
   virtual size_t committed_bytes() const { return 0; }
+
+  // Doorbells a wait may sleep on (doorbell.hpp): the incoming bytes', and with `writing` the room
+  // for outgoing ones. kNone: the stream has none (a socket: wait_fd); kReady: bytes or room came
+  // meanwhile (nothing left raised), look again instead of sleeping.
+  virtual Bells arm_doorbells(std::vector<Doorbell>& out, bool writing) {
+    (void)out;
+    (void)writing;
+    return Bells::kNone;
+  }
 
   virtual int wait_fd() const = 0;
   virtual int liveness_fd() const { return -1; }

@@ -8,10 +8,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/deadline.hpp"
 #include "transport/call_signature.hpp"
 #include "transport/pieces.hpp"
+#include "transport/shm/doorbell.hpp"
 #include "transport/tag.hpp"
 #include "tutti/options.hpp"
 
@@ -127,6 +129,11 @@ class Channel {
   // True while sends wait for room in the wait_fd()'s send buffer, so a waiter polls it for
   // POLLOUT too (only then: a writable socket would otherwise wake the waiter forever).
   virtual bool wants_writable() const { return false; }
+  // The doorbells a wait on this channel may sleep on (ByteStream::arm_doorbells).
+  virtual Bells arm_doorbells(std::vector<Doorbell>& out) {
+    (void)out;
+    return Bells::kNone;
+  }
 };
 
 }  // namespace tutti::transport

@@ -75,6 +75,11 @@ bool ContextChannel::busy() const {
   return link_.link->busy_in(context_);
 }
 
+Bells ContextChannel::arm_doorbells(std::vector<Doorbell>& out) {
+  std::lock_guard lock(link_.mutex);
+  return link_.link->arm_doorbells(out);
+}
+
 bool ContextChannel::wants_writable() const {
   std::lock_guard lock(link_.mutex);
   return link_.link->wants_writable();

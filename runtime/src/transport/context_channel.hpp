@@ -34,6 +34,7 @@ class ContextChannel final : public Channel {
   int peer_pidfd() const override { return link_.pidfd.get(); }
   bool busy() const override;
   bool wants_writable() const override;
+  Bells arm_doorbells(std::vector<Doorbell>& out) override;
   void bind_call(int self, const CallSignature* current) override;
   void check_early_messages() override;
   void announce_call() override;

@@ -683,6 +683,12 @@ int FramedChannel::wait_fd() const {
   return failure_ || closed_ ? -1 : stream_->wait_fd();
 }
 
+Bells FramedChannel::arm_doorbells(std::vector<Doorbell>& out) {
+  // A failed or closed channel has nothing to wake a sleeper: the wait yields and finds out.
+  if (failure_ || closed_) return Bells::kNone;
+  return stream_->arm_doorbells(out, !sends_.empty());
+}
+
 int FramedChannel::liveness_fd() const {
   return failure_ || closed_ ? -1 : stream_->liveness_fd();
 }

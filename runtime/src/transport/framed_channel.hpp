@@ -47,6 +47,7 @@ class FramedChannel final : public Link {
   int wait_fd() const override;
   int liveness_fd() const override;
   bool wants_writable() const override { return !sends_.empty(); }
+  Bells arm_doorbells(std::vector<Doorbell>& out) override;
   void drain_before_close(Deadline deadline) override;
 
   const Error* context_failure(ContextId context) const override;

@@ -28,6 +28,13 @@ constexpr long kMaxSleepNs = 1'000'000;
 constexpr long kMaxBlockNs = 100'000'000;
 // Yield rounds between looks for a peer in another call while a wait yields.
 constexpr int kAgreementCheckRounds = 64;
+// A wait on rings sleeps on their doorbells (sleep_on_rings) once it has yielded this often and
+// this long without progress. With a CPU per rank a peer answers within microseconds, and a
+// small message's wait never sleeps; on fewer CPUs than ranks a yield is a turn of another rank,
+// the time passes within the yields, and every further one would take the CPU from a rank with
+// work.
+constexpr int kYieldsBeforeSleep = 2;
+constexpr auto kSleepAfter = std::chrono::microseconds(200);
 // A wait this long without progress tells every peer which call it is in (so two ranks waiting
 // for each other in different calls find out), then again at this interval.
 constexpr auto kFirstAnnouncement = std::chrono::milliseconds(10);
@@ -160,6 +167,15 @@ void Transport::wait(std::span<const Request> requests, Deadline deadline, std::
     if (now - last_progress < kSpinPhase) {
       if (idle_rounds++ < kSpinRounds) {
         cpu_relax();
+      } else if (idle_rounds > kSpinRounds + kYieldsBeforeSleep &&
+                 now - last_progress >= kSleepAfter) {
+        // Before each sleep (a sleep is long next to a look): a peer in another call.
+        check_call_agreement();
+        const long until_announcement =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(announce_at - now).count();
+        const long cap = std::min<long>(
+            {kMaxSleepNs, deadline.remaining().count(), std::max(until_announcement, 0L)});
+        if (!sleep_on_rings(cap)) sched_yield();
       } else {
         // A peer in another collective (its messages or its window entry say so) would leave this
         // wait to the deadline; looking costs a little, so only once the wait stopped spinning.
@@ -234,6 +250,23 @@ void Transport::sleep_on_fds(long timeout_ns) {
     throw_system_error(fmt::format("rank {}: ppoll on {} channel fds", rank_, pollfds_.size()),
                        errno);
   // Whatever woke us is read by the next progress() round.
+}
+
+bool Transport::sleep_on_rings(long timeout_ns) {
+  bells_.clear();
+  for (auto& c : channels_) {
+    if (!c || !c->busy()) continue;
+    if (c->arm_doorbells(bells_) != Bells::kArmed) {
+      lower_doorbells(bells_);
+      return false;
+    }
+  }
+  if (bells_.empty()) return false;
+  // Bytes for this wait that another thread's communicator reads off a shared link ring no bell
+  // here, nor does an interrupt, nor an idle channel's abort notice: the sleep is short.
+  if (interrupt_flag_) timeout_ns = std::min(timeout_ns, kInterruptCheckNs);
+  timeout_ns = std::min(timeout_ns, kSharedLinkMaxSleepNs);
+  return sleep_on_doorbells(bells_, std::max(timeout_ns, 0L));
 }
 
 void Transport::throw_timeout(std::string_view what, double waited_seconds) const {

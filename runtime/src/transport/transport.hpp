@@ -108,6 +108,10 @@ class Transport {
   }
   // Sleeps in poll() on the channels' fds for at most timeout_ns (the idle path of wait()).
   void sleep_on_fds(long timeout_ns);
+  // Sleeps on the busy channels' doorbells (ByteStream::arm_doorbells) at most `timeout_ns`. False,
+  // having not slept, when a busy channel has none (a socket is busy too, or its host's CPUs
+  // suffice) or its bytes or room came meanwhile: the caller yields instead.
+  bool sleep_on_rings(long timeout_ns);
   // Error(kPeerFailure) naming the first rank of `awaited` whose process has died.
   void throw_if_dead(std::span<const int> awaited, std::string_view what);
   [[noreturn]] void throw_timeout(std::string_view what, double waited_seconds) const;
@@ -121,6 +125,7 @@ class Transport {
   std::function<Error()> interrupted_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<pollfd> pollfds_;  // reused between waits
+  std::vector<Doorbell> bells_;  // likewise
   std::string no_window_reason_ = "the transport was built without a shared-memory window";
   // Copies of the peers' pidfds taken when the window is set: a channel stops reporting its pidfd
   // once it has seen the peer go, but a window wait must still notice that the peer is gone.

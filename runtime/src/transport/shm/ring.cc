@@ -36,7 +36,10 @@ size_t ShmRing::write(ConstPieces pieces) {
     written += n;
     if (written == room) break;
   }
-  if (written > 0) head().store(h + written, std::memory_order_release);
+  if (written > 0) {
+    head().store(h + written, std::memory_order_release);
+    wake(control_->head, control_->head_sleepers);
+  }
   return written;
 }
 
@@ -55,7 +58,10 @@ size_t ShmRing::read(Pieces pieces) {
     taken += n;
     if (taken == available) break;
   }
-  if (taken > 0) tail().store(t + taken, std::memory_order_release);
+  if (taken > 0) {
+    tail().store(t + taken, std::memory_order_release);
+    wake(control_->tail, control_->tail_sleepers);
+  }
   return taken;
 }
 
@@ -69,6 +75,46 @@ size_t ShmRing::available() {
   const uint64_t t = tail().load(std::memory_order_relaxed);  // the consumer's own counter
   if (cached_head_ == t) cached_head_ = head().load(std::memory_order_acquire);
   return cached_head_ - t;
+}
+
+namespace {
+
+uint32_t* low_word(uint64_t& counter) {
+  return reinterpret_cast<uint32_t*>(&counter);
+}
+
+// The sleeper's half of the handshake with wake(): its raised count is visible before it looks at
+// the counter again, as the mover's new counter is before it looks at the count (both fences), so
+// either the sleeper sees the move or the mover sees the sleeper.
+bool arm(uint64_t& counter, uint32_t& sleepers, Doorbell& bell, auto&& ready) {
+  std::atomic_ref<uint32_t>(sleepers).fetch_add(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const uint64_t now = std::atomic_ref<uint64_t>(counter).load(std::memory_order_acquire);
+  if (ready(now)) {
+    std::atomic_ref<uint32_t>(sleepers).fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  bell = {low_word(counter), static_cast<uint32_t>(now), &sleepers};
+  return true;
+}
+
+}  // namespace
+
+void ShmRing::wake(uint64_t& counter, uint32_t& sleepers) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (std::atomic_ref<uint32_t>(sleepers).load(std::memory_order_relaxed) != 0)
+    ring_doorbell(low_word(counter));
+}
+
+bool ShmRing::arm_reader(Doorbell& bell) {
+  const uint64_t t = tail().load(std::memory_order_relaxed);  // the consumer's own counter
+  return arm(control_->head, control_->head_sleepers, bell, [&](uint64_t h) { return h != t; });
+}
+
+bool ShmRing::arm_writer(Doorbell& bell) {
+  const uint64_t h = head().load(std::memory_order_relaxed);  // the producer's own counter
+  return arm(control_->tail, control_->tail_sleepers, bell,
+             [&](uint64_t t) { return h - t < capacity_; });
 }
 
 bool ShmRing::readable() const {

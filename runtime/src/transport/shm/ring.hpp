@@ -4,10 +4,12 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
 #include "transport/byte_stream.hpp"
+#include "transport/shm/doorbell.hpp"
 
 namespace tutti::transport {
 
@@ -16,8 +18,15 @@ namespace tutti::transport {
 struct alignas(128) RingControl {
   alignas(128) uint64_t head;  // bytes ever written; only the producer stores it
   alignas(128) uint64_t tail;  // bytes ever read; only the consumer stores it
+  // Sleepers on each counter (doorbell.hpp): the consumer's on head, the producer's on tail. Each
+  // side raises and lowers its own; the other side reads it after every move of its counter, so
+  // they live apart from the counters' lines.
+  alignas(128) uint32_t head_sleepers;
+  uint32_t tail_sleepers;
 };
-static_assert(sizeof(RingControl) == 256);
+static_assert(sizeof(RingControl) == 384);
+// A doorbell is a counter's low half.
+static_assert(std::endian::native == std::endian::little);
 
 // Bytes one ring occupies in a segment (control + data), page-aligned.
 size_t ring_footprint(size_t capacity);
@@ -37,10 +46,17 @@ class ShmRing {
   size_t room();
   size_t available();
   size_t capacity() const { return capacity_; }
+  // Doorbells (doorbell.hpp): the consumer's on head, once the ring is empty; the producer's on
+  // tail, once it is full. Each raises its side's sleepers, then looks at the counter again: false
+  // (and lowered) when bytes or room came meanwhile, so the caller looks instead of sleeping.
+  bool arm_reader(Doorbell& bell);
+  bool arm_writer(Doorbell& bell);
 
  private:
   std::atomic_ref<uint64_t> head() const { return std::atomic_ref<uint64_t>(control_->head); }
   std::atomic_ref<uint64_t> tail() const { return std::atomic_ref<uint64_t>(control_->tail); }
+  // After moving a counter: wakes the other side if it sleeps on it.
+  static void wake(uint64_t& counter, uint32_t& sleepers);
 
   RingControl* control_ = nullptr;
   std::byte* data_ = nullptr;

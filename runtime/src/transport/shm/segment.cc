@@ -12,7 +12,7 @@
 namespace tutti::transport {
 namespace {
 
-constexpr uint64_t kSegmentMagic = 0x74757474'73686d32;  // "tuttishm2": rings mapped one by one
+constexpr uint64_t kSegmentMagic = 0x74757474'73686d33;  // "tuttishm3": rings with doorbells
 constexpr size_t kHeaderBytes = 4096;
 
 struct SegmentHeader {

@@ -74,6 +74,21 @@ size_t ShmStream::readable_bytes() {
   return n;
 }
 
+Bells ShmStream::arm_doorbells(std::vector<Doorbell>& out, bool writing) {
+  Doorbell in;
+  if (!rx_.arm_reader(in)) return Bells::kReady;
+  if (writing) {
+    Doorbell room;
+    if (!tx_.arm_writer(room)) {
+      lower_doorbells(std::span(&in, 1));
+      return Bells::kReady;
+    }
+    out.push_back(room);
+  }
+  out.push_back(in);
+  return Bells::kArmed;
+}
+
 void ShmStream::check_peer_alive() {
   if (!pidfd_.valid()) return;
   auto now = std::chrono::steady_clock::now();

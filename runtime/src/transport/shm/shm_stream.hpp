@@ -27,6 +27,7 @@ class ShmStream final : public ByteStream {
   size_t read_some(Pieces pieces) override;
   size_t writable_bytes() override;
   size_t readable_bytes() override;
+  Bells arm_doorbells(std::vector<Doorbell>& out, bool writing) override;
   int wait_fd() const override { return -1; }
   int liveness_fd() const override { return pidfd_.get(); }
   std::string describe() const override;
