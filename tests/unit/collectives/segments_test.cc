@@ -51,6 +51,24 @@ TEST(TensorsApart, OnlyBuffersThatOverlapAnotherAreNotApart) {
   EXPECT_FALSE(tensors_apart(std::vector<Segment>{{p, p + 1, 4}}, 4));
 }
 
+TEST(TensorsApart, TheOrderOfTheTensorsDoesNotChangeTheAnswer) {
+  std::vector<float> m(16);
+  float* p = m.data();
+  // Address order, its reverse (a backward pass) and neither: apart, and overlapping, alike.
+  EXPECT_TRUE(
+      tensors_apart(std::vector<Segment>{{p + 8, p + 8, 4}, {p + 4, p + 4, 4}, {p, p, 4}}, 4));
+  EXPECT_TRUE(
+      tensors_apart(std::vector<Segment>{{p + 4, p + 4, 4}, {p + 8, p + 8, 4}, {p, p, 4}}, 4));
+  EXPECT_FALSE(
+      tensors_apart(std::vector<Segment>{{p + 8, p + 8, 4}, {p + 3, p + 3, 4}, {p, p, 4}}, 4));
+  EXPECT_FALSE(
+      tensors_apart(std::vector<Segment>{{p + 3, p + 3, 4}, {p + 8, p + 8, 4}, {p, p, 4}}, 4));
+  EXPECT_FALSE(
+      tensors_apart(std::vector<Segment>{{p, p, 4}, {p + 3, p + 3, 4}, {p + 8, p + 8, 4}}, 4));
+  // Out of place in reverse order: a send that is the previous tensor's recv.
+  EXPECT_FALSE(tensors_apart(std::vector<Segment>{{p + 8, p + 12, 4}, {p + 4, p + 8, 4}}, 4));
+}
+
 TEST(Coalesced, MergesOnlyTensorsThatContinueThePreviousInMemoryOrder) {
   std::vector<float> in(32), out(32);
   float* a = in.data();
