@@ -45,12 +45,12 @@ bool sleep_on_doorbells(std::span<const Doorbell> bells, long timeout_ns) {
         syscall(SYS_futex_waitv, waiters, static_cast<unsigned>(n), 0u, &until, CLOCK_MONOTONIC);
     const int err = r < 0 ? errno : 0;
     lower_doorbells(bells);
-    if (r < 0 && err == ENOSYS) {
-      no_waitv.store(true, std::memory_order_relaxed);
-      return false;
-    }
     // Woken, a word had moved already (EAGAIN), timed out or interrupted: the caller looks again.
-    return true;
+    if (r >= 0 || err == EAGAIN || err == ETIMEDOUT || err == EINTR) return true;
+    // ENOSYS before Linux 5.16; EPERM where a seccomp profile predates the call (a container
+    // runtime's default may). Every later wait yields instead of sleeping.
+    no_waitv.store(true, std::memory_order_relaxed);
+    return false;
   }
 #endif
   lower_doorbells(bells);

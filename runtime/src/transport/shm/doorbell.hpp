@@ -26,8 +26,9 @@ enum class Bells { kNone, kArmed, kReady };
 void lower_doorbells(std::span<const Doorbell> bells);
 
 // Sleeps until one of `bells` moves from what was seen, or `timeout_ns` passes; then lowers every
-// bell's sleeper count. False where the kernel has no futex_waitv (before Linux 5.16): the caller
-// goes on yielding (the counts are lowered all the same).
+// bell's sleeper count. False where futex_waitv is missing (before Linux 5.16) or refused (a
+// seccomp profile that predates it): the caller yields instead, now and in every later wait (the
+// counts are lowered all the same).
 bool sleep_on_doorbells(std::span<const Doorbell> bells, long timeout_ns);
 
 // Wakes every thread sleeping on `word` (another process's, through shared memory).
