@@ -59,6 +59,19 @@ void expect_child_ok(pid_t pid) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// Sleeps on `bells` while `peer` moves a ring in another process, and checks that the sleep lasted
+// until the move (not returning at once) and that the move ended it (not the long timeout).
+template <typename Fn>
+void expect_woken_by(std::span<const Doorbell> bells, Fn&& peer) {
+  const pid_t child = in_child(peer);
+  const auto start = Clock::now();
+  ASSERT_TRUE(sleep_on_doorbells(bells, kLongSleepNs));
+  const auto slept = Clock::now() - start;
+  expect_child_ok(child);
+  EXPECT_GE(slept, kPeerDelay / 2);
+  EXPECT_LT(slept, std::chrono::seconds(5));
+}
+
 TEST(Doorbell, AConsumerOnAnEmptyRingSleepsUntilAnotherProcessWrites) {
   const std::string name = test_name("read");
   auto own = ShmSegment::create(name, 1, 4096, purpose());
@@ -66,19 +79,12 @@ TEST(Doorbell, AConsumerOnAnEmptyRingSleepsUntilAnotherProcessWrites) {
   Doorbell bell;
   ASSERT_TRUE(reader.arm_reader(bell));
   EXPECT_EQ(sleepers(own->ring(0), true), 1u);
-  const pid_t child = in_child([&] {
+  expect_woken_by(std::span(&bell, 1), [&] {
     ShmRing writer(own->ring(0), own->ring_capacity());
     const std::vector<std::byte> bytes(100, std::byte{3});
     const std::span<const std::byte> piece(bytes);
     if (writer.write(ConstPieces(&piece, 1)) != 100) _exit(1);
   });
-  const auto start = Clock::now();
-  ASSERT_TRUE(sleep_on_doorbells(std::span(&bell, 1), kLongSleepNs));
-  const auto slept = Clock::now() - start;
-  expect_child_ok(child);
-  // It slept until the write (not returning at once), and the write woke it (not the timeout).
-  EXPECT_GE(slept, kPeerDelay / 2);
-  EXPECT_LT(slept, std::chrono::seconds(5));
   EXPECT_EQ(reader.available(), 100u);
   EXPECT_EQ(sleepers(own->ring(0), true), 0u);
 }
@@ -93,18 +99,12 @@ TEST(Doorbell, AProducerOnAFullRingSleepsUntilAnotherProcessReads) {
   Doorbell bell;
   ASSERT_TRUE(writer.arm_writer(bell));
   EXPECT_EQ(sleepers(own->ring(0), false), 1u);
-  const pid_t child = in_child([&] {
+  expect_woken_by(std::span(&bell, 1), [&] {
     ShmRing reader(own->ring(0), own->ring_capacity());
     std::vector<std::byte> got(1000);
     const std::span<std::byte> into(got);
     if (reader.read(Pieces(&into, 1)) != 1000) _exit(1);
   });
-  const auto start = Clock::now();
-  ASSERT_TRUE(sleep_on_doorbells(std::span(&bell, 1), kLongSleepNs));
-  const auto slept = Clock::now() - start;
-  expect_child_ok(child);
-  EXPECT_GE(slept, kPeerDelay / 2);
-  EXPECT_LT(slept, std::chrono::seconds(5));
   EXPECT_EQ(writer.room(), 1000u);
   EXPECT_EQ(sleepers(own->ring(0), false), 0u);
 }
@@ -147,16 +147,12 @@ TEST(Doorbell, ASleeperOnSeveralRingsWakesForAnyOfThem) {
     readers.emplace_back(own->ring(i), own->ring_capacity());
     ASSERT_TRUE(readers.back().arm_reader(bells[i]));
   }
-  const pid_t child = in_child([&] {
+  expect_woken_by(bells, [&] {
     ShmRing writer(own->ring(2), own->ring_capacity());
     const std::vector<std::byte> bytes(1, std::byte{9});
     const std::span<const std::byte> piece(bytes);
     if (writer.write(ConstPieces(&piece, 1)) != 1) _exit(1);
   });
-  const auto start = Clock::now();
-  ASSERT_TRUE(sleep_on_doorbells(bells, kLongSleepNs));
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
-  expect_child_ok(child);
   EXPECT_EQ(readers[2].available(), 1u);
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(sleepers(own->ring(i), true), 0u) << "ring " << i;
 }
