@@ -88,7 +88,7 @@ check_logs() {
 
 run_asan() {
   echo "sanitize.sh: building the dev preset (ASan + UBSan) in build-dev/"
-  cmake --preset dev >/dev/null
+  cmake --preset dev >/dev/null || return 1
   # mpi_pods_check exists only where Open MPI was found.
   local help
   help=$(cmake --build build-dev --target help 2>/dev/null)
@@ -97,7 +97,7 @@ run_asan() {
   if grep -q '^mpi_allreduce_check:' <<<"$help"; then ASAN_TARGETS+=(mpi_allreduce_check); fi
   # Only what the integration tests run (not the ~70 unit-test binaries, which only the release
   # build runs): the dev build is most of CI's time.
-  cmake --build build-dev -j "$jobs" --target "${ASAN_TARGETS[@]}"
+  cmake --build build-dev -j "$jobs" --target "${ASAN_TARGETS[@]}" || return 1
   reset_logs
   # Open MPI and Gloo are not built with frame pointers: LSan's fast unwinder stops at their first
   # frame, and the suppressions (which match by module) would not see libmpi in the stack.
@@ -165,8 +165,10 @@ run_asan() {
 
 run_tsan() {
   echo "sanitize.sh: building the tsan preset's subset in build-tsan/"
-  cmake --preset tsan >/dev/null
-  cmake --build build-tsan -j "$jobs" --target "${TSAN_TARGETS[@]}"
+  # Inside `run_tsan || status=1`, set -e does not stop the function: a failed build would run the
+  # tests on the last build's binaries and could report them clean.
+  cmake --preset tsan >/dev/null || return 1
+  cmake --build build-tsan -j "$jobs" --target "${TSAN_TARGETS[@]}" || return 1
   reset_logs
   export TSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:second_deadlock_stack=1:log_path=$logs/report:suppressions=$root/tests/sanitizers/tsan.supp"
   local status=0

@@ -55,8 +55,9 @@ class ShmRing {
  private:
   std::atomic_ref<uint64_t> head() const { return std::atomic_ref<uint64_t>(control_->head); }
   std::atomic_ref<uint64_t> tail() const { return std::atomic_ref<uint64_t>(control_->tail); }
-  // After moving a counter: wakes the other side if it sleeps on it.
-  static void wake(uint64_t& counter, uint32_t& sleepers);
+  // Stores a side's new counter (releasing the bytes or room it covers) and wakes the other side
+  // if it sleeps on it.
+  static void publish(uint64_t& counter, uint64_t value, uint32_t& sleepers);
 
   RingControl* control_ = nullptr;
   std::byte* data_ = nullptr;
