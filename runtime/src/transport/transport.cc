@@ -43,6 +43,8 @@ constexpr auto kAnnouncementInterval = std::chrono::seconds(1);
 // (abort(), launcher gone) may come.
 constexpr long kSharedLinkMaxSleepNs = 1'000'000;
 constexpr long kInterruptCheckNs = 20'000'000;
+// A sleep on doorbells lasts at most kMaxSleepNs: within both limits above.
+static_assert(kMaxSleepNs <= kSharedLinkMaxSleepNs && kMaxSleepNs <= kInterruptCheckNs);
 // How long a transport that sent abort notices keeps its connections open at the end.
 constexpr auto kAbortLinger = std::chrono::milliseconds(250);
 
@@ -152,14 +154,17 @@ void Transport::wait(std::span<const Request> requests, Deadline deadline, std::
       next_announcement = now + kAnnouncementInterval;
     }
 
+    // The longest a sleep may last before this wait must look at its deadline or announce.
+    const auto sleep_cap = [&](long most) {
+      const long until_announcement =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(announce_at - now).count();
+      return std::min<long>({most, deadline.remaining().count(), std::max(until_announcement, 0L)});
+    };
     bool must_poll = std::any_of(channels_.begin(), channels_.end(),
                                  [](const auto& c) { return c && c->busy() && c->wait_fd() < 0; });
     if (!must_poll) {
       // Only socket channels are busy: the kernel wakes us when their bytes arrive.
-      const long until_announcement =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(announce_at - now).count();
-      long cap = std::min<long>(
-          {kMaxBlockNs, deadline.remaining().count(), std::max(until_announcement, 0L)});
+      const long cap = sleep_cap(kMaxBlockNs);
       check_call_agreement();
       sleep_on_fds(cap);
       continue;
@@ -168,14 +173,9 @@ void Transport::wait(std::span<const Request> requests, Deadline deadline, std::
       if (idle_rounds++ < kSpinRounds) {
         cpu_relax();
       } else if (idle_rounds > kSpinRounds + kYieldsBeforeSleep &&
-                 now - last_progress >= kSleepAfter) {
-        // Before each sleep (a sleep is long next to a look): a peer in another call.
+                 now - last_progress >= kSleepAfter && sleep_on_rings(sleep_cap(kMaxSleepNs))) {
+        // After each sleep (a sleep is long next to a look): a peer in another call.
         check_call_agreement();
-        const long until_announcement =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(announce_at - now).count();
-        const long cap = std::min<long>(
-            {kMaxSleepNs, deadline.remaining().count(), std::max(until_announcement, 0L)});
-        if (!sleep_on_rings(cap)) sched_yield();
       } else {
         // A peer in another collective (its messages or its window entry say so) would leave this
         // wait to the deadline; looking costs a little, so only once the wait stopped spinning.
@@ -263,9 +263,8 @@ bool Transport::sleep_on_rings(long timeout_ns) {
   }
   if (bells_.empty()) return false;
   // Bytes for this wait that another thread's communicator reads off a shared link ring no bell
-  // here, nor does an interrupt, nor an idle channel's abort notice: the sleep is short.
-  if (interrupt_flag_) timeout_ns = std::min(timeout_ns, kInterruptCheckNs);
-  timeout_ns = std::min(timeout_ns, kSharedLinkMaxSleepNs);
+  // here, nor does an interrupt, nor an idle channel's abort notice: the caller keeps the sleep
+  // within kMaxSleepNs.
   return sleep_on_doorbells(bells_, std::max(timeout_ns, 0L));
 }
 

@@ -109,8 +109,8 @@ class Transport {
   // Sleeps in poll() on the channels' fds for at most timeout_ns (the idle path of wait()).
   void sleep_on_fds(long timeout_ns);
   // Sleeps on the busy channels' doorbells (ByteStream::arm_doorbells) at most `timeout_ns`. False,
-  // having not slept, when a busy channel has none (a socket is busy too, or its host's CPUs
-  // suffice) or its bytes or room came meanwhile: the caller yields instead.
+  // having not slept, when a busy channel has none (a socket is busy too) or its bytes or room came
+  // meanwhile: the caller yields instead.
   bool sleep_on_rings(long timeout_ns);
   // Error(kPeerFailure) naming the first rank of `awaited` whose process has died.
   void throw_if_dead(std::span<const int> awaited, std::string_view what);
