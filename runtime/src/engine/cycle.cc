@@ -193,7 +193,7 @@ void Engine::negotiate_and_run(Announcements& mine, std::vector<uint64_t>& bits,
     for (auto& [name, e] : pending_) {
       {
         std::lock_guard lock(mutex_);
-        in_flight_.erase(name);
+        forget_name_locked(e);
       }
       settle(e.handle,
              Error(ErrorCode::kAborted, fmt::format("{} before tensor '{}' ran on every rank",

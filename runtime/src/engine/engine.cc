@@ -179,17 +179,8 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
                        "{}: rank {} has joined; wait for the join to complete before submitting "
                        "'{}'",
                        label_, rank_, request.name);
-    bool fresh;
-    if (spare_names_.empty()) {
-      fresh = in_flight_.insert(request.name).second;
-    } else {
-      auto node = std::move(spare_names_.back());
-      spare_names_.pop_back();
-      node.value() = request.name;  // reuses the node's string capacity
-      auto inserted = in_flight_.insert(std::move(node));
-      fresh = inserted.inserted;
-      if (!fresh) spare_names_.push_back(std::move(inserted.node));
-    }
+    InFlightNames::Tag tag;
+    const bool fresh = in_flight_.add(request.name, tag);
     if (!fresh)
       throw make_error(ErrorCode::kInvalidArgument,
                        "{}: tensor '{}' is already in flight on rank {}: a name must not be reused "
@@ -198,6 +189,7 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
     Entry e;
     e.request = std::move(request);
     e.handle = handle;
+    e.name_tag = tag;
     if (Timeline::instance().active()) e.enqueued = Clock::now();
     incoming_.push_back(std::move(e));
     // The engine thread waits for exactly this many (take_cycle).

@@ -36,6 +36,7 @@
 #include "collectives/segments.hpp"
 #include "engine/autotune.hpp"
 #include "engine/handle_state.hpp"
+#include "engine/in_flight.hpp"
 #include "engine/negotiation.hpp"
 #include "engine/operation.hpp"
 #include "engine/plan.hpp"
@@ -109,6 +110,7 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
     enum class State { kWaitingReady, kNew, kCached, kAnnounced } state = State::kWaitingReady;
     uint32_t slot = 0;
     Clock::time_point cached_since;
+    InFlightNames::Tag name_tag;  // where in_flight_ recorded its name
   };
 
   void loop();
@@ -147,8 +149,8 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   // all: a fused batch of hundreds of small tensors made per-tensor locking a measurable part of
   // the engine's cost), then their handles are settled.
   void settle_taken(std::span<Entry> done, const std::optional<Error>& error);
-  // A finished name leaves in_flight_ (its node kept for the next enqueue); under mutex_.
-  void forget_name_locked(const std::string& name);
+  // A finished entry's name leaves in_flight_; under mutex_.
+  void forget_name_locked(const Entry& e) { in_flight_.remove(e.request.name, e.name_tag); }
   // Moves the entry out of pending_ and keeps its node for the next tensor.
   Entry take_pending(std::unordered_map<std::string, Entry>::iterator it);
   Entry* local(const Response& r);
@@ -164,11 +166,7 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Entry> incoming_;  // a vector, not a deque: its capacity stays between cycles
-  std::unordered_set<std::string> in_flight_;
-  // in_flight_'s nodes of finished names, reused by the next enqueues (with their strings'
-  // capacity): in steady state a tensor's name costs no allocation. At most kMaxSpareNodes.
-  static constexpr size_t kMaxSpareNodes = 4096;
-  std::vector<std::unordered_set<std::string>::node_type> spare_names_;
+  InFlightNames in_flight_;
   bool news_ = false;
   bool join_requested_ = false;
   std::shared_ptr<HandleState> join_handle_;
@@ -214,7 +212,10 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   std::string seen_last_;
   std::vector<uint64_t> bits_;  // the cycle's bit vector (its capacity stays between cycles)
   std::unordered_map<std::string, Entry> pending_;
-  std::vector<std::unordered_map<std::string, Entry>::node_type> spare_entries_;  // as spare_names_
+  // pending_'s nodes of finished entries, reused (with their keys' capacity); at most
+  // kMaxSpareNodes.
+  static constexpr size_t kMaxSpareNodes = 4096;
+  std::vector<std::unordered_map<std::string, Entry>::node_type> spare_entries_;
   bool join_announced_ = false;
   bool shutdown_announced_ = false;
   std::unordered_map<std::string, Clock::time_point> stall_warned_;

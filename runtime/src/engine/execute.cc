@@ -70,16 +70,10 @@ void Engine::finish(const std::string& name, const std::optional<Error>& error) 
   settle_taken(std::span(&e, 1), error);
 }
 
-void Engine::forget_name_locked(const std::string& name) {
-  auto node = in_flight_.extract(name);
-  if (!node.empty() && spare_names_.size() < kMaxSpareNodes)
-    spare_names_.push_back(std::move(node));
-}
-
 void Engine::settle_taken(std::span<Entry> done, const std::optional<Error>& error) {
   {
     std::lock_guard lock(mutex_);
-    for (const Entry& e : done) forget_name_locked(e.request.name);
+    for (const Entry& e : done) forget_name_locked(e);
     if (!error) stats_.tensors += done.size();
   }
   Timeline& timeline = Timeline::instance();

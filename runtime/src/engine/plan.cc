@@ -153,7 +153,7 @@ void Engine::replay() {
       if (group.size() > 1 || s.count > 0) ++stats_.collectives;
       if (group.size() > 1) stats_.fused += group.size();
       stats_.tensors += group.size();
-      for (uint32_t i : group) forget_name_locked(replay_[i].request.name);
+      for (uint32_t i : group) forget_name_locked(replay_[i]);
     }
     // Settled handles leave their entries: fail_everything fails only the rest.
     for (uint32_t i : group) settle(std::exchange(replay_[i].handle, nullptr), std::nullopt);
@@ -217,6 +217,9 @@ void Engine::keep_plan(const Negotiation::Outcome& outcome, bool quiet) {
     std::vector<uint32_t>& g = plan_.groups.emplace_back();
     for (size_t i : group) g.push_back(index.at(outcome.responses[i].name));
   }
+  // The next steps' enqueues find their names in this order (in_flight.hpp).
+  std::lock_guard lock(mutex_);
+  in_flight_.expect(plan_.names);
 }
 
 }  // namespace tutti::engine
