@@ -159,12 +159,17 @@ Engine::~Engine() {
   }
 }
 
+const std::weak_ptr<CycleRunner>& Engine::runner() {
+  std::call_once(runner_once_, [this] { runner_ = weak_from_this(); });
+  return runner_;
+}
+
 std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
   check_request(request, size_);
   auto handle = std::make_shared<HandleState>();
   handle->wait_limit = 2 * (Clock::duration(settings_.options.stall_timeout) +
                             Clock::duration(comm_->options().timeout));
-  handle->runner = weak_from_this();
+  handle->runner = runner();
   bool wake = false;
   bool pace_news = false;
   bool wake_plan = false;
@@ -208,7 +213,7 @@ std::shared_ptr<HandleState> Engine::enqueue(EnqueueRequest request) {
 
 std::shared_ptr<HandleState> Engine::join(int* last_joined_out) {
   auto handle = std::make_shared<HandleState>();
-  handle->runner = weak_from_this();
+  handle->runner = runner();
   {
     std::lock_guard lock(mutex_);
     if (stopped_) throw unshared(*stopped_);

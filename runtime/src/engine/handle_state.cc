@@ -7,6 +7,8 @@
 
 namespace tutti::engine {
 
+HandleState::HandleState() = default;
+
 bool HandleState::finished() const {
   return finished_.load(std::memory_order_acquire);
 }
