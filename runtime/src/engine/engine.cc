@@ -482,9 +482,13 @@ void Engine::fail_everything(const Error& error) {
   }
   for (auto& [name, e] : pending_) settle(e.handle, error);
   pending_.clear();
-  // A replay's entries not yet settled (a settled one no longer holds its handle).
+  // A replay's entries not yet settled (a settled one no longer holds its handle), and the
+  // group whose collective failed (its handles taken from its entries).
   for (Entry& e : replay_)
     if (e.handle) settle(e.handle, error);
+  for (Taken& t : replay_taken_)
+    if (t.handle) settle(t.handle, error);
+  replay_taken_.clear();
   replay_.clear();
   plan_.clear();
   for (auto& e : incoming) settle(e.handle, error);

@@ -105,12 +105,13 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   struct Entry {
     EnqueueRequest request;
     std::shared_ptr<HandleState> handle;
+    InFlightNames::Tag name_tag;  // where in_flight_ recorded its name (beside the handle: the
+                                  // replay reads both, and one cache line is one miss)
     Clock::time_point enqueued;
     Clock::time_point drained;
     enum class State { kWaitingReady, kNew, kCached, kAnnounced } state = State::kWaitingReady;
     uint32_t slot = 0;
     Clock::time_point cached_since;
-    InFlightNames::Tag name_tag;  // where in_flight_ recorded its name
   };
 
   void loop();
@@ -210,6 +211,16 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   Plan plan_;
   std::vector<Entry> replay_;  // this cycle's submissions while they may replay the plan
   std::vector<collectives::Segment> replay_segments_;
+  // A replayed group's handles and name tags, taken from its entries with the segments, before
+  // its collective: after it, the entries (216 bytes each, in the group's order, not the order
+  // they arrived in) are no longer in the cache, and touching each again was most of replay()'s
+  // CPU with 8 ranks on 2 CPUs. fail_everything fails these too.
+  struct Taken {
+    std::shared_ptr<HandleState> handle;
+    InFlightNames::Tag name_tag;
+    const std::string* name;  // the entry's, which outlives the settling (for a hash-set tag)
+  };
+  std::vector<Taken> replay_taken_;
   // The cycle's submissions in order, when pending_ held nothing else (the next plan's names).
   std::vector<std::string> order_;
   bool fresh_ = false;

@@ -136,27 +136,33 @@ void Engine::replay() {
   std::vector<collectives::Segment>& segments = replay_segments_;
   for (const std::vector<uint32_t>& group : plan_.groups) {
     const OpSpec& s = replay_[group.front()].request.spec;
-    if (group.size() > 1) {
-      segments.clear();
-      for (uint32_t i : group) {
-        const EnqueueRequest& q = replay_[i].request;
-        segments.push_back({q.send, q.recv, static_cast<size_t>(q.spec.count)});
-      }
-      comm_->allreduce_segments(segments, s.type, s.op, scaled(s), fusion_);
-    } else if (s.count > 0) {
-      const EnqueueRequest& q = replay_[group.front()].request;
-      comm_->allreduce(q.send, q.recv, s.count, s.type, s.op, scaled(s));
+    const DataType type = s.type;
+    const ReduceOp op = s.op;
+    const CallOptions call = scaled(s);
+    const uint64_t count = s.count;
+    // One pass over the group's entries before its collective (see replay_taken_).
+    segments.clear();
+    replay_taken_.clear();
+    for (uint32_t i : group) {
+      Entry& e = replay_[i];
+      const EnqueueRequest& q = e.request;
+      segments.push_back({q.send, q.recv, static_cast<size_t>(q.spec.count)});
+      replay_taken_.push_back({std::move(e.handle), e.name_tag, &q.name});
     }
-    // As settle_taken, for entries that stay in replay_ (their names' nodes are kept for reuse).
+    if (group.size() > 1)
+      comm_->allreduce_segments(segments, type, op, call, fusion_);
+    else if (count > 0)
+      comm_->allreduce(segments.front().send, segments.front().recv, count, type, op, call);
+    // As settle_taken, for entries that stay in replay_.
     {
       std::lock_guard lock(mutex_);
-      if (group.size() > 1 || s.count > 0) ++stats_.collectives;
+      if (group.size() > 1 || count > 0) ++stats_.collectives;
       if (group.size() > 1) stats_.fused += group.size();
       stats_.tensors += group.size();
-      for (uint32_t i : group) forget_name_locked(replay_[i]);
+      for (const Taken& t : replay_taken_) in_flight_.remove(*t.name, t.name_tag);
     }
-    // Settled handles leave their entries: fail_everything fails only the rest.
-    for (uint32_t i : group) settle(std::exchange(replay_[i].handle, nullptr), std::nullopt);
+    for (Taken& t : replay_taken_) settle(std::exchange(t.handle, nullptr), std::nullopt);
+    replay_taken_.clear();
   }
   replay_.clear();
 }
