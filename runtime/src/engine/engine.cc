@@ -28,9 +28,12 @@ constexpr int kPlanPatienceCycles = 10;
 constexpr std::chrono::milliseconds kPlanPatienceMost{100};
 // Standby (see caller_took_burst and take_cycle): entered when waiting callers took this many
 // more bursts than the engine thread (which counts twice); the engine thread then looks this
-// often, unwoken.
+// often, unwoken; each look that finds nothing doubles the next wait, up to kStandbyPollMost.
+// With 8 ranks on 2 CPUs a look every 10 ms was one more context switch per step and rank,
+// taking the CPU from a rank with work; a burst only polled for waits at most this much longer.
 constexpr int kStandbyAfter = 8;
 constexpr std::chrono::milliseconds kStandbyPoll{10};
+constexpr std::chrono::milliseconds kStandbyPollMost{40};
 
 // Marks the calling thread as running an engine cycle, where waiting for a handle is refused.
 class OnEngineThread {
@@ -282,16 +285,25 @@ bool Engine::take_cycle() {
     const bool others = runners_ > 0 || cycling_;
     const bool pending = pending_count_ > 0 || join_requested_ || shutdown_requested_;
     if (standby_) {
-      // Unwoken by enqueues, it looks every kStandbyPoll whether something waits that no caller
+      // Unwoken by enqueues, it looks every standby_poll_ whether something waits that no caller
       // takes: news older than a cycle time, work left behind, a heartbeat due.
-      cv_.wait_for(lock, kStandbyPoll, [&] { return over_ || wake_ || !deferred_.empty(); });
+      cv_.wait_for(lock, standby_poll_, [&] { return over_ || wake_ || !deferred_.empty(); });
       const bool woken = std::exchange(wake_, false);
       if (over_ || !deferred_.empty()) continue;
-      if (runners_ > 0 || cycling_) continue;
+      const auto nothing_found = [&] {
+        standby_poll_ = std::min<Clock::duration>(2 * standby_poll_, kStandbyPollMost);
+      };
+      if (runners_ > 0 || cycling_) {
+        nothing_found();
+        continue;
+      }
       const Clock::time_point now = Clock::now();
       const bool stale_news = news_ && now - news_since_ >= cycle_time_;
       const bool heartbeat_due = now - last_cycle_ >= settings_.heartbeat;
-      if (!woken && !stale_news && !pending && !heartbeat_due) continue;
+      if (!woken && !stale_news && !pending && !heartbeat_due) {
+        nothing_found();
+        continue;
+      }
       standby_ = false;
       callers_took_ = 0;
     } else {
@@ -380,6 +392,7 @@ Engine::PlanPrefix Engine::plan_prefix(size_t& matched) const {
 void Engine::caller_took_burst() {
   if (standby_ || ++callers_took_ < kStandbyAfter) return;
   standby_ = true;
+  standby_poll_ = kStandbyPoll;
   cv_.notify_one();  // the engine thread may sleep for a heartbeat: it polls from now on
 }
 

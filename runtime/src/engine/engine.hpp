@@ -194,6 +194,7 @@ class Engine : public CycleRunner, public std::enable_shared_from_this<Engine> {
   // Standby: enqueues do not wake the engine thread, because waiting callers have been taking
   // every burst (caller_took_burst); it looks every few milliseconds instead (take_cycle).
   bool standby_ = false;
+  Clock::duration standby_poll_{};  // the engine thread's next look in standby (take_cycle)
   int callers_took_ = 0;          // +1 per burst a waiting caller took, -2 per one this thread took
   Clock::time_point news_since_;  // the first enqueue of the burst not yet taken
   Clock::time_point last_cycle_ = Clock::now();  // when the last cycle (by any thread) ended
