@@ -1189,6 +1189,28 @@ int scenario_replay(const tutti::Communicator& world) {
                        want));
   };
   loop_until_replays(2, 100, "the first steps");
+  {
+    // The plan's first name, in flight, is refused again (the names in flight keep the plan's
+    // names by a flag each: found at the cursor the first time, by look-up the second), then runs
+    // alone with an exact sum; the loop replays again after it.
+    const int first = g_replay_tensors - 1;
+    const std::string name = fmt::format("replay.{}", first);
+    const size_t count = static_cast<size_t>(50 + 37 * first);
+    std::vector<float> x(count, 1.0f);
+    tutti::Handle h =
+        world.allreduce_async(name, x.data(), x.data(), count, DataType::kFloat32, ReduceOp::kSum);
+    try {
+      world.allreduce_async(name, x.data(), x.data(), count, DataType::kFloat32, ReduceOp::kSum);
+      fail(name + " was taken a second time while in flight");
+    } catch (const tutti::Error& e) {
+      if (std::string(e.what()).find("already in flight") == std::string::npos)
+        fail(fmt::format("{} in flight, enqueued again: {}", name, e.what()));
+    }
+    await(h, 60);
+    if (x.front() != static_cast<float>(g_size) || x.back() != static_cast<float>(g_size))
+      fail(fmt::format("{} alone: {} and {} instead of {}", name, x.front(), x.back(), g_size));
+    loop_until_replays(1, 100, "the loop after a name refused in flight");
+  }
   if (g_replay_cut) {
     // Steps cut in two by a pause: the engine thread waits for the rest of the plan's step, which
     // replays whole. A pause stretched past that patience (a loaded machine) cuts the step and
