@@ -42,7 +42,6 @@ class InFlightNames {
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t expected_index(const std::string& name) const;
-  void flag(uint32_t index, bool on);
 
   std::vector<std::string> expected_;
   std::vector<uint8_t> flags_;                            // one per expected name: in flight

@@ -135,11 +135,7 @@ void Engine::replay() {
   }
   std::vector<collectives::Segment>& segments = replay_segments_;
   for (const std::vector<uint32_t>& group : plan_.groups) {
-    const OpSpec& s = replay_[group.front()].request.spec;
-    const DataType type = s.type;
-    const ReduceOp op = s.op;
-    const CallOptions call = scaled(s);
-    const uint64_t count = s.count;
+    const OpSpec& s = replay_[group.front()].request.spec;  // entries stay until the end
     // One pass over the group's entries before its collective (see replay_taken_).
     segments.clear();
     replay_taken_.clear();
@@ -150,13 +146,14 @@ void Engine::replay() {
       replay_taken_.push_back({std::move(e.handle), e.name_tag, &q.name});
     }
     if (group.size() > 1)
-      comm_->allreduce_segments(segments, type, op, call, fusion_);
-    else if (count > 0)
-      comm_->allreduce(segments.front().send, segments.front().recv, count, type, op, call);
+      comm_->allreduce_segments(segments, s.type, s.op, scaled(s), fusion_);
+    else if (s.count > 0)
+      comm_->allreduce(segments.front().send, segments.front().recv, s.count, s.type, s.op,
+                       scaled(s));
     // As settle_taken, for entries that stay in replay_.
     {
       std::lock_guard lock(mutex_);
-      if (group.size() > 1 || count > 0) ++stats_.collectives;
+      if (group.size() > 1 || s.count > 0) ++stats_.collectives;
       if (group.size() > 1) stats_.fused += group.size();
       stats_.tensors += group.size();
       for (const Taken& t : replay_taken_) in_flight_.remove(*t.name, t.name_tag);
