@@ -42,7 +42,7 @@
 # GLOO_OOP=0 times Gloo in place only: its out-of-place form (gloo::allreduce, what PyTorch calls)
 # took 0.3-0.6 s for 1 MiB with 4 or more ranks on this 2-vCPU machine (docs/PERFORMANCE.md).
 # BENCH_ENV="TUTTI_X=V ..." gives tutti's ranks more settings (every launcher), e.g. to compare
-# TUTTI_TCP_BUFFER_BYTES=0 against the default.
+# TUTTI_TCP_BUFFER_BYTES=4M (fixed socket buffers) against the default (the autotuning).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -323,6 +323,10 @@ for np in $NPS; do
         echo "== torch-engine np$np run $i: PyTorch gloo, then tutti"
         grep -v '^#' "$OUT/torch-engine-np$np-run$i.rank0.txt"
         grep -E '^ *\(|^# \(b\)/' "$OUT/tutti-engine-np$np-run$i.txt"
+        # The target's ratio: tutti's engine against PyTorch gloo's flat buffer, steps/s.
+        awk '/^ *\(c\)/ { c = $NF } END { print c }' "$OUT/torch-engine-np$np-run$i.rank0.txt" |
+          awk -v b="$(awk '/^ *\(b\) engine/ { print $NF }' "$OUT/tutti-engine-np$np-run$i.txt")" \
+            '{ if (b + 0 > 0 && $1 + 0 > 0) printf "# tutti (b) / PyTorch gloo (c) %.2fx\n", b / $1 }'
       done
     elif [ "$peer" = iperf ]; then
       for ((i = 1; i <= RUNS; i++)); do

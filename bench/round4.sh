@@ -7,17 +7,19 @@
 #
 #   1. Small allreduces (8 B to 64 KiB) under mpirun's bindings at 2 and 4 ranks, Open MPI's time
 #      over tutti's (bench/binding.sh; "core" at 2 ranks and "socket" at 4 are Open MPI's default).
-#   2. The engine's 256 x 16 KiB step against one flat allreduce, (b)/(c): between 2 and 4 pods,
-#      and 8 ranks in 4 pods (bench/pods_tcp.sh, root only); elsewhere 2 ranks on this host.
 #   1b. The same sizes under srun --cpu-bind=cores against none, 2 ranks, on a Slurm cluster of
 #      its own (bench/slurm_binding.sh; root only).
+#   2. The engine's 256 x 16 KiB step against one flat allreduce, (b)/(c): between 2 and 4 pods,
+#      and 8 ranks in 4 pods (bench/pods_tcp.sh, root only); elsewhere 2 ranks on this host.
+#   2b. ResNet-50's 161 gradients between 4 pods, the engine's steps/s over PyTorch gloo's flat
+#      buffer (bench/pods_tcp.sh --peers torch-engine, 2 runs; root and torch only).
 #   3. Start-up to the first allreduce at 64 and 128 ranks, tuttirun against mpirun
 #      --oversubscribe, with each side's peak RSS of a rank (bench/startup.sh); and 128 ranks in 8
 #      pods of 16, both through kubexec (bench/pods_tcp.sh --peers startup; root only).
 #
 # Needs mpirun.openmpi and a build with MPI. Writes each part's output to OUT_DIR and prints them.
 set -uo pipefail
-[ $# -ge 2 ] || { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 build=$1
 out=$2
 rounds=${3:-5}
@@ -54,6 +56,16 @@ else
   "$build/bin/tuttirun" -np 2 --no-tag-output -- "$build/bin/tutti-bench" engine $flags \
     >"$out/engine-np2-shm.txt" 2>&1 || status=1
   echo "2 ranks on this host (not root: no pods): $(grep -E '\(b\)/\(c\)' "$out/engine-np2-shm.txt" | head -n 1)"
+fi
+
+echo "## 2b. ResNet-50's 161 gradients between 4 pods: the engine against PyTorch gloo's flat buffer"
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null &&
+  "${TORCH_PYTHON:-/usr/bin/python3}" -c 'import torch' 2>/dev/null; then
+  "$here/pods_tcp.sh" "$build" "$out/resnet-np4" --np 4 --peers torch-engine --runs 2 \
+    >"$out/resnet-np4.txt" 2>&1 || status=1
+  echo "4 pods, 2 runs: $(grep -h 'PyTorch gloo (c)' "$out/resnet-np4.txt" | sed 's/^# //' | paste -sd ';' -)"
+else
+  echo "skipped: needs root (pods) and torch under ${TORCH_PYTHON:-/usr/bin/python3}"
 fi
 
 echo "## 3. start-up to the first allreduce"
