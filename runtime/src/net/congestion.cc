@@ -97,10 +97,11 @@ CongestionResult apply_congestion(int fd, const CongestionSetting& setting, std:
     case CongestionSetting::Mode::kNamed:
       if (result.before == setting.name) return result;
       if (const int err = try_set(fd, setting.name))
-        throw make_error(ErrorCode::kConfig,
-                         "TUTTI_TCP_CONGESTION={} (Options::tcp_congestion) on the data connection "
-                         "to {}: {}; unset it, or set auto or system",
-                         setting.name, who, refusal(setting.name, err));
+        throw make_error(
+            ErrorCode::kConfig,
+            "TUTTI_TCP_CONGESTION={} (Options::tcp_congestion) for {}: {}; unset it, or "
+            "set auto or system",
+            setting.name, who, refusal(setting.name, err));
       result.after = current(fd);
       return result;
   }

@@ -28,10 +28,11 @@ struct CongestionResult {
   std::string note;    // auto only: why a switch away from BBR did not happen ("" if none)
 };
 
-// Applies `setting` to the TCP socket `fd`. A named algorithm the kernel lacks, or does not allow
-// this process to choose, is Error(kConfig) saying which the kernel has and allows (`who` names
-// the connection). auto never fails: when CUBIC cannot be set, the socket keeps BBR and `note`
-// says why.
+// Applies `setting` to the TCP socket `fd`, best before its handshake: on a listening socket (the
+// connections it accepts inherit the choice) or a socket not yet connected. A named algorithm the
+// kernel lacks, or does not allow this process to choose, is Error(kConfig) saying which the
+// kernel has and allows (`who` names the connection, as "the data connection to rank 1 ..."). auto
+// never fails: when CUBIC cannot be set, the socket keeps BBR and `note` says why.
 CongestionResult apply_congestion(int fd, const CongestionSetting& setting, std::string_view who);
 
 // The kernel's lists (/proc/sys/net/ipv4/tcp_{available,allowed}_congestion_control); empty when

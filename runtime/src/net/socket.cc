@@ -14,6 +14,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -90,12 +91,14 @@ bool connected_to_self(int fd) {
 
 // One connection attempt to one address. Returns the connected socket, or an invalid Fd with
 // *err set to the reason. Throws only for errors that retrying cannot fix.
-Fd try_connect(const addrinfo& ai, Deadline deadline, int* err) {
+Fd try_connect(const addrinfo& ai, Deadline deadline, int* err,
+               const std::function<void(int)>& before_connect) {
   Fd fd(::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
   if (!fd.valid()) {
     *err = errno;
     return Fd();
   }
+  if (before_connect) before_connect(fd.get());
   if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) != 0) {
     if (errno != EINPROGRESS && errno != EINTR) {
       *err = errno;
@@ -275,7 +278,8 @@ Fd accept_tcp(int listen_fd, Deadline deadline, std::string* peer_address) {
   }
 }
 
-Fd connect_tcp(const Endpoint& endpoint, Deadline deadline, RefusedConnection refused) {
+Fd connect_tcp(const Endpoint& endpoint, Deadline deadline, RefusedConnection refused,
+               const std::function<void(int)>& before_connect) {
   auto backoff = std::chrono::milliseconds(10);
   const auto max_backoff = std::chrono::milliseconds(500);
   std::string last_error = "no attempt made before the deadline";
@@ -309,7 +313,7 @@ Fd connect_tcp(const Endpoint& endpoint, Deadline deadline, RefusedConnection re
       bool every_one_refused = true;
       for (addrinfo* ai = list.get(); ai != nullptr; ai = ai->ai_next) {
         int err = 0;
-        Fd fd = try_connect(*ai, deadline, &err);
+        Fd fd = try_connect(*ai, deadline, &err, before_connect);
         if (fd.valid()) {
           if (attempts > 1)
             log::debug("connected to {} after {} attempts", endpoint.to_string(), attempts);

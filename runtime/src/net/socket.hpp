@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,9 +44,12 @@ enum class RefusedConnection { kRetry, kFinal };
 // Connects to endpoint, retrying refused/unreachable connections with backoff until deadline
 // (the peer may not be listening yet). Resolves names. Throws Error(kTimeout) naming the endpoint
 // and the last error, or Error(kPeerFailure) at once for a refusal when `refused` is kFinal. The
-// socket is non-blocking with TCP_NODELAY set.
+// socket is non-blocking with TCP_NODELAY set. `before_connect`, when given, is called with each
+// new socket before its connect(): what must hold from the handshake on (a congestion control
+// whose start-up must never run) is set there.
 Fd connect_tcp(const Endpoint& endpoint, Deadline deadline,
-               RefusedConnection refused = RefusedConnection::kRetry);
+               RefusedConnection refused = RefusedConnection::kRetry,
+               const std::function<void(int)>& before_connect = {});
 
 // Writes/reads exactly the buffer, polling until done. Throws Error(kPeerFailure) when the peer
 // closed the connection (message includes `peer`), Error(kTimeout) at the deadline.

@@ -102,7 +102,7 @@ expect_error() {
   grep -qE "$pattern" "$work/$name.out" || { echo "FAIL: $name: no message matching '$pattern'"; fail=1; }
 }
 expect_error unknown nosuchcc \
-  "TUTTI_TCP_CONGESTION=nosuchcc .Options::tcp_congestion. on the data connection to rank [0-9].*no TCP congestion control 'nosuchcc'"
+  "TUTTI_TCP_CONGESTION=nosuchcc .Options::tcp_congestion. for the data connections? (to )?rank [0-9].*no TCP congestion control 'nosuchcc'"
 expect_error malformed "CUBIC" "TUTTI_TCP_CONGESTION='CUBIC' is not a TCP congestion control"
 
 [ "$fail" -eq 0 ] && echo "PASS"

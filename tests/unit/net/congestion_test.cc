@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <string>
 
 #include "core/error.hpp"
 #include "net/fd.hpp"
+#include "net/socket.hpp"
 
 namespace tutti::net {
 namespace {
@@ -129,6 +131,58 @@ TEST(ApplyCongestion, NamedThatTheKernelLacksFailsClearly) {
     EXPECT_NE(what.find("tcp_available_congestion_control"), std::string::npos) << what;
   }
   EXPECT_EQ(in_use(fd.get()), before);
+}
+
+// The choice is made before the handshake so that the kernel's default (BBR on many hosts) never
+// starts on a data connection: BBR's start turns the kernel's own pacing on for good.
+TEST(ApplyCongestion, AnAcceptedConnectionTakesItsListenersChoice) {
+  if (!kernel_has("reno")) GTEST_SKIP() << "the kernel lacks reno";
+  uint16_t port = 0;
+  Fd listener = listen_tcp("127.0.0.1", 0, &port);
+  const std::string other = in_use(listener.get()) == "reno" ? "cubic" : "reno";
+  if (!kernel_has(other)) GTEST_SKIP() << "the kernel lacks " << other;
+  apply_congestion(listener.get(), parse_congestion(other, kSetting), "the listener");
+  Fd client = connect_tcp(Endpoint{"127.0.0.1", port}, Deadline::after(std::chrono::seconds(10)));
+  Fd server = accept_tcp(listener.get(), Deadline::after(std::chrono::seconds(10)));
+  ASSERT_TRUE(server.valid());
+  EXPECT_EQ(in_use(server.get()), other);
+}
+
+TEST(ApplyCongestion, ConnectTcpChoosesBeforeTheHandshake) {
+  if (!kernel_has("reno")) GTEST_SKIP() << "the kernel lacks reno";
+  uint16_t port = 0;
+  Fd listener = listen_tcp("127.0.0.1", 0, &port);
+  int calls = 0;
+  bool connected_already = true;
+  Fd client = connect_tcp(Endpoint{"127.0.0.1", port}, Deadline::after(std::chrono::seconds(10)),
+                          RefusedConnection::kRetry, [&](int fd) {
+                            ++calls;
+                            sockaddr_storage peer{};
+                            socklen_t length = sizeof(peer);
+                            connected_already =
+                                getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) == 0;
+                            apply_congestion(fd, parse_congestion("reno", kSetting), "a peer");
+                          });
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(connected_already) << "the hook ran after connect()";
+  EXPECT_EQ(in_use(client.get()), "reno");
+}
+
+TEST(ApplyCongestion, ANamedChoiceTheKernelLacksStopsTheConnectAndNamesTheConnection) {
+  uint16_t port = 0;
+  Fd listener = listen_tcp("127.0.0.1", 0, &port);
+  try {
+    connect_tcp(Endpoint{"127.0.0.1", port}, Deadline::after(std::chrono::seconds(10)),
+                RefusedConnection::kRetry, [&](int fd) {
+                  apply_congestion(fd, parse_congestion("nosuchcc", kSetting),
+                                   "the data connection to rank 1 on host b");
+                });
+    FAIL() << "connected with a congestion control the kernel lacks";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kConfig);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("for the data connection to rank 1 on host b"), std::string::npos) << what;
+  }
 }
 
 }  // namespace
