@@ -42,8 +42,8 @@ TcpStream::TcpStream(net::Fd socket, int peer, std::string peer_host, std::strin
   // Best effort: a frame header must not wait for Nagle behind the previous payload's ACK.
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   // Explicit sizes turn the kernel's autotuning off, so only a user's TUTTI_TCP_BUFFER_BYTES sets
-  // them: between veth pods on shared vCPUs fixed 4 MiB buffers saw 20x the retransmits of the
-  // autotuned ones and moved a 97.5 MiB allreduce 1.5x slower.
+  // them: between veth pods on shared vCPUs fixed 4 MiB buffers saw 100x the (spurious)
+  // retransmits of the autotuned ones and made a 97.5 MiB allreduce up to 9% slower.
   if (buffer_bytes > 0) net::set_bulk_buffers(fd, buffer_bytes);
 }
 
